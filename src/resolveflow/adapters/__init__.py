@@ -1,0 +1,1 @@
+"""One module per outside system, each behind a small protocol."""

@@ -1,0 +1,68 @@
+"""All configuration, read once from ``RESOLVEFLOW_*`` environment variables (or a ``.env`` file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from resolveflow.domain.errors import ConfigError
+
+DAY_SECONDS = 86_400
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("resolveflow", appauthor=False))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RESOLVEFLOW_", env_file=".env", extra="ignore", hide_input_in_errors=True
+    )
+
+    home: Path = Field(default_factory=_default_home, description="Embedded database lives here.")
+    database_url: SecretStr | None = Field(
+        default=None, description="Postgres 15+ with pgvector; unset starts an embedded server."
+    )
+    db_pool_max_size: int = Field(default=10, ge=1, le=200)
+    db_connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    db_statement_timeout_ms: int = Field(default=30_000, ge=100)
+
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
+    github_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+
+    token: SecretStr | None = Field(default=None, description="The acting principal's API token.")
+
+    approval_ttl_seconds: int = Field(default=7 * DAY_SECONDS, ge=1)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    rate_limit_max_waits: int = Field(default=5, ge=0)
+    rate_limit_max_wait_seconds: float = Field(default=3600.0, gt=0)
+    unavailable_retry_seconds: float = Field(default=30.0, gt=0)
+    executor_poll_seconds: float = Field(default=2.0, gt=0)
+
+    log_level: str = "WARNING"
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @property
+    def embedded(self) -> bool:
+        return self.database_url is None
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(
+            f"invalid setting RESOLVEFLOW_{field.upper()}: {first['msg']}"
+        ) from exc

@@ -1,0 +1,1 @@
+"""The executor gate: claim, send once, record, reconcile."""

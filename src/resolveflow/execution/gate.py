@@ -1,0 +1,207 @@
+"""The executor gate: the only code that writes to GitHub.
+
+    pending --claim (conditional UPDATE + lease)--> sending --2xx--> sent
+                                                        |-- definite 4xx --> failed (or partial)
+                                                        |-- 403/429 rate limit --> pending, later
+                                                        '-- timeout / 5xx / lost / malformed --> unknown
+
+Each write is preceded by a committed attempt row, so after a crash we know whether a request may
+have left. Before writing, the approval and proposal are re-read, the digest recomputed, the
+approver and the policy checked again: nothing approved earlier is trusted blindly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from uuid import UUID
+
+from resolveflow.adapters.github import GitHub, RepoName
+from resolveflow.domain.actions import GitHubIssueAction, body_with_marker
+from resolveflow.domain.errors import (
+    LeaseLost,
+    NotAuthorized,
+    PolicyViolation,
+    ProviderError,
+    ProviderOutcomeUnknown,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderUnavailable,
+    ResolveFlowError,
+)
+from resolveflow.domain.policy import (
+    check_approval_still_valid,
+    check_labels_exist,
+    check_repository_allowed,
+)
+from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.execution.outcomes import Recorder
+from resolveflow.store import executions as execution_store
+from resolveflow.store import proposals as proposal_store
+from resolveflow.store import tenants as tenant_store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+
+def new_owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    lease_seconds: float = 60.0
+    rate_limit_max_waits: int = 5
+    rate_limit_max_wait_seconds: float = 3600.0
+    unavailable_retry_seconds: float = 30.0
+
+
+@dataclass(frozen=True)
+class Verified:
+    action: GitHubIssueAction
+    token: str | None  # the approver's own token, when they configured one
+    credential: str
+
+
+class Executor:
+    def __init__(
+        self, db: Database, github: GitHub, settings: GateSettings, owner: str | None = None
+    ) -> None:
+        self.db = db
+        self.github = github
+        self.settings = settings
+        self.owner = owner or new_owner_id()
+        self.record = Recorder(db, self.owner, settings)
+
+    # --- entry points --------------------------------------------------------------------
+
+    def run_due(self, tenant_ids: list[UUID] | None = None, limit: int | None = None) -> int:
+        """Claim and process due executions until none is left (or ``limit`` were processed)."""
+        processed = 0
+        for tenant_id in tenant_ids if tenant_ids is not None else self._tenant_ids():
+            while limit is None or processed < limit:
+                with self.db.tenant(tenant_id) as conn:
+                    claimed = execution_store.claim_next_due(
+                        conn, tenant_id, self.owner, self.settings.lease_seconds
+                    )
+                if claimed is None:
+                    break
+                self.process(claimed)
+                processed += 1
+        return processed
+
+    def execute_one(self, tenant_id: UUID, execution_id: UUID) -> Execution:
+        """Try to claim one execution; whoever loses the race just reads the current state."""
+        with self.db.tenant(tenant_id) as conn:
+            claimed = execution_store.claim_by_id(
+                conn, tenant_id, execution_id, self.owner, self.settings.lease_seconds
+            )
+            if claimed is None:
+                return execution_store.execution_by_id(conn, tenant_id, execution_id)
+        return self.process(claimed)
+
+    def _tenant_ids(self) -> list[UUID]:
+        with self.db.unscoped() as conn:
+            return [tenant.id for tenant in tenant_store.list_tenants(conn)]
+
+    # --- one claimed execution -----------------------------------------------------------
+
+    def process(self, execution: Execution) -> Execution:
+        try:
+            verified = self._verify(execution)
+        except ResolveFlowError as exc:
+            return self.record.refused(execution, exc)
+        repo = RepoName.parse(verified.action.target.repository)
+        if verified.action.labels and not execution.labels_done:
+            try:
+                known = self.github.list_repository_labels(repo, token=verified.token)
+            except ProviderError as exc:
+                return self.record.read_failed(execution, exc)
+            try:
+                check_labels_exist(verified.action, known)
+            except PolicyViolation as exc:
+                return self.record.refused(execution, exc)
+        if verified.action.comment is not None and execution.comment_id is None:
+            after_comment = self._send_comment(execution, verified, repo)
+            if after_comment is None or after_comment.state is not ExecutionState.SENDING:
+                return after_comment
+            execution = after_comment
+        if verified.action.labels and not execution.labels_done:
+            return self._send_labels(execution, verified, repo)
+        return self.record.finished(execution, ExecutionState.SENT, "sent")
+
+    def _verify(self, execution: Execution) -> Verified:
+        """Re-read approval, proposal, approver and policy from the database, as they are now."""
+        tenant_id = execution.tenant_id
+        with self.db.tenant(tenant_id) as conn:
+            proposal = proposal_store.proposal_by_id(conn, tenant_id, execution.proposal_id)
+            approval = proposal_store.approval_by_id(conn, tenant_id, execution.approval_id)
+            if approval is None:
+                raise NotAuthorized("the approval record is missing")
+            approver = tenant_store.principal_by_id(conn, tenant_id, approval.principal_id)
+            action = check_approval_still_valid(
+                approval=approval,
+                approver=approver,
+                proposal=proposal,
+                latest_version=proposal_store.latest_version(conn, tenant_id, proposal.lineage_id),
+                now=proposal_store.database_now(conn),
+            )
+            if execution.digest != proposal.digest:
+                raise NotAuthorized("the execution's digest differs from the proposal's")
+            check_repository_allowed(action, tenant_store.list_repositories(conn, tenant_id))
+            token = (
+                tenant_store.principal_github_token(conn, tenant_id, approver.id)
+                if approver is not None and approver.has_github_token
+                else None
+            )
+        return Verified(action=action, token=token, credential="approver" if token else "service")
+
+    def _send_comment(
+        self, execution: Execution, verified: Verified, repo: RepoName
+    ) -> Execution:
+        assert verified.action.comment is not None
+        try:
+            attempt_id = self.record.attempt_started(execution, "comment", verified.credential)
+        except LeaseLost:
+            return execution
+        body = body_with_marker(verified.action.comment, str(execution.id))
+        try:
+            posted = self.github.post_comment(
+                repo, verified.action.target.issue, body, token=verified.token
+            )
+        except ProviderRateLimited as exc:
+            return self.record.rate_limited(execution, attempt_id, exc)
+        except ProviderRejected as exc:
+            return self.record.rejected(execution, attempt_id, exc)
+        except ProviderUnavailable as exc:
+            return self.record.unavailable(execution, attempt_id, exc)
+        except ProviderOutcomeUnknown as exc:
+            return self.record.unknown(execution, attempt_id, exc)
+        except ProviderError as exc:
+            return self.record.unknown(execution, attempt_id, exc)
+        return self.record.comment_posted(
+            execution, attempt_id, posted.id, posted.url, final=not verified.action.labels
+        )
+
+    def _send_labels(self, execution: Execution, verified: Verified, repo: RepoName) -> Execution:
+        try:
+            attempt_id = self.record.attempt_started(execution, "labels", verified.credential)
+        except LeaseLost:
+            return execution
+        try:
+            self.github.add_labels(
+                repo, verified.action.target.issue, list(verified.action.labels),
+                token=verified.token,
+            )
+        except ProviderRateLimited as exc:
+            return self.record.rate_limited(execution, attempt_id, exc)
+        except ProviderRejected as exc:
+            return self.record.rejected(execution, attempt_id, exc)
+        except ProviderUnavailable as exc:
+            return self.record.unavailable(execution, attempt_id, exc)
+        except ProviderError as exc:
+            return self.record.unknown(execution, attempt_id, exc)
+        return self.record.labels_applied(execution, attempt_id)

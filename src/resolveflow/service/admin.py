@@ -1,0 +1,129 @@
+"""Operator use cases: tenants, principals and the repository allowlist.
+
+These run with database access and no API token: whoever can reach the database already holds more
+power than any token grants.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+from dataclasses import dataclass
+
+from resolveflow.domain.actions import IssueTarget
+from resolveflow.domain.errors import InvalidInput
+from resolveflow.domain.records import Principal, Role, Tenant
+from resolveflow.service.auth import hash_token, new_token
+from resolveflow.store import audit
+from resolveflow.store import tenants as tenant_store
+from resolveflow.store.database import Database
+
+_TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+def operator_actor() -> str:
+    try:
+        return f"operator:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "operator"
+
+
+@dataclass(frozen=True)
+class IssuedPrincipal:
+    principal: Principal
+    token: str  # shown once; only its hash is stored
+
+
+def add_tenant(db: Database, name: str) -> Tenant:
+    if not _TENANT_NAME.match(name):
+        raise InvalidInput(
+            "a tenant name is 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+        )
+    with db.unscoped() as conn:
+        tenant = tenant_store.insert_tenant(conn, name)
+    with db.tenant(tenant.id) as conn:
+        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="tenant.created",
+                     subject_type="tenant", subject_id=tenant.id, details={"name": name})
+    return tenant
+
+
+def list_tenants(db: Database) -> list[Tenant]:
+    with db.unscoped() as conn:
+        return tenant_store.list_tenants(conn)
+
+
+def find_tenant(db: Database, name: str) -> Tenant:
+    with db.unscoped() as conn:
+        return tenant_store.tenant_by_name(conn, name)
+
+
+def add_principal(
+    db: Database, tenant_name: str, subject: str, roles: list[Role], github_token: str | None = None
+) -> IssuedPrincipal:
+    subject = subject.strip()
+    if not subject or len(subject) > 100:
+        raise InvalidInput("a subject is 1-100 characters (for example a GitHub login)")
+    if not roles:
+        raise InvalidInput("give at least one role")
+    tenant = find_tenant(db, tenant_name)
+    token = new_token(tenant.id)
+    with db.tenant(tenant.id) as conn:
+        principal = tenant_store.insert_principal(
+            conn, tenant_id=tenant.id, subject=subject, roles=sorted(set(roles)),
+            token_hash=hash_token(token), github_token=github_token or None,
+        )
+        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="principal.created",
+                     subject_type="principal", subject_id=principal.id,
+                     details={"subject": subject, "roles": [r.value for r in sorted(set(roles))],
+                              "own_github_token": bool(github_token)})
+    return IssuedPrincipal(principal=principal, token=token)
+
+
+def set_roles(db: Database, tenant_name: str, subject: str, roles: list[Role]) -> Principal:
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        principal = tenant_store.principal_by_subject(conn, tenant.id, subject)
+        tenant_store.set_principal_roles(conn, tenant.id, principal.id, sorted(set(roles)))
+        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="principal.roles_set",
+                     subject_type="principal", subject_id=principal.id,
+                     details={"roles": [r.value for r in sorted(set(roles))]})
+        return tenant_store.principal_by_subject(conn, tenant.id, subject)
+
+
+def list_principals(db: Database, tenant_name: str) -> list[Principal]:
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        return tenant_store.list_principals(conn, tenant.id)
+
+
+def normalize_repository(full_name: str) -> str:
+    try:
+        return IssueTarget(repository=full_name.strip(), issue=1).repository
+    except ValueError:
+        raise InvalidInput(f"repository must look like OWNER/REPO, got {full_name!r}") from None
+
+
+def add_repository(db: Database, tenant_name: str, full_name: str) -> str:
+    name = normalize_repository(full_name)
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        tenant_store.insert_repository(conn, tenant.id, name)
+        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="repository.allowed",
+                     subject_type="repository", subject_id=name)
+    return name
+
+
+def remove_repository(db: Database, tenant_name: str, full_name: str) -> str:
+    name = normalize_repository(full_name)
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        tenant_store.delete_repository(conn, tenant.id, name)
+        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="repository.removed",
+                     subject_type="repository", subject_id=name)
+    return name
+
+
+def list_repositories(db: Database, tenant_name: str) -> list[str]:
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        return tenant_store.list_repositories(conn, tenant.id)

@@ -1,0 +1,1 @@
+"""Postgres: pool, embedded server, migrations, named queries and one module per record."""

@@ -1,0 +1,44 @@
+"""Audit events: append-only; the runtime role cannot change or delete them."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+
+def record(
+    conn: Connection,
+    *,
+    tenant_id: UUID,
+    actor: str,
+    event: str,
+    subject_type: str,
+    subject_id: UUID | str,
+    details: dict[str, Any] | None = None,
+    run_id: UUID | None = None,
+) -> None:
+    conn.execute(
+        q("audit", "insert_event"),
+        {
+            "tenant_id": tenant_id,
+            "actor": actor,
+            "event": event,
+            "subject_type": subject_type,
+            "subject_id": str(subject_id),
+            "run_id": run_id,
+            "details": Jsonb(details or {}),
+        },
+    )
+
+
+def events_for(
+    conn: Connection, tenant_id: UUID, subject_ids: list[str]
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("audit", "events_for_subjects"), {"tenant_id": tenant_id, "subject_ids": subject_ids}
+    ).fetchall()

@@ -1,0 +1,151 @@
+"""Connections: one pool whose every connection runs as the non-superuser runtime role.
+
+Superusers and table owners bypass row-level security, so the pool switches each new connection to
+``resolveflow_app`` before the application sees it. The tenant is set per transaction with
+``set_config(..., is_local => true)``, so it ends with the transaction and never leaks to the next
+user of a pooled connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from resolveflow.domain import errors as domain_errors
+from resolveflow.domain.errors import ResolveFlowError, StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+RUNTIME_ROLE = "resolveflow_app"
+Connection = psycopg.Connection[dict[str, Any]]
+
+# Constraint name -> the domain error a person should see when it fires.
+_CONSTRAINT_ERRORS: dict[str, type[ResolveFlowError]] = {
+    "tenants_name_key": domain_errors.AlreadyExists,
+    "principals_subject_unique": domain_errors.AlreadyExists,
+    "principals_token_unique": domain_errors.AlreadyExists,
+    "repositories_unique": domain_errors.AlreadyExists,
+    "approvals_one_decision": domain_errors.AlreadyDecided,
+    "executions_one_per_proposal": domain_errors.AlreadyExecuted,
+    "executions_one_per_approval": domain_errors.AlreadyExecuted,
+    "executions_idempotency_key": domain_errors.AlreadyExecuted,
+    "proposals_version_unique": domain_errors.SupersededProposal,
+}
+
+
+def translate_error(exc: psycopg.Error) -> ResolveFlowError:
+    """Turn a database error into the domain error it stands for."""
+    diag = exc.diag
+    if isinstance(exc, pg_errors.UniqueViolation) and diag.constraint_name in _CONSTRAINT_ERRORS:
+        return _CONSTRAINT_ERRORS[diag.constraint_name]()
+    if isinstance(exc, pg_errors.ForeignKeyViolation):
+        return domain_errors.NotFound(f"a referenced record does not exist ({diag.constraint_name})")
+    if isinstance(exc, pg_errors.CheckViolation):
+        return domain_errors.InvalidInput(f"rejected by the database: {diag.constraint_name}")
+    if exc.sqlstate == "RFX01":
+        return domain_errors.InvalidTransition(diag.message_primary)
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        return domain_errors.NotAuthorized(f"the database refused: {diag.message_primary}")
+    if isinstance(exc, pg_errors.QueryCanceled):
+        return StoreUnavailable("a database statement timed out")
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreUnavailable(f"the database is unreachable: {_first_line(str(exc))}")
+    return ResolveFlowError(f"database error: {_first_line(str(exc))}")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "no detail"
+
+
+class Database:
+    """The application's view of Postgres: tenant-scoped and global transactions from one pool."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int = 10,
+        connect_timeout: float = 10.0,
+        statement_timeout_ms: int = 30_000,
+    ) -> None:
+        self.url = url
+        self._connect_timeout = connect_timeout
+        self._statement_timeout_ms = statement_timeout_ms
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"connect_timeout": max(1, int(connect_timeout)), "row_factory": dict_row},
+            configure=self._configure,
+            check=ConnectionPool.check_connection,
+            timeout=connect_timeout,
+            open=False,
+            name="resolveflow",
+        )
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SET ROLE resolveflow_app")  # == RUNTIME_ROLE
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, false)", [str(self._statement_timeout_ms)]
+        )
+        conn.commit()
+
+    def open(self) -> Database:
+        try:
+            self._pool.open(wait=True, timeout=self._connect_timeout)
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"could not connect to the database within {self._connect_timeout}s"
+            ) from exc
+        return self
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Database:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self, tenant_id: UUID | None) -> Iterator[Connection]:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                if tenant_id is not None:
+                    conn.execute(
+                        "SELECT set_config('resolveflow.tenant_id', %s, true)", [str(tenant_id)]
+                    )
+                yield conn
+        except psycopg.Error as exc:
+            raise translate_error(exc) from exc
+        except PoolTimeout as exc:
+            raise StoreUnavailable("no database connection became available in time") from exc
+
+    def tenant(self, tenant_id: UUID) -> AbstractContextManager[Connection]:
+        """A transaction that sees only ``tenant_id``'s rows."""
+        return self._transaction(tenant_id)
+
+    def unscoped(self) -> AbstractContextManager[Connection]:
+        """A transaction with no tenant set: only non-tenant tables (tenants, migrations) are visible."""
+        return self._transaction(None)
+
+    def owner_connection(self) -> psycopg.Connection[dict[str, Any]]:
+        """A direct connection as the configured (owner) user, for migrations only."""
+        try:
+            return psycopg.connect(
+                self.url,
+                connect_timeout=max(1, int(self._connect_timeout)),
+                row_factory=dict_row,
+                autocommit=True,
+            )
+        except psycopg.Error as exc:
+            raise translate_error(exc) from exc

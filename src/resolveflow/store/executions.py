@@ -1,0 +1,242 @@
+"""Executions (state moves forward only, guarded by a trigger) and their insert-only attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from resolveflow.domain.errors import LeaseLost, NotFound
+from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+_COLUMNS = (
+    "id", "tenant_id", "proposal_id", "approval_id", "idempotency_key", "digest", "lease_owner",
+    "lease_expires_at", "not_before", "rate_limit_waits", "comment_id", "comment_url",
+    "labels_done", "detail", "created_at", "updated_at",
+)
+
+
+def to_execution(row: dict[str, Any]) -> Execution:
+    values = {name: row[name] for name in _COLUMNS}
+    return Execution(state=ExecutionState(row["state"]), **values)
+
+
+def _one(conn: Connection, name: str, params: dict[str, Any]) -> Execution | None:
+    row = conn.execute(q("executions", name), params).fetchone()
+    return to_execution(row) if row else None
+
+
+def insert_execution(
+    conn: Connection, *, tenant_id: UUID, proposal_id: UUID, approval_id: UUID, digest: str
+) -> Execution:
+    execution = _one(
+        conn,
+        "insert_execution",
+        {
+            "tenant_id": tenant_id,
+            "proposal_id": proposal_id,
+            "approval_id": approval_id,
+            "digest": digest,
+            # One execution per approved digest in a tenant: the same action never runs twice.
+            "idempotency_key": f"{tenant_id}:{digest}",
+        },
+    )
+    assert execution is not None
+    return execution
+
+
+def execution_by_id(conn: Connection, tenant_id: UUID, execution_id: UUID) -> Execution:
+    execution = _one(conn, "execution_by_id", {"tenant_id": tenant_id, "id": execution_id})
+    if execution is None:
+        raise NotFound(f"no execution {execution_id}")
+    return execution
+
+
+def execution_for_proposal(
+    conn: Connection, tenant_id: UUID, proposal_id: UUID
+) -> Execution | None:
+    return _one(
+        conn, "execution_for_proposal", {"tenant_id": tenant_id, "proposal_id": proposal_id}
+    )
+
+
+def list_executions(
+    conn: Connection, tenant_id: UUID, state: str | None, limit: int
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("executions", "list_executions"), {"tenant_id": tenant_id, "state": state, "limit": limit}
+    ).fetchall()
+
+
+def claim_next_due(
+    conn: Connection, tenant_id: UUID, owner: str, lease_seconds: float
+) -> Execution | None:
+    return _one(
+        conn,
+        "claim_next_due",
+        {"tenant_id": tenant_id, "owner": owner, "lease_seconds": lease_seconds},
+    )
+
+
+def claim_by_id(
+    conn: Connection, tenant_id: UUID, execution_id: UUID, owner: str, lease_seconds: float
+) -> Execution | None:
+    return _one(
+        conn,
+        "claim_by_id",
+        {"tenant_id": tenant_id, "id": execution_id, "owner": owner,
+         "lease_seconds": lease_seconds},
+    )
+
+
+def take_over_for_reconcile(
+    conn: Connection, tenant_id: UUID, execution_id: UUID, owner: str, lease_seconds: float
+) -> Execution | None:
+    return _one(
+        conn,
+        "take_over_for_reconcile",
+        {"tenant_id": tenant_id, "id": execution_id, "owner": owner,
+         "lease_seconds": lease_seconds},
+    )
+
+
+def reconcile_candidates(conn: Connection, tenant_id: UUID) -> list[Execution]:
+    rows = conn.execute(
+        q("executions", "reconcile_candidates"), {"tenant_id": tenant_id}
+    ).fetchall()
+    return [to_execution(row) for row in rows]
+
+
+def finish(
+    conn: Connection,
+    execution: Execution,
+    *,
+    owner: str,
+    state: ExecutionState,
+    detail: str | None,
+    from_states: tuple[ExecutionState, ...] = (ExecutionState.SENDING,),
+    comment_id: int | None = None,
+    comment_url: str | None = None,
+    labels_done: bool = False,
+) -> Execution | None:
+    """Record a final (or unknown) state; None when ``owner`` no longer holds the lease."""
+    return _one(
+        conn,
+        "finish",
+        {
+            "tenant_id": execution.tenant_id,
+            "id": execution.id,
+            "owner": owner,
+            "state": state.value,
+            "detail": detail,
+            "from_states": [s.value for s in from_states],
+            "comment_id": comment_id,
+            "comment_url": comment_url,
+            "labels_done": labels_done,
+        },
+    )
+
+
+def record_comment(
+    conn: Connection, execution: Execution, *, owner: str, comment_id: int, comment_url: str
+) -> Execution | None:
+    return _one(
+        conn,
+        "record_comment",
+        {"tenant_id": execution.tenant_id, "id": execution.id, "owner": owner,
+         "comment_id": comment_id, "comment_url": comment_url},
+    )
+
+
+def release_for_retry(
+    conn: Connection,
+    execution: Execution,
+    *,
+    owner: str,
+    wait_seconds: float,
+    detail: str,
+    count_wait: bool,
+    from_states: tuple[ExecutionState, ...] = (ExecutionState.SENDING,),
+    comment_id: int | None = None,
+    comment_url: str | None = None,
+) -> Execution | None:
+    return _one(
+        conn,
+        "release_for_retry",
+        {
+            "tenant_id": execution.tenant_id,
+            "id": execution.id,
+            "owner": owner,
+            "wait_seconds": wait_seconds,
+            "detail": detail,
+            "count_wait": 1 if count_wait else 0,
+            "from_states": [s.value for s in from_states],
+            "comment_id": comment_id,
+            "comment_url": comment_url,
+        },
+    )
+
+
+def resolve_by_person(
+    conn: Connection, tenant_id: UUID, execution_id: UUID, state: ExecutionState, detail: str
+) -> Execution | None:
+    return _one(
+        conn,
+        "resolve_by_person",
+        {"tenant_id": tenant_id, "id": execution_id, "state": state.value, "detail": detail},
+    )
+
+
+def insert_attempt(
+    conn: Connection,
+    execution: Execution,
+    *,
+    step: str,
+    owner: str,
+    credential: str,
+    lease_seconds: float,
+) -> UUID:
+    row = conn.execute(
+        q("executions", "insert_attempt"),
+        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step,
+         "owner": owner, "credential": credential, "lease_seconds": lease_seconds},
+    ).fetchone()
+    if row is None:
+        raise LeaseLost()
+    attempt_id: UUID = row["id"]
+    return attempt_id
+
+
+def insert_outcome(
+    conn: Connection,
+    *,
+    tenant_id: UUID,
+    attempt_id: UUID,
+    outcome: str,
+    http_status: int | None = None,
+    provider_ref: str | None = None,
+    message: str | None = None,
+) -> None:
+    conn.execute(
+        q("executions", "insert_outcome"),
+        {"attempt_id": attempt_id, "tenant_id": tenant_id, "outcome": outcome,
+         "http_status": http_status, "provider_ref": provider_ref, "message": message},
+    )
+
+
+def attempts_for_execution(
+    conn: Connection, tenant_id: UUID, execution_id: UUID
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("executions", "attempts_for_execution"),
+        {"tenant_id": tenant_id, "execution_id": execution_id},
+    ).fetchall()
+
+
+def step_attempted(conn: Connection, execution: Execution, step: str) -> bool:
+    row = conn.execute(
+        q("executions", "step_attempted"),
+        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step},
+    ).fetchone()
+    return bool(row and row["attempted"])

@@ -1,0 +1,123 @@
+-- name: insert_execution
+INSERT INTO executions (tenant_id, proposal_id, approval_id, digest, idempotency_key)
+VALUES (%(tenant_id)s, %(proposal_id)s, %(approval_id)s, %(digest)s, %(idempotency_key)s)
+RETURNING *
+
+-- name: execution_by_id
+SELECT * FROM executions WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+
+-- name: execution_for_proposal
+SELECT * FROM executions WHERE tenant_id = %(tenant_id)s AND proposal_id = %(proposal_id)s
+
+-- name: list_executions
+SELECT e.*, p.action
+FROM executions e JOIN proposals p ON p.id = e.proposal_id
+WHERE e.tenant_id = %(tenant_id)s AND (%(state)s::text IS NULL OR e.state = %(state)s)
+ORDER BY e.created_at DESC
+LIMIT %(limit)s
+
+-- name: claim_next_due
+-- SKIP LOCKED lets many executors share the queue; the outer state test makes the claim conditional.
+UPDATE executions e
+SET state = 'sending', lease_owner = %(owner)s,
+    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+WHERE e.id = (
+    SELECT id FROM executions
+    WHERE tenant_id = %(tenant_id)s AND state = 'pending' AND not_before <= clock_timestamp()
+    ORDER BY not_before, created_at
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1
+) AND e.state = 'pending'
+RETURNING e.*
+
+-- name: claim_by_id
+UPDATE executions
+SET state = 'sending', lease_owner = %(owner)s,
+    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+  AND state = 'pending' AND not_before <= clock_timestamp()
+RETURNING *
+
+-- name: take_over_for_reconcile
+-- A reconciler takes the lease of an execution whose owner vanished, or of an unknown one.
+UPDATE executions
+SET lease_owner = %(owner)s,
+    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+  AND (
+    (state = 'sending' AND lease_expires_at < clock_timestamp())
+    OR (state = 'unknown' AND (lease_expires_at IS NULL OR lease_expires_at < clock_timestamp()))
+  )
+RETURNING *
+
+-- name: reconcile_candidates
+SELECT * FROM executions
+WHERE tenant_id = %(tenant_id)s
+  AND (state = 'unknown' OR (state = 'sending' AND lease_expires_at < clock_timestamp()))
+ORDER BY updated_at
+
+-- name: finish
+-- Only the current lease owner may record an outcome: a late owner changes nothing.
+UPDATE executions
+SET state = %(state)s, detail = %(detail)s, lease_expires_at = NULL,
+    comment_id = coalesce(%(comment_id)s, comment_id),
+    comment_url = coalesce(%(comment_url)s, comment_url),
+    labels_done = labels_done OR %(labels_done)s
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+  AND state = ANY(%(from_states)s) AND lease_owner = %(owner)s
+RETURNING *
+
+-- name: record_comment
+UPDATE executions
+SET comment_id = %(comment_id)s, comment_url = %(comment_url)s
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s AND state = 'sending' AND lease_owner = %(owner)s
+RETURNING *
+
+-- name: release_for_retry
+UPDATE executions
+SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, detail = %(detail)s,
+    comment_id = coalesce(%(comment_id)s, comment_id),
+    comment_url = coalesce(%(comment_url)s, comment_url),
+    not_before = clock_timestamp() + make_interval(secs => %(wait_seconds)s),
+    rate_limit_waits = rate_limit_waits + %(count_wait)s
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+  AND state = ANY(%(from_states)s) AND lease_owner = %(owner)s
+RETURNING *
+
+-- name: resolve_by_person
+UPDATE executions
+SET state = %(state)s, detail = %(detail)s, lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s AND state = 'unknown'
+  AND (lease_expires_at IS NULL OR lease_expires_at < clock_timestamp())
+RETURNING *
+
+-- name: insert_attempt
+-- The attempt is recorded only while this owner holds a live lease, and the lease is renewed so it
+-- outlasts the request's timeout: a reconciler can never take over while the request is in flight.
+WITH held AS (
+    UPDATE executions
+    SET lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+    WHERE tenant_id = %(tenant_id)s AND id = %(execution_id)s AND state = 'sending'
+      AND lease_owner = %(owner)s AND lease_expires_at > clock_timestamp()
+    RETURNING id, tenant_id
+)
+INSERT INTO execution_attempts (tenant_id, execution_id, step, owner, credential)
+SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s FROM held
+RETURNING id, started_at
+
+-- name: insert_outcome
+INSERT INTO attempt_outcomes (attempt_id, tenant_id, outcome, http_status, provider_ref, message)
+VALUES (%(attempt_id)s, %(tenant_id)s, %(outcome)s, %(http_status)s, %(provider_ref)s, %(message)s)
+
+-- name: attempts_for_execution
+SELECT a.id, a.step, a.owner, a.credential, a.started_at,
+       o.outcome, o.http_status, o.provider_ref, o.message, o.finished_at
+FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
+WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
+ORDER BY a.started_at, a.id
+
+-- name: step_attempted
+SELECT EXISTS (
+    SELECT 1 FROM execution_attempts
+    WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s AND step = %(step)s
+) AS attempted
