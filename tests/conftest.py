@@ -99,3 +99,59 @@ def make_world(db: Database, tenant: str = "acme", repository: str = "acme/widge
 @pytest.fixture
 def world(db: Database) -> World:
     return make_world(db)
+
+
+def propose_and_approve(
+    db: Database,
+    world: World,
+    *,
+    comment: str | None = "Thanks for the report! We are looking into it.",
+    labels: list[str] | None = None,
+    issue: int = 1,
+    ttl_seconds: int = 3600,
+):  # type: ignore[no-untyped-def]
+    """Create a proposal as the requester and approve it as the approver; return the result."""
+    from resolveflow.service import proposals
+
+    proposal = proposals.create_proposal(
+        db,
+        world.requester(db),
+        repository=world.repository,
+        issue=issue,
+        comment=comment,
+        labels=labels or [],
+    )
+    return proposal, proposals.approve(
+        db, world.approver(db), proposal.id, proposal.digest, ttl_seconds
+    )
+
+
+def make_executor(db: Database, github, **overrides):  # type: ignore[no-untyped-def]
+    from resolveflow.execution.gate import Executor, GateSettings
+
+    settings = GateSettings(
+        **{"lease_seconds": 30.0, "unavailable_retry_seconds": 0.5, **overrides}
+    )
+    return Executor(db, github, settings)
+
+
+def make_reconciler(db: Database, github, **overrides):  # type: ignore[no-untyped-def]
+    from resolveflow.execution.gate import GateSettings
+    from resolveflow.execution.reconcile import Reconciler
+
+    return Reconciler(db, github, GateSettings(**{"lease_seconds": 30.0, **overrides}))
+
+
+def execution_state(db: Database, world: World, execution_id):  # type: ignore[no-untyped-def]
+    from resolveflow.store import executions
+
+    with db.tenant(world.tenant.id) as conn:
+        return executions.execution_by_id(conn, world.tenant.id, execution_id)
+
+
+def attempt_outcomes(db: Database, world: World, execution_id) -> list[tuple[str, str | None]]:  # type: ignore[no-untyped-def]
+    from resolveflow.store import executions
+
+    with db.tenant(world.tenant.id) as conn:
+        rows = executions.attempts_for_execution(conn, world.tenant.id, execution_id)
+    return [(row["step"], row["outcome"]) for row in rows]

@@ -63,6 +63,4 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(
-            f"invalid setting RESOLVEFLOW_{field.upper()}: {first['msg']}"
-        ) from exc
+        raise ConfigError(f"invalid setting RESOLVEFLOW_{field.upper()}: {first['msg']}") from exc

@@ -20,7 +20,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -67,6 +67,7 @@ class Status:
     body: str | dict[str, Any] | None = None
     apply_write: bool = False
     content_type: str = "application/json"
+    headers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -692,7 +693,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("X-GitHub-Media-Type", "github.v3; format=json")
-        for name, value in {**rate_headers, **reply.headers}.items():
+        extra = {name.lower(): value for name, value in reply.headers.items()}
+        for name, value in {**rate_headers, **extra}.items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
@@ -703,11 +705,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _status_reply(fault: Status) -> _Reply:
+    headers = dict(fault.headers or {})
     if fault.body is None:
-        return _Reply(fault.code, payloads.error(f"Injected {fault.code}", status=fault.code))
+        payload = payloads.error(f"Injected {fault.code}", status=fault.code)
+        return _Reply(fault.code, payload, headers=headers)
     if isinstance(fault.body, dict):
-        return _Reply(fault.code, fault.body, content_type=fault.content_type)
-    return _Reply(fault.code, raw=fault.body.encode(), content_type=fault.content_type)
+        return _Reply(fault.code, fault.body, content_type=fault.content_type, headers=headers)
+    raw = fault.body.encode()
+    return _Reply(fault.code, raw=raw, content_type=fault.content_type, headers=headers)
 
 
 def main(argv: list[str] | None = None) -> None:

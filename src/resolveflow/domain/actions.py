@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from resolveflow.domain.errors import InvalidInput
 
-ACTION_KIND = "github.issue"
+ACTION_KIND: Literal["github.issue"] = "github.issue"
 DIGEST_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 MAX_COMMENT_CHARS = 65_536  # GitHub's own limit for a comment body
 MAX_LABELS = 50
@@ -126,9 +126,7 @@ def build_action(
 
 
 def canonical_json(action: GitHubIssueAction) -> str:
-    return json.dumps(
-        action.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    return json.dumps(action.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def action_digest(action: GitHubIssueAction) -> str:

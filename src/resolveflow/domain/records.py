@@ -21,7 +21,9 @@ class ExecutionState(StrEnum):
     SENT = "sent"
     PARTIAL = "partial"  # comment posted, labels definitely refused: never resend the comment
     FAILED = "failed"  # definitely not written (refused by policy or by the provider)
-    UNKNOWN = "unknown"  # may or may not have been written; only reconciliation or a person moves it
+    UNKNOWN = (
+        "unknown"  # may or may not have been written; only reconciliation or a person moves it
+    )
     NOT_SENT = "not_sent"  # a person confirmed it was not written
 
     @property

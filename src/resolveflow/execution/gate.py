@@ -159,9 +159,7 @@ class Executor:
             )
         return Verified(action=action, token=token, credential="approver" if token else "service")
 
-    def _send_comment(
-        self, execution: Execution, verified: Verified, repo: RepoName
-    ) -> Execution:
+    def _send_comment(self, execution: Execution, verified: Verified, repo: RepoName) -> Execution:
         assert verified.action.comment is not None
         try:
             attempt_id = self.record.attempt_started(execution, "comment", verified.credential)
@@ -193,7 +191,9 @@ class Executor:
             return execution
         try:
             self.github.add_labels(
-                repo, verified.action.target.issue, list(verified.action.labels),
+                repo,
+                verified.action.target.issue,
+                list(verified.action.labels),
                 token=verified.token,
             )
         except ProviderRateLimited as exc:

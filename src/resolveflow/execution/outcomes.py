@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 class Recorder:
     def __init__(self, db: Database, owner: str, settings: GateSettings) -> None:
         self.db = db
@@ -34,37 +35,57 @@ class Recorder:
         self.settings = settings
         self.actor = f"executor:{owner}"
 
-    def _audit(
-        self, conn: Connection, execution: Execution, event: str, **details: Any
-    ) -> None:
-        audit.record(conn, tenant_id=execution.tenant_id, actor=self.actor, event=event,
-                     subject_type="execution", subject_id=execution.id,
-                     details={"proposal_id": str(execution.proposal_id), **details})
+    def _audit(self, conn: Connection, execution: Execution, event: str, **details: Any) -> None:
+        audit.record(
+            conn,
+            tenant_id=execution.tenant_id,
+            actor=self.actor,
+            event=event,
+            subject_type="execution",
+            subject_id=execution.id,
+            details={"proposal_id": str(execution.proposal_id), **details},
+        )
 
     def _checked(self, before: Execution, after: Execution | None) -> Execution:
         if after is None:
-            logger.warning("lease lost; outcome kept, state left to the newer owner",
-                           extra={"execution": str(before.id), "owner": self.owner})
+            logger.warning(
+                "lease lost; outcome kept, state left to the newer owner",
+                extra={"execution": str(before.id), "owner": self.owner},
+            )
             return before
-        logger.info("execution state", extra={"execution": str(after.id),
-                                               "state": after.state.value})
+        logger.info(
+            "execution state", extra={"execution": str(after.id), "state": after.state.value}
+        )
         return after
 
     def attempt_started(self, execution: Execution, step: str, credential: str) -> UUID:
         """Committed before the request leaves, so a crash afterwards is never mistaken for 'not sent'."""
         with self.db.tenant(execution.tenant_id) as conn:
             return store.insert_attempt(
-                conn, execution, step=step, owner=self.owner, credential=credential,
+                conn,
+                execution,
+                step=step,
+                owner=self.owner,
+                credential=credential,
                 lease_seconds=self.settings.lease_seconds,
             )
 
     def _outcome(
-        self, conn: Connection, execution: Execution, attempt_id: UUID, outcome: str,
-        exc: ResolveFlowError | None = None, provider_ref: str | None = None,
+        self,
+        conn: Connection,
+        execution: Execution,
+        attempt_id: UUID,
+        outcome: str,
+        exc: ResolveFlowError | None = None,
+        provider_ref: str | None = None,
     ) -> None:
         store.insert_outcome(
-            conn, tenant_id=execution.tenant_id, attempt_id=attempt_id, outcome=outcome,
-            http_status=getattr(exc, "status", None), provider_ref=provider_ref,
+            conn,
+            tenant_id=execution.tenant_id,
+            attempt_id=attempt_id,
+            outcome=outcome,
+            http_status=getattr(exc, "status", None),
+            provider_ref=provider_ref,
             message=exc.message if exc else None,
         )
 
@@ -72,8 +93,9 @@ class Recorder:
         self, execution: Execution, state: ExecutionState, detail: str, **fields: Any
     ) -> Execution:
         with self.db.tenant(execution.tenant_id) as conn:
-            after = store.finish(conn, execution, owner=self.owner, state=state, detail=detail,
-                                 **fields)
+            after = store.finish(
+                conn, execution, owner=self.owner, state=state, detail=detail, **fields
+            )
             if after is not None:
                 self._audit(conn, execution, f"execution.{state.value}", detail=detail)
         return self._checked(execution, after)
@@ -81,35 +103,63 @@ class Recorder:
     def refused(self, execution: Execution, exc: ResolveFlowError) -> Execution:
         """Fail closed: the approval or the policy no longer allows the action; nothing was sent."""
         with self.db.tenant(execution.tenant_id) as conn:
-            after = store.finish(conn, execution, owner=self.owner, state=ExecutionState.FAILED,
-                                 detail=f"refused before sending: {exc.message}")
+            after = store.finish(
+                conn,
+                execution,
+                owner=self.owner,
+                state=ExecutionState.FAILED,
+                detail=f"refused before sending: {exc.message}",
+            )
             if after is not None:
-                self._audit(conn, execution, "execution.refused", error=type(exc).__name__,
-                            message=exc.message)
+                self._audit(
+                    conn,
+                    execution,
+                    "execution.refused",
+                    error=type(exc).__name__,
+                    message=exc.message,
+                )
         return self._checked(execution, after)
 
     def read_failed(self, execution: Execution, exc: ProviderError) -> Execution:
         """A read before any write failed: nothing was sent, so waiting and retrying is safe."""
         if isinstance(exc, ProviderRejected):
             return self.refused(execution, exc)
-        wait = (exc.retry_after_seconds if isinstance(exc, ProviderRateLimited)
-                else self.settings.unavailable_retry_seconds)
+        wait = (
+            exc.retry_after_seconds
+            if isinstance(exc, ProviderRateLimited)
+            else self.settings.unavailable_retry_seconds
+        )
         return self._retry_or_give_up(execution, wait, f"could not read labels: {exc.message}")
 
     def _retry_or_give_up(self, execution: Execution, wait: float, detail: str) -> Execution:
-        exhausted = (execution.rate_limit_waits + 1 > self.settings.rate_limit_max_waits
-                     or wait > self.settings.rate_limit_max_wait_seconds)
+        exhausted = (
+            execution.rate_limit_waits + 1 > self.settings.rate_limit_max_waits
+            or wait > self.settings.rate_limit_max_wait_seconds
+        )
         with self.db.tenant(execution.tenant_id) as conn:
             if exhausted:
-                state = (ExecutionState.PARTIAL if execution.comment_id is not None
-                         else ExecutionState.FAILED)
-                after = store.finish(conn, execution, owner=self.owner, state=state,
-                                     detail=f"gave up after {execution.rate_limit_waits} waits: "
-                                            f"{detail}")
+                state = (
+                    ExecutionState.PARTIAL
+                    if execution.comment_id is not None
+                    else ExecutionState.FAILED
+                )
+                after = store.finish(
+                    conn,
+                    execution,
+                    owner=self.owner,
+                    state=state,
+                    detail=f"gave up after {execution.rate_limit_waits} waits: {detail}",
+                )
                 event = f"execution.{state.value}"
             else:
-                after = store.release_for_retry(conn, execution, owner=self.owner,
-                                                wait_seconds=wait, detail=detail, count_wait=True)
+                after = store.release_for_retry(
+                    conn,
+                    execution,
+                    owner=self.owner,
+                    wait_seconds=wait,
+                    detail=detail,
+                    count_wait=True,
+                )
                 event = "execution.deferred"
             if after is not None:
                 self._audit(conn, execution, event, detail=detail, wait_seconds=wait)
@@ -120,32 +170,51 @@ class Recorder:
     ) -> Execution:
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "rate_limited", exc)
-        return self._retry_or_give_up(execution, exc.retry_after_seconds,
-                                      f"rate limited: {exc.message}")
+        return self._retry_or_give_up(
+            execution, exc.retry_after_seconds, f"rate limited: {exc.message}"
+        )
 
     def unavailable(self, execution: Execution, attempt_id: UUID, exc: ProviderError) -> Execution:
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "unavailable", exc)
-        return self._retry_or_give_up(execution, self.settings.unavailable_retry_seconds,
-                                      f"GitHub unreachable: {exc.message}")
+        return self._retry_or_give_up(
+            execution, self.settings.unavailable_retry_seconds, f"GitHub unreachable: {exc.message}"
+        )
 
     def rejected(self, execution: Execution, attempt_id: UUID, exc: ProviderRejected) -> Execution:
         # A comment that already went out stays out: the labels failing makes it partial.
-        state = ExecutionState.PARTIAL if execution.comment_id is not None else ExecutionState.FAILED
+        state = (
+            ExecutionState.PARTIAL if execution.comment_id is not None else ExecutionState.FAILED
+        )
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "rejected", exc)
-            after = store.finish(conn, execution, owner=self.owner, state=state,
-                                 detail=f"GitHub refused ({exc.status}): {exc.message}")
+            after = store.finish(
+                conn,
+                execution,
+                owner=self.owner,
+                state=state,
+                detail=f"GitHub refused ({exc.status}): {exc.message}",
+            )
             if after is not None:
-                self._audit(conn, execution, f"execution.{state.value}", status=exc.status,
-                            message=exc.message)
+                self._audit(
+                    conn,
+                    execution,
+                    f"execution.{state.value}",
+                    status=exc.status,
+                    message=exc.message,
+                )
         return self._checked(execution, after)
 
     def unknown(self, execution: Execution, attempt_id: UUID, exc: ProviderError) -> Execution:
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "unknown", exc)
-            after = store.finish(conn, execution, owner=self.owner, state=ExecutionState.UNKNOWN,
-                                 detail=f"outcome unknown: {exc.message}")
+            after = store.finish(
+                conn,
+                execution,
+                owner=self.owner,
+                state=ExecutionState.UNKNOWN,
+                detail=f"outcome unknown: {exc.message}",
+            )
             if after is not None:
                 self._audit(conn, execution, "execution.unknown", message=exc.message)
         return self._checked(execution, after)
@@ -156,13 +225,20 @@ class Recorder:
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "sent", provider_ref=str(comment_id))
             if final:
-                after = store.finish(conn, execution, owner=self.owner, state=ExecutionState.SENT,
-                                     detail="comment posted", comment_id=comment_id,
-                                     comment_url=url)
+                after = store.finish(
+                    conn,
+                    execution,
+                    owner=self.owner,
+                    state=ExecutionState.SENT,
+                    detail="comment posted",
+                    comment_id=comment_id,
+                    comment_url=url,
+                )
                 event = "execution.sent"
             else:
-                after = store.record_comment(conn, execution, owner=self.owner,
-                                             comment_id=comment_id, comment_url=url)
+                after = store.record_comment(
+                    conn, execution, owner=self.owner, comment_id=comment_id, comment_url=url
+                )
                 event = "execution.comment_posted"
             if after is not None:
                 self._audit(conn, execution, event, comment_id=comment_id, url=url)
@@ -171,8 +247,14 @@ class Recorder:
     def labels_applied(self, execution: Execution, attempt_id: UUID) -> Execution:
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "sent")
-            after = store.finish(conn, execution, owner=self.owner, state=ExecutionState.SENT,
-                                 detail="sent", labels_done=True)
+            after = store.finish(
+                conn,
+                execution,
+                owner=self.owner,
+                state=ExecutionState.SENT,
+                detail="sent",
+                labels_done=True,
+            )
             if after is not None:
                 self._audit(conn, execution, "execution.sent", labels=True)
         return self._checked(execution, after)

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from resolveflow.adapters.github import GitHub, IssueComment, RepoName
-from resolveflow.domain.actions import GitHubIssueAction, body_with_marker, execution_marker, parse_action
+from resolveflow.domain.actions import (
+    GitHubIssueAction,
+    body_with_marker,
+    execution_marker,
+    parse_action,
+)
 from resolveflow.domain.errors import ProviderError
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.execution.gate import GateSettings, new_owner_id
@@ -90,47 +95,110 @@ class Reconciler:
             comment_id, comment_url = found.id, found.url
         if action.labels and not execution.labels_done:
             if not labels_tried:
-                return self._requeue(execution, "comment found; labels not yet applied",
-                                     comment_id=comment_id, comment_url=comment_url)
+                return self._requeue(
+                    execution,
+                    "comment found; labels not yet applied",
+                    comment_id=comment_id,
+                    comment_url=comment_url,
+                )
             present = set(self.github.list_issue_labels(repo, action.target.issue))
             if not set(action.labels) <= present:
-                return self._leave_unknown(execution, "comment found but labels are missing",
-                                           comment_id=comment_id, comment_url=comment_url)
-        return self._finish(execution, ExecutionState.SENT, "confirmed on GitHub by reconciliation",
-                            comment_id=comment_id, comment_url=comment_url, labels_done=True)
+                return self._leave_unknown(
+                    execution,
+                    "comment found but labels are missing",
+                    comment_id=comment_id,
+                    comment_url=comment_url,
+                )
+        return self._finish(
+            execution,
+            ExecutionState.SENT,
+            "confirmed on GitHub by reconciliation",
+            comment_id=comment_id,
+            comment_url=comment_url,
+            labels_done=True,
+        )
 
     def _finish(
-        self, execution: Execution, state: ExecutionState, detail: str, **fields: object
+        self,
+        execution: Execution,
+        state: ExecutionState,
+        detail: str,
+        *,
+        comment_id: int | None = None,
+        comment_url: str | None = None,
+        labels_done: bool = False,
     ) -> Settled:
         with self.db.tenant(execution.tenant_id) as conn:
-            after = store.finish(conn, execution, owner=self.owner, state=state, detail=detail,
-                                 from_states=_OPEN, **fields)  # type: ignore[arg-type]
+            after = store.finish(
+                conn,
+                execution,
+                owner=self.owner,
+                state=state,
+                detail=detail,
+                from_states=_OPEN,
+                comment_id=comment_id,
+                comment_url=comment_url,
+                labels_done=labels_done,
+            )
             if after is not None:
-                audit.record(conn, tenant_id=execution.tenant_id, actor=self.actor,
-                             event=f"execution.reconciled_{state.value}",
-                             subject_type="execution", subject_id=execution.id,
-                             details={"detail": detail, "from": execution.state.value})
+                audit.record(
+                    conn,
+                    tenant_id=execution.tenant_id,
+                    actor=self.actor,
+                    event=f"execution.reconciled_{state.value}",
+                    subject_type="execution",
+                    subject_id=execution.id,
+                    details={"detail": detail, "from": execution.state.value},
+                )
         logger.info("reconciled", extra={"execution": str(execution.id), "state": state.value})
         return Settled(execution.id, state, detail)
 
-    def _leave_unknown(self, execution: Execution, detail: str, **fields: object) -> Settled:
-        return self._finish(execution, ExecutionState.UNKNOWN,
-                            f"{detail}; a person must decide (executions resolve)", **fields)
+    def _leave_unknown(
+        self,
+        execution: Execution,
+        detail: str,
+        *,
+        comment_id: int | None = None,
+        comment_url: str | None = None,
+    ) -> Settled:
+        return self._finish(
+            execution,
+            ExecutionState.UNKNOWN,
+            f"{detail}; a person must decide (executions resolve)",
+            comment_id=comment_id,
+            comment_url=comment_url,
+        )
 
     def _requeue(
-        self, execution: Execution, detail: str, *, comment_id: int | None = None,
+        self,
+        execution: Execution,
+        detail: str,
+        *,
+        comment_id: int | None = None,
         comment_url: str | None = None,
     ) -> Settled:
         with self.db.tenant(execution.tenant_id) as conn:
             after = store.release_for_retry(
-                conn, execution, owner=self.owner, wait_seconds=0, detail=detail,
-                count_wait=False, from_states=_OPEN, comment_id=comment_id,
+                conn,
+                execution,
+                owner=self.owner,
+                wait_seconds=0,
+                detail=detail,
+                count_wait=False,
+                from_states=_OPEN,
+                comment_id=comment_id,
                 comment_url=comment_url,
             )
             if after is not None:
-                audit.record(conn, tenant_id=execution.tenant_id, actor=self.actor,
-                             event="execution.requeued", subject_type="execution",
-                             subject_id=execution.id, details={"detail": detail})
+                audit.record(
+                    conn,
+                    tenant_id=execution.tenant_id,
+                    actor=self.actor,
+                    event="execution.requeued",
+                    subject_type="execution",
+                    subject_id=execution.id,
+                    details={"detail": detail},
+                )
         return Settled(execution.id, ExecutionState.PENDING, detail)
 
 

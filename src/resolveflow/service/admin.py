@@ -42,8 +42,15 @@ def add_tenant(db: Database, name: str) -> Tenant:
     with db.unscoped() as conn:
         tenant = tenant_store.insert_tenant(conn, name)
     with db.tenant(tenant.id) as conn:
-        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="tenant.created",
-                     subject_type="tenant", subject_id=tenant.id, details={"name": name})
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event="tenant.created",
+            subject_type="tenant",
+            subject_id=tenant.id,
+            details={"name": name},
+        )
     return tenant
 
 
@@ -69,13 +76,26 @@ def add_principal(
     token = new_token(tenant.id)
     with db.tenant(tenant.id) as conn:
         principal = tenant_store.insert_principal(
-            conn, tenant_id=tenant.id, subject=subject, roles=sorted(set(roles)),
-            token_hash=hash_token(token), github_token=github_token or None,
+            conn,
+            tenant_id=tenant.id,
+            subject=subject,
+            roles=sorted(set(roles)),
+            token_hash=hash_token(token),
+            github_token=github_token or None,
         )
-        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="principal.created",
-                     subject_type="principal", subject_id=principal.id,
-                     details={"subject": subject, "roles": [r.value for r in sorted(set(roles))],
-                              "own_github_token": bool(github_token)})
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event="principal.created",
+            subject_type="principal",
+            subject_id=principal.id,
+            details={
+                "subject": subject,
+                "roles": [r.value for r in sorted(set(roles))],
+                "own_github_token": bool(github_token),
+            },
+        )
     return IssuedPrincipal(principal=principal, token=token)
 
 
@@ -84,9 +104,15 @@ def set_roles(db: Database, tenant_name: str, subject: str, roles: list[Role]) -
     with db.tenant(tenant.id) as conn:
         principal = tenant_store.principal_by_subject(conn, tenant.id, subject)
         tenant_store.set_principal_roles(conn, tenant.id, principal.id, sorted(set(roles)))
-        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="principal.roles_set",
-                     subject_type="principal", subject_id=principal.id,
-                     details={"roles": [r.value for r in sorted(set(roles))]})
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event="principal.roles_set",
+            subject_type="principal",
+            subject_id=principal.id,
+            details={"roles": [r.value for r in sorted(set(roles))]},
+        )
         return tenant_store.principal_by_subject(conn, tenant.id, subject)
 
 
@@ -108,8 +134,14 @@ def add_repository(db: Database, tenant_name: str, full_name: str) -> str:
     tenant = find_tenant(db, tenant_name)
     with db.tenant(tenant.id) as conn:
         tenant_store.insert_repository(conn, tenant.id, name)
-        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="repository.allowed",
-                     subject_type="repository", subject_id=name)
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event="repository.allowed",
+            subject_type="repository",
+            subject_id=name,
+        )
     return name
 
 
@@ -118,8 +150,14 @@ def remove_repository(db: Database, tenant_name: str, full_name: str) -> str:
     tenant = find_tenant(db, tenant_name)
     with db.tenant(tenant.id) as conn:
         tenant_store.delete_repository(conn, tenant.id, name)
-        audit.record(conn, tenant_id=tenant.id, actor=operator_actor(), event="repository.removed",
-                     subject_type="repository", subject_id=name)
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event="repository.removed",
+            subject_type="repository",
+            subject_id=name,
+        )
     return name
 
 

@@ -30,7 +30,8 @@ def execution_view(execution: Execution) -> dict[str, Any]:
         "not_before": execution.not_before.isoformat(),
         "lease_owner": execution.lease_owner,
         "lease_expires_at": execution.lease_expires_at.isoformat()
-        if execution.lease_expires_at else None,
+        if execution.lease_expires_at
+        else None,
         "created_at": execution.created_at.isoformat(),
         "updated_at": execution.updated_at.isoformat(),
     }
@@ -61,14 +62,25 @@ def show_execution(db: Database, principal: Principal, execution_id: UUID) -> di
         )
     view = execution_view(execution)
     view["attempts"] = [
-        {key: (value.isoformat() if hasattr(value, "isoformat") else
-               str(value) if isinstance(value, UUID) else value)
-         for key, value in attempt.items()}
+        {
+            key: (
+                value.isoformat()
+                if hasattr(value, "isoformat")
+                else str(value)
+                if isinstance(value, UUID)
+                else value
+            )
+            for key, value in attempt.items()
+        }
         for attempt in attempts
     ]
     view["timeline"] = [
-        {"at": event["at"].isoformat(), "actor": event["actor"], "event": event["event"],
-         "details": event["details"]}
+        {
+            "at": event["at"].isoformat(),
+            "actor": event["actor"],
+            "event": event["event"],
+            "details": event["details"],
+        }
         for event in events
     ]
     return view
@@ -84,14 +96,20 @@ def resolve(
         if current.state is not ExecutionState.UNKNOWN:
             raise InvalidTransition(
                 f"only an unknown execution can be resolved; this one is {current.state.value}"
-                + (" (run `resolveflow reconcile` first)" if current.state
-                   is ExecutionState.SENDING else "")
+                + (
+                    " (run `resolveflow reconcile` first)"
+                    if current.state is ExecutionState.SENDING
+                    else ""
+                )
             )
         if was_sent:
             state = ExecutionState.SENT
         else:
-            state = (ExecutionState.PARTIAL if current.comment_id is not None
-                     else ExecutionState.NOT_SENT)
+            state = (
+                ExecutionState.PARTIAL
+                if current.comment_id is not None
+                else ExecutionState.NOT_SENT
+            )
         detail = f"resolved by {principal.subject}: {'was sent' if was_sent else 'not sent'}"
         if note:
             detail += f" ({note})"
@@ -100,8 +118,13 @@ def resolve(
         )
         if after is None:
             raise InvalidTransition("the execution is being reconciled right now; try again")
-        audit.record(conn, tenant_id=principal.tenant_id, actor=actor_of(principal),
-                     event="execution.resolved", subject_type="execution",
-                     subject_id=execution_id,
-                     details={"was_sent": was_sent, "state": state.value, "note": note})
+        audit.record(
+            conn,
+            tenant_id=principal.tenant_id,
+            actor=actor_of(principal),
+            event="execution.resolved",
+            subject_type="execution",
+            subject_id=execution_id,
+            details={"was_sent": was_sent, "state": state.value, "note": note},
+        )
     return after

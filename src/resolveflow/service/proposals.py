@@ -60,13 +60,28 @@ def create_proposal(
     with db.tenant(principal.tenant_id) as conn:
         _check_allowed(conn, principal.tenant_id, action.target.repository)
         proposal = proposal_store.insert_proposal(
-            conn, proposal_id=proposal_id, tenant_id=principal.tenant_id, lineage_id=proposal_id,
-            version=1, action=action.canonical(), digest=action_digest(action),
-            author_kind=author_kind, created_by=principal.id, run_id=run_id, note=note,
+            conn,
+            proposal_id=proposal_id,
+            tenant_id=principal.tenant_id,
+            lineage_id=proposal_id,
+            version=1,
+            action=action.canonical(),
+            digest=action_digest(action),
+            author_kind=author_kind,
+            created_by=principal.id,
+            run_id=run_id,
+            note=note,
         )
-        audit.record(conn, tenant_id=principal.tenant_id, actor=actor_of(principal),
-                     event="proposal.created", subject_type="proposal", subject_id=proposal.id,
-                     run_id=run_id, details={"digest": proposal.digest, "version": 1})
+        audit.record(
+            conn,
+            tenant_id=principal.tenant_id,
+            actor=actor_of(principal),
+            event="proposal.created",
+            subject_type="proposal",
+            subject_id=proposal.id,
+            run_id=run_id,
+            details={"digest": proposal.digest, "version": 1},
+        )
     return proposal
 
 
@@ -87,7 +102,9 @@ def edit_proposal(
         latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
         current = parse_action(versions[-1]["action"])
-        new_comment = None if drop_comment else (comment if comment is not None else current.comment)
+        new_comment = (
+            None if drop_comment else (comment if comment is not None else current.comment)
+        )
         new_labels = list(current.labels) if labels is None else labels
         action = build_action(
             current.target.repository, current.target.issue, new_comment, new_labels
@@ -95,16 +112,31 @@ def edit_proposal(
         if action_digest(action) == versions[-1]["digest"]:
             raise InvalidInput("the edit changes nothing")
         proposal = proposal_store.insert_proposal(
-            conn, proposal_id=uuid.uuid4(), tenant_id=principal.tenant_id,
-            lineage_id=base.lineage_id, version=latest + 1, action=action.canonical(),
-            digest=action_digest(action), author_kind="principal", created_by=principal.id,
+            conn,
+            proposal_id=uuid.uuid4(),
+            tenant_id=principal.tenant_id,
+            lineage_id=base.lineage_id,
+            version=latest + 1,
+            action=action.canonical(),
+            digest=action_digest(action),
+            author_kind="principal",
+            created_by=principal.id,
             run_id=base.run_id,
         )
-        audit.record(conn, tenant_id=principal.tenant_id, actor=actor_of(principal),
-                     event="proposal.edited", subject_type="proposal", subject_id=proposal.id,
-                     run_id=base.run_id,
-                     details={"digest": proposal.digest, "version": proposal.version,
-                              "previous": str(versions[-1]["id"])})
+        audit.record(
+            conn,
+            tenant_id=principal.tenant_id,
+            actor=actor_of(principal),
+            event="proposal.edited",
+            subject_type="proposal",
+            subject_id=proposal.id,
+            run_id=base.run_id,
+            details={
+                "digest": proposal.digest,
+                "version": proposal.version,
+                "previous": str(versions[-1]["id"]),
+            },
+        )
     return proposal
 
 
@@ -124,29 +156,48 @@ def approve(
             _ensure_undecided(conn, proposal)
             now = proposal_store.database_now(conn)
             action = check_can_approve(
-                approver=principal, proposal=proposal,
+                approver=principal,
+                proposal=proposal,
                 latest_version=proposal_store.latest_version(
-                    conn, principal.tenant_id, proposal.lineage_id),
-                supplied_digest=digest, now=now,
+                    conn, principal.tenant_id, proposal.lineage_id
+                ),
+                supplied_digest=digest,
+                now=now,
                 proposal_expires_at=proposal.created_at + timedelta(seconds=ttl_seconds),
             )
             _check_allowed(conn, principal.tenant_id, action.target.repository)
             approval = proposal_store.insert_approval(
-                conn, tenant_id=principal.tenant_id, proposal_id=proposal.id, digest=digest,
-                decision="approved", principal_id=principal.id, reason=None,
+                conn,
+                tenant_id=principal.tenant_id,
+                proposal_id=proposal.id,
+                digest=digest,
+                decision="approved",
+                principal_id=principal.id,
+                reason=None,
                 expires_at=now + timedelta(seconds=ttl_seconds),
             )
             execution = execution_store.insert_execution(
-                conn, tenant_id=principal.tenant_id, proposal_id=proposal.id,
-                approval_id=approval.id, digest=digest,
+                conn,
+                tenant_id=principal.tenant_id,
+                proposal_id=proposal.id,
+                approval_id=approval.id,
+                digest=digest,
             )
-            audit.record(conn, tenant_id=principal.tenant_id, actor=actor_of(principal),
-                         event="proposal.approved", subject_type="proposal",
-                         subject_id=proposal.id, run_id=proposal.run_id,
-                         details={"digest": digest, "approval_id": str(approval.id),
-                                  "execution_id": str(execution.id),
-                                  "expires_at": approval.expires_at.isoformat()
-                                  if approval.expires_at else None})
+            audit.record(
+                conn,
+                tenant_id=principal.tenant_id,
+                actor=actor_of(principal),
+                event="proposal.approved",
+                subject_type="proposal",
+                subject_id=proposal.id,
+                run_id=proposal.run_id,
+                details={
+                    "digest": digest,
+                    "approval_id": str(approval.id),
+                    "execution_id": str(execution.id),
+                    "expires_at": approval.expires_at.isoformat() if approval.expires_at else None,
+                },
+            )
     except ResolveFlowError as exc:
         _audit_refusal(db, principal, proposal_id, "approve", exc)
         raise
@@ -164,14 +215,25 @@ def reject(db: Database, principal: Principal, proposal_id: UUID, reason: str) -
             proposal_store.lock_lineage(conn, proposal.lineage_id)
             _ensure_undecided(conn, proposal)
             approval = proposal_store.insert_approval(
-                conn, tenant_id=principal.tenant_id, proposal_id=proposal.id,
-                digest=proposal.digest, decision="rejected", principal_id=principal.id,
-                reason=reason, expires_at=None,
+                conn,
+                tenant_id=principal.tenant_id,
+                proposal_id=proposal.id,
+                digest=proposal.digest,
+                decision="rejected",
+                principal_id=principal.id,
+                reason=reason,
+                expires_at=None,
             )
-            audit.record(conn, tenant_id=principal.tenant_id, actor=actor_of(principal),
-                         event="proposal.rejected", subject_type="proposal",
-                         subject_id=proposal.id, run_id=proposal.run_id,
-                         details={"reason": reason, "digest": proposal.digest})
+            audit.record(
+                conn,
+                tenant_id=principal.tenant_id,
+                actor=actor_of(principal),
+                event="proposal.rejected",
+                subject_type="proposal",
+                subject_id=proposal.id,
+                run_id=proposal.run_id,
+                details={"reason": reason, "digest": proposal.digest},
+            )
     except ResolveFlowError as exc:
         _audit_refusal(db, principal, proposal_id, "reject", exc)
         raise
@@ -190,10 +252,15 @@ def _audit_refusal(
     """Refused decisions are security-relevant; record them in their own transaction."""
     try:
         with db.tenant(principal.tenant_id) as conn:
-            audit.record(conn, tenant_id=principal.tenant_id, actor=actor_of(principal),
-                         event=f"proposal.{what}_refused", subject_type="proposal",
-                         subject_id=proposal_id,
-                         details={"error": type(exc).__name__, "message": exc.message})
+            audit.record(
+                conn,
+                tenant_id=principal.tenant_id,
+                actor=actor_of(principal),
+                event=f"proposal.{what}_refused",
+                subject_type="proposal",
+                subject_id=proposal_id,
+                details={"error": type(exc).__name__, "message": exc.message},
+            )
     except ResolveFlowError:
         logger.warning("could not audit a refused decision", extra={"proposal": str(proposal_id)})
 
@@ -220,10 +287,15 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         "decision": approval.decision if approval else None,
         "approval": _approval_view(approval),
         "execution": {"id": str(execution.id), "state": execution.state.value}
-        if execution else None,
+        if execution
+        else None,
         "versions": [
-            {"id": str(v["id"]), "version": v["version"], "digest": v["digest"],
-             "decision": v["decision"]}
+            {
+                "id": str(v["id"]),
+                "version": v["version"],
+                "digest": v["digest"],
+                "decision": v["decision"],
+            }
             for v in versions
         ],
     }

@@ -36,9 +36,7 @@ def record(
     )
 
 
-def events_for(
-    conn: Connection, tenant_id: UUID, subject_ids: list[str]
-) -> list[dict[str, Any]]:
+def events_for(conn: Connection, tenant_id: UUID, subject_ids: list[str]) -> list[dict[str, Any]]:
     return conn.execute(
         q("audit", "events_for_subjects"), {"tenant_id": tenant_id, "subject_ids": subject_ids}
     ).fetchall()

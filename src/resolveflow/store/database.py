@@ -47,7 +47,9 @@ def translate_error(exc: psycopg.Error) -> ResolveFlowError:
     if isinstance(exc, pg_errors.UniqueViolation) and diag.constraint_name in _CONSTRAINT_ERRORS:
         return _CONSTRAINT_ERRORS[diag.constraint_name]()
     if isinstance(exc, pg_errors.ForeignKeyViolation):
-        return domain_errors.NotFound(f"a referenced record does not exist ({diag.constraint_name})")
+        return domain_errors.NotFound(
+            f"a referenced record does not exist ({diag.constraint_name})"
+        )
     if isinstance(exc, pg_errors.CheckViolation):
         return domain_errors.InvalidInput(f"rejected by the database: {diag.constraint_name}")
     if exc.sqlstate == "RFX01":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 from resolveflow.domain.errors import StoreUnavailable
@@ -16,12 +17,15 @@ def embedded_database_url(home: Path) -> str:
     pgserver shares one server between every process that uses the same data directory and stops
     it when the last of them exits, so concurrent CLI invocations and workers cooperate.
     """
-    import pgserver  # imported lazily: it is only needed when no database URL is configured
-
     pgdata = home / "pgdata"
     try:
         pgdata.mkdir(parents=True, exist_ok=True)
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        with warnings.catch_warnings():
+            # platformdirs warns about XDG_RUNTIME_DIR on servers; pgserver copes without it.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+            import pgserver  # lazily: only needed when no database URL is configured
+
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     except Exception as exc:
         raise StoreUnavailable(f"could not start the embedded Postgres in {pgdata}: {exc}") from exc
     uri: str = server.get_uri()

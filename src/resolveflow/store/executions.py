@@ -11,9 +11,22 @@ from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
 _COLUMNS = (
-    "id", "tenant_id", "proposal_id", "approval_id", "idempotency_key", "digest", "lease_owner",
-    "lease_expires_at", "not_before", "rate_limit_waits", "comment_id", "comment_url",
-    "labels_done", "detail", "created_at", "updated_at",
+    "id",
+    "tenant_id",
+    "proposal_id",
+    "approval_id",
+    "idempotency_key",
+    "digest",
+    "lease_owner",
+    "lease_expires_at",
+    "not_before",
+    "rate_limit_waits",
+    "comment_id",
+    "comment_url",
+    "labels_done",
+    "detail",
+    "created_at",
+    "updated_at",
 )
 
 
@@ -85,8 +98,12 @@ def claim_by_id(
     return _one(
         conn,
         "claim_by_id",
-        {"tenant_id": tenant_id, "id": execution_id, "owner": owner,
-         "lease_seconds": lease_seconds},
+        {
+            "tenant_id": tenant_id,
+            "id": execution_id,
+            "owner": owner,
+            "lease_seconds": lease_seconds,
+        },
     )
 
 
@@ -96,8 +113,12 @@ def take_over_for_reconcile(
     return _one(
         conn,
         "take_over_for_reconcile",
-        {"tenant_id": tenant_id, "id": execution_id, "owner": owner,
-         "lease_seconds": lease_seconds},
+        {
+            "tenant_id": tenant_id,
+            "id": execution_id,
+            "owner": owner,
+            "lease_seconds": lease_seconds,
+        },
     )
 
 
@@ -144,8 +165,13 @@ def record_comment(
     return _one(
         conn,
         "record_comment",
-        {"tenant_id": execution.tenant_id, "id": execution.id, "owner": owner,
-         "comment_id": comment_id, "comment_url": comment_url},
+        {
+            "tenant_id": execution.tenant_id,
+            "id": execution.id,
+            "owner": owner,
+            "comment_id": comment_id,
+            "comment_url": comment_url,
+        },
     )
 
 
@@ -199,8 +225,14 @@ def insert_attempt(
 ) -> UUID:
     row = conn.execute(
         q("executions", "insert_attempt"),
-        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step,
-         "owner": owner, "credential": credential, "lease_seconds": lease_seconds},
+        {
+            "tenant_id": execution.tenant_id,
+            "execution_id": execution.id,
+            "step": step,
+            "owner": owner,
+            "credential": credential,
+            "lease_seconds": lease_seconds,
+        },
     ).fetchone()
     if row is None:
         raise LeaseLost()
@@ -220,8 +252,14 @@ def insert_outcome(
 ) -> None:
     conn.execute(
         q("executions", "insert_outcome"),
-        {"attempt_id": attempt_id, "tenant_id": tenant_id, "outcome": outcome,
-         "http_status": http_status, "provider_ref": provider_ref, "message": message},
+        {
+            "attempt_id": attempt_id,
+            "tenant_id": tenant_id,
+            "outcome": outcome,
+            "http_status": http_status,
+            "provider_ref": provider_ref,
+            "message": message,
+        },
     )
 
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
-from typing import Any, LiteralString, cast
+from typing import Any
 
 import psycopg
 
@@ -75,11 +75,14 @@ def upgrade(conn: psycopg.Connection[Any]) -> list[Migration]:
                 continue
             with conn.transaction():
                 # Migration text ships inside the package; it is never built from input.
-                conn.execute(cast(LiteralString, migration.sql))
+                conn.execute(migration.sql)
                 conn.execute(
                     q("migrations", "record"),
-                    {"version": migration.version, "name": migration.name,
-                     "checksum": migration.checksum},
+                    {
+                        "version": migration.version,
+                        "name": migration.name,
+                        "checksum": migration.checksum,
+                    },
                 )
             logger.info("migration applied", extra={"version": migration.version})
             done.append(migration)
@@ -98,7 +101,7 @@ def status(conn: psycopg.Connection[Any]) -> list[MigrationStatus]:
                 version=migration.version,
                 name=migration.name,
                 applied_at=row["applied_at"] if row else None,
-                modified=bool(row) and row["checksum"] != migration.checksum,
+                modified=row is not None and row["checksum"] != migration.checksum,
             )
         )
     return result

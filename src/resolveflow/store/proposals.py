@@ -139,7 +139,8 @@ def insert_approval(
 
 def approval_for_proposal(conn: Connection, tenant_id: UUID, proposal_id: UUID) -> Approval | None:
     row = conn.execute(
-        q("proposals", "approval_for_proposal"), {"tenant_id": tenant_id, "proposal_id": proposal_id}
+        q("proposals", "approval_for_proposal"),
+        {"tenant_id": tenant_id, "proposal_id": proposal_id},
     ).fetchone()
     return _approval(row) if row else None
 

@@ -70,9 +70,7 @@ def insert_principal(
     return _principal(row)
 
 
-def principal_by_token_hash(
-    conn: Connection, tenant_id: UUID, token_hash: str
-) -> Principal | None:
+def principal_by_token_hash(conn: Connection, tenant_id: UUID, token_hash: str) -> Principal | None:
     row = conn.execute(
         q("tenants", "principal_by_token_hash"), {"tenant_id": tenant_id, "token_hash": token_hash}
     ).fetchone()

@@ -1,0 +1,5 @@
+"""``python -m resolveflow`` runs the CLI."""
+
+from resolveflow.cli import entrypoint
+
+entrypoint()

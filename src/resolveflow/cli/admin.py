@@ -1,0 +1,192 @@
+"""Operator commands: database, tenants, principals, repositories."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import typer
+
+from resolveflow.cli import common
+from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.domain.errors import InvalidInput
+from resolveflow.domain.records import Role
+from resolveflow.service import admin
+from resolveflow.store.database import Database
+from resolveflow.store.migrate import status, upgrade
+from resolveflow.wiring import database_url
+
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
+principals_app = typer.Typer(
+    help="People and services that act through ResolveFlow.", no_args_is_help=True
+)
+repos_app = typer.Typer(help="The repositories a tenant may act on.", no_args_is_help=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade(as_json: bool = common.JsonOption) -> None:
+    """Apply pending migrations (idempotent)."""
+    with Database(database_url(common.settings())).owner_connection() as conn:
+        applied = [m.version + "_" + m.name for m in upgrade(conn)]
+    emit(
+        {"applied": applied},
+        as_json,
+        lambda: console.print(
+            f"applied: {', '.join(applied)}" if applied else "database is up to date"
+        ),
+    )
+
+
+@db_app.command("status")
+def db_status(as_json: bool = common.JsonOption) -> None:
+    """Show which migrations are applied."""
+    with Database(database_url(common.settings())).owner_connection() as conn:
+        rows = status(conn)
+    data = [
+        {**asdict(row), "applied_at": row.applied_at.isoformat() if row.applied_at else None}
+        for row in rows
+    ]
+    emit(
+        data,
+        as_json,
+        lambda: table(
+            "migrations",
+            ["version", "name", "applied at", "note"],
+            [
+                (
+                    r.version,
+                    r.name,
+                    r.applied_at or "pending",
+                    "file changed after applying" if r.modified else "",
+                )
+                for r in rows
+            ],
+        ),
+    )
+
+
+@tenants_app.command("add")
+def tenants_add(name: str, as_json: bool = common.JsonOption) -> None:
+    """Create a tenant."""
+    with common.app() as opened:
+        tenant = admin.add_tenant(opened.db, name)
+    emit(
+        {"id": str(tenant.id), "name": tenant.name},
+        as_json,
+        lambda: console.print(f"tenant {tenant.name} created ({tenant.id})"),
+    )
+
+
+@tenants_app.command("list")
+def tenants_list(as_json: bool = common.JsonOption) -> None:
+    with common.app() as opened:
+        tenants = admin.list_tenants(opened.db)
+    emit(
+        [{"id": str(t.id), "name": t.name} for t in tenants],
+        as_json,
+        lambda: table("tenants", ["name", "id"], [(t.name, t.id) for t in tenants]),
+    )
+
+
+@principals_app.command("add")
+def principals_add(
+    subject: str = typer.Option(..., "--subject", help="Login of the person or service."),
+    role: list[str] = typer.Option(..., "--role", help="requester, approver or admin (repeat)."),
+    tenant: str | None = common.TenantOption,
+    github_token_stdin: bool = typer.Option(
+        False,
+        "--github-token-stdin",
+        help="Read this principal's own GitHub token from stdin; the executor posts with it.",
+    ),
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Add a principal and print its API token (shown once, stored hashed)."""
+    try:
+        roles = [Role(value) for value in role]
+    except ValueError:
+        raise InvalidInput("--role must be requester, approver or admin") from None
+    github_token = typer.get_text_stream("stdin").read().strip() if github_token_stdin else None
+    with common.app() as opened:
+        issued = admin.add_principal(
+            opened.db, common.tenant_name(opened, tenant), subject, roles, github_token
+        )
+    roles_held = sorted(r.value for r in issued.principal.roles)
+    data = {
+        "id": str(issued.principal.id),
+        "subject": issued.principal.subject,
+        "roles": roles_held,
+        "token": issued.token,
+    }
+    emit(
+        data,
+        as_json,
+        lambda: fields(
+            [
+                ("principal", f"{issued.principal.subject} ({issued.principal.id})"),
+                ("roles", ", ".join(roles_held)),
+                ("token", issued.token),
+                ("", "[yellow]store this token now: it is not shown again[/yellow]"),
+            ]
+        ),
+    )
+
+
+@principals_app.command("list")
+def principals_list(
+    tenant: str | None = common.TenantOption, as_json: bool = common.JsonOption
+) -> None:
+    with common.app() as opened:
+        found = admin.list_principals(opened.db, common.tenant_name(opened, tenant))
+    data = [
+        {
+            "id": str(p.id),
+            "subject": p.subject,
+            "roles": sorted(r.value for r in p.roles),
+            "own_github_token": p.has_github_token,
+        }
+        for p in found
+    ]
+    emit(
+        data,
+        as_json,
+        lambda: table(
+            "principals",
+            ["subject", "roles", "own token", "id"],
+            [
+                (
+                    p.subject,
+                    ", ".join(sorted(r.value for r in p.roles)),
+                    "yes" if p.has_github_token else "",
+                    p.id,
+                )
+                for p in found
+            ],
+        ),
+    )
+
+
+@repos_app.command("add")
+def repos_add(
+    repository: str, tenant: str | None = common.TenantOption, as_json: bool = common.JsonOption
+) -> None:
+    """Allow the tenant to act on OWNER/REPO."""
+    with common.app() as opened:
+        name = admin.add_repository(opened.db, common.tenant_name(opened, tenant), repository)
+    emit({"repository": name}, as_json, lambda: console.print(f"{name} allowed"))
+
+
+@repos_app.command("remove")
+def repos_remove(
+    repository: str, tenant: str | None = common.TenantOption, as_json: bool = common.JsonOption
+) -> None:
+    """Remove OWNER/REPO from the allowlist; pending executions for it will fail closed."""
+    with common.app() as opened:
+        name = admin.remove_repository(opened.db, common.tenant_name(opened, tenant), repository)
+    emit({"repository": name, "removed": True}, as_json, lambda: console.print(f"{name} removed"))
+
+
+@repos_app.command("list")
+def repos_list(tenant: str | None = common.TenantOption, as_json: bool = common.JsonOption) -> None:
+    with common.app() as opened:
+        names = admin.list_repositories(opened.db, common.tenant_name(opened, tenant))
+    emit(names, as_json, lambda: table("repositories", ["repository"], [(n,) for n in names]))

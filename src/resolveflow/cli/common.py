@@ -1,0 +1,76 @@
+"""What every command needs: settings, an opened app, the acting principal, the tenant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from uuid import UUID
+
+import typer
+
+from resolveflow.config import Settings, load_settings
+from resolveflow.domain.errors import InvalidInput, NotFound
+from resolveflow.domain.records import Principal
+from resolveflow.service import admin
+from resolveflow.service.auth import authenticate
+from resolveflow.wiring import App, open_app
+
+JsonOption = typer.Option(False, "--json", help="Print exactly one JSON document on stdout.")
+TokenOption = typer.Option(
+    None,
+    "--token",
+    envvar="RESOLVEFLOW_TOKEN",
+    show_envvar=True,
+    help="The acting principal's API token.",
+)
+TenantOption = typer.Option(
+    None, "--tenant", help="Tenant name (optional when exactly one tenant exists)."
+)
+
+
+def settings() -> Settings:
+    return load_settings()
+
+
+@contextmanager
+def app() -> Iterator[App]:
+    with open_app(settings()) as opened:
+        yield opened
+
+
+def principal(opened: App, token: str | None) -> Principal:
+    if token is None and opened.settings.token is not None:
+        token = opened.settings.token.get_secret_value()
+    return authenticate(opened.db, token)
+
+
+def tenant_name(opened: App, name: str | None) -> str:
+    if name is not None:
+        return name
+    tenants = admin.list_tenants(opened.db)
+    if len(tenants) == 1:
+        return tenants[0].name
+    if not tenants:
+        raise NotFound("no tenants yet: run `resolveflow tenants add NAME`")
+    raise InvalidInput("several tenants exist: pass --tenant NAME")
+
+
+def parse_id(value: str, what: str = "id") -> UUID:
+    try:
+        return UUID(value.strip())
+    except ValueError:
+        raise InvalidInput(f"{what} {value!r} is not a valid id (expected a UUID)") from None
+
+
+def read_text_file(path: Path) -> str:
+    if str(path) == "-":
+        return typer.get_text_stream("stdin").read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"no such file: {path}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
