@@ -589,9 +589,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"  # keep-alive; every reply carries Content-Length
     disable_nagle_algorithm = True  # headers and body go out in two writes
-    server_version = "GitHub.com"
-    sys_version = ""
     server: _HTTPServer
+
+    def version_string(self) -> str:
+        return "GitHub.com"
 
     def setup(self) -> None:
         super().setup()

@@ -267,7 +267,7 @@ class GitHubKitClient:
             client = self._clients.get(key)
             if client is None:
                 client = _GitHub(key, config=self._config) if key else _GitHub(config=self._config)
-                _ = client.rest  # build the cached namespace here, under the lock
+                _ = client.rest.issues  # build the cached namespaces once, under the lock
                 self._clients[key] = client
                 if len(self._clients) > MAX_CACHED_TOKENS:
                     self._clients.popitem(last=False)
@@ -288,7 +288,7 @@ class GitHubKitClient:
             response = self._send(call, token, partial(fetch, per_page=PER_PAGE, page=page))
             page_items: list[T] = self._parse(call, token, response)
             items.extend(page_items)
-            if not _NEXT_LINK.search(response.headers.get("link", "")):
+            if not page_items or not _NEXT_LINK.search(response.headers.get("link", "")):
                 return items
         raise self._fail(call, token, ProviderError(f"{call}: more than {MAX_PAGES} pages."))
 
@@ -307,10 +307,10 @@ class GitHubKitClient:
             raise self._fail(call, token, InvalidInput(f"{call}: invalid request body.")) from exc
         except Exception as exc:  # anything else: if it was a write, it may have been sent
             raise self._fail(call, token, _transport_error(call, exc)) from exc
-        logger.debug(
-            "github call succeeded",
-            extra=_log_fields(call, response.status_code, started),
-        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "GitHub call succeeded", extra=_log_fields(call, response.status_code, started)
+            )
         return response
 
     def _parse(self, call: _Call, token: str | None, response: Response[T, Any]) -> T:
