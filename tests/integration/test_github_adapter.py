@@ -19,6 +19,7 @@ import httpx
 import pytest
 from githubkit import GitHub
 from githubkit.utils import UNSET
+from githubkit_schemas.latest.models import IssuePropPullRequest
 
 from fixtures_github import ISSUE_NUMBER, REPO, REPO_LABELS, SERVICE_LOGIN, SERVICE_TOKEN
 from resolveflow.adapters.github import RepoName
@@ -26,6 +27,7 @@ from resolveflow.adapters.github_fake import (
     Delay,
     DropAfterWrite,
     FakeGitHubServer,
+    Fault,
     HangAfterWrite,
     Malformed2xx,
     PrimaryRateLimit,
@@ -191,7 +193,8 @@ def test_fake_payloads_validate_against_githubkit_models(fake_github: FakeGitHub
     user = gh.rest.users.get_authenticated().parsed_data
 
     assert (issue.number, issue.title, issue.pull_request) == (1, "Widget crashes on start", UNSET)
-    assert pull.pull_request is not None and pull.pull_request.url
+    assert isinstance(pull.pull_request, IssuePropPullRequest)
+    assert pull.pull_request.url
     assert [getattr(lab, "name", lab) for lab in pull.labels] == ["ci-failure"]
     assert user.login == SERVICE_LOGIN
 
@@ -490,8 +493,12 @@ def test_transport_exception_classification() -> None:
 
     call = _Call("post_comment", "POST", "/repos/acme/widgets/issues/1/comments", write=True)
     request = httpx.Request("POST", "http://127.0.0.1/")
-    not_sent = [httpx.ConnectTimeout("t"), httpx.PoolTimeout("t"), httpx.ConnectError("refused")]
-    maybe_sent = [
+    not_sent: list[Exception] = [
+        httpx.ConnectTimeout("t"),
+        httpx.PoolTimeout("t"),
+        httpx.ConnectError("refused"),
+    ]
+    maybe_sent: list[Exception] = [
         httpx.ReadTimeout("t", request=request),
         httpx.WriteTimeout("t"),
         httpx.ReadError("reset"),
@@ -515,7 +522,7 @@ def test_token_never_appears_in_errors_or_logs(
 ) -> None:
     fake_github.register_token(SECRET, "secret-user")
     echo = {"message": f"Bad credentials for token {SECRET}", "documentation_url": "x"}
-    faults = [
+    faults: list[Fault] = [
         Status(401, body=echo),
         Status(500, body=echo),
         Status(403, body=echo),

@@ -212,8 +212,9 @@ class FakeGitHubServer:
         self._open_sockets: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self.stopping = threading.Event()
-        self.write_accepted = threading.Event()
+        self._url: str | None = None
+        self._stopping = threading.Event()
+        self.write_accepted = threading.Event()  # set by HangAfterWrite once the write is applied
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -221,10 +222,12 @@ class FakeGitHubServer:
         """Bind (port 0 = ephemeral) and serve on a daemon thread."""
         if self._httpd is not None:
             return self
-        self.stopping.clear()
+        self._stopping.clear()
         httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
         httpd.fake = self
         self._httpd = httpd
+        host, port = httpd.server_address[:2]
+        self._url = f"http://{host!s}:{port}"
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -236,7 +239,7 @@ class FakeGitHubServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
-        self.stopping.set()
+        self._stopping.set()
         httpd.shutdown()
         with self._lock:
             open_sockets = list(self._open_sockets)
@@ -261,10 +264,9 @@ class FakeGitHubServer:
     @property
     def url(self) -> str:
         """Base URL such as ``http://127.0.0.1:54321`` (no trailing slash)."""
-        if self._httpd is None:
-            raise RuntimeError("FakeGitHubServer is not running; call start() first")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        if self._url is None:
+            raise RuntimeError("FakeGitHubServer was never started; call start() first")
+        return self._url
 
     # --- seeding and inspection ------------------------------------------------------------
 
@@ -623,9 +625,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         fake = self.server.fake
-        request = fake._begin(
-            method, self.path, self._read_body(), self.headers.get("Authorization")
-        )
+        try:
+            body = self._read_body()
+        except (OSError, ValueError):  # unreadable request: give up on this connection
+            self.close_connection = True
+            return
+        request = fake._begin(method, self.path, body, self.headers.get("Authorization"))
         try:
             fault = fake._take_fault(method, self.path) if request.login is not None else None
             self._serve(fake, request, fault)
@@ -646,7 +651,7 @@ class _Handler(BaseHTTPRequestHandler):
             case None:
                 self._send(fake, request, fake._execute(request))
             case Delay(seconds=seconds, apply_write=apply):
-                stopped = fake.stopping.wait(seconds)
+                stopped = fake._stopping.wait(seconds)
                 if stopped or (request.is_write and not apply):
                     self._drop()
                 else:
@@ -657,7 +662,7 @@ class _Handler(BaseHTTPRequestHandler):
             case HangAfterWrite():
                 fake._execute(request)
                 fake.write_accepted.set()
-                fake.stopping.wait()
+                fake._stopping.wait()
                 self._drop()
             case Status():
                 if fault.apply_write:
@@ -682,6 +687,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply = _Reply(403, payloads.error(payloads.PRIMARY_RATE_LIMIT_MESSAGE))
         headers = fake._rate_headers(request.login)
         headers["x-ratelimit-remaining"] = "0"
+        headers["x-ratelimit-used"] = headers["x-ratelimit-limit"]
         headers["x-ratelimit-reset"] = str(int(time.time()) + reset_in)
         self._write(reply, headers)
 

@@ -13,6 +13,9 @@ Why it looks the way it does:
   connections survive between calls and threads; ``GitHubKitClient.close()`` closes the pool.
 - **Responses are validated** through githubkit's typed REST methods and ``.parsed_data``.
 - **Tokens never appear in messages or logs**; every message is scrubbed before raising.
+- **Timeouts are per phase.** httpx applies ``timeout_seconds`` separately to waiting for a pooled
+  connection, connecting, writing and each read, so one call can last a few multiples of it
+  (pool + connect + write + read) before it fails; size leases for that, not for one timeout.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ PER_PAGE = 100
 MAX_PAGES = 1000  # 100k items: far beyond any real issue, and stops a server that loops
 MAX_CONNECTIONS = 100  # also githubkit's default concurrency cap per client
 MAX_CACHED_TOKENS = 64
+MIN_SECRET_LENGTH = 8
 DEFAULT_RATE_LIMIT_WAIT = 60.0  # GitHub: "wait at least one minute" when no header says more
 
 # httpx failures that happen before any byte of the request reached GitHub.
@@ -136,6 +140,8 @@ class GitHubKitClient:
     """``GitHub`` protocol implementation; safe to share between threads."""
 
     def __init__(self, base_url: str, token: str | None, timeout_seconds: float) -> None:
+        """``token`` is the service token (``None``: unauthenticated unless a call passes one);
+        ``base_url`` may carry a path, e.g. ``https://ghe.example.com/api/v3``."""
         self._service_token = token
         self._transport = _SharedTransport(
             httpx.HTTPTransport(
@@ -470,8 +476,10 @@ def _describe_invalid(exc: Exception) -> str:
 
 
 def _scrub(text: str, secrets: Iterable[str | None]) -> str:
+    """Mask tokens. Strings shorter than 8 characters are not credible tokens (GitHub's are 40+)
+    and masking them would mangle every message, e.g. a test token ``"t"``."""
     for secret in secrets:
-        if secret:
+        if secret and len(secret) >= MIN_SECRET_LENGTH:
             text = text.replace(secret, "***")
     return text
 

@@ -73,8 +73,11 @@ def demo(
 
 def _walkthrough(app: App, fake: FakeGitHubServer, as_json: bool) -> dict[str, Any]:
     db = app.db
-    _step(as_json, "Embedded Postgres and a fake GitHub are up",
-          f"GitHub (fake) at {fake.url}: {REPO}#{ISSUE} “{ISSUE_TITLE}”")
+    _step(
+        as_json,
+        "Embedded Postgres and a fake GitHub are up",
+        f"GitHub (fake) at {fake.url}: {REPO}#{ISSUE} “{ISSUE_TITLE}”",
+    )
     admin.add_tenant(db, "demo")
     rita = authenticate(db, admin.add_principal(db, "demo", "rita", [Role.REQUESTER]).token)
     alex = authenticate(db, admin.add_principal(db, "demo", "alex", [Role.APPROVER]).token)
@@ -101,21 +104,35 @@ def _walkthrough(app: App, fake: FakeGitHubServer, as_json: bool) -> dict[str, A
     approved = proposals.approve(
         db, alex, proposal.id, proposal.digest, app.settings.approval_ttl_seconds
     )
-    _step(as_json, "alex approves exactly that digest",
-          f"execution {approved.execution.id} is pending")
+    _step(
+        as_json,
+        "alex approves exactly that digest",
+        f"execution {approved.execution.id} is pending",
+    )
 
     executor = app.executor()
     executor.run_due()
     executor.run_due()  # a second pass finds nothing: the action runs once
     view = execution_service.show_execution(db, alex, approved.execution.id)
-    _step(as_json, f"the executor ran twice; the execution is {view['state']}",
-          f"GitHub received {fake.writes_received} write(s): one comment, one label")
+    _step(
+        as_json,
+        f"the executor ran twice; the execution is {view['state']}",
+        f"GitHub received {fake.writes_received} write(s): one comment, one label",
+    )
     posted = fake.comments(REPO, ISSUE)
     if not as_json:
-        console.print(Panel(posted[-1]["body"], title="as posted on GitHub (marker included)",
-                            title_align="left"))
-        table("audit trail", ["at", "actor", "event"],
-              [(e["at"][11:23], e["actor"], e["event"]) for e in view["timeline"]])
+        console.print(
+            Panel(
+                posted[-1]["body"],
+                title="as posted on GitHub (marker included)",
+                title_align="left",
+            )
+        )
+        table(
+            "audit trail",
+            ["at", "actor", "event"],
+            [(e["at"][11:23], e["actor"], e["event"]) for e in view["timeline"]],
+        )
     return {
         "proposal_id": str(proposal.id),
         "digest": proposal.digest,

@@ -40,9 +40,9 @@ from resolveflow.domain.policy import (
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import executions as execution_store
-from resolveflow.store import proposals as proposal_store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.database import Database
+from resolveflow.store.context import execution_context
+from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,13 @@ class Verified:
     credential: str
 
 
+@dataclass(frozen=True)
+class Prepared:
+    execution: Execution
+    verified: Verified
+    attempt_id: UUID | None  # the comment attempt, when it was started with the claim
+
+
 class Executor:
     def __init__(
         self, db: Database, github: GitHub, settings: GateSettings, owner: str | None = None
@@ -83,25 +90,26 @@ class Executor:
         processed = 0
         for tenant_id in tenant_ids if tenant_ids is not None else self._tenant_ids():
             while limit is None or processed < limit:
-                with self.db.tenant(tenant_id) as conn:
-                    claimed = execution_store.claim_next_due(
-                        conn, tenant_id, self.owner, self.settings.lease_seconds
-                    )
+                claimed = self._claim(tenant_id, None)
                 if claimed is None:
                     break
-                self.process(claimed)
+                self._continue(claimed)
                 processed += 1
         return processed
 
     def execute_one(self, tenant_id: UUID, execution_id: UUID) -> Execution:
         """Try to claim one execution; whoever loses the race just reads the current state."""
-        with self.db.tenant(tenant_id) as conn:
-            claimed = execution_store.claim_by_id(
-                conn, tenant_id, execution_id, self.owner, self.settings.lease_seconds
-            )
-            if claimed is None:
+        claimed = self._claim(tenant_id, execution_id)
+        if claimed is None:
+            with self.db.tenant(tenant_id) as conn:
                 return execution_store.execution_by_id(conn, tenant_id, execution_id)
-        return self.process(claimed)
+        return self._continue(claimed)
+
+    def process(self, execution: Execution) -> Execution:
+        """Continue an execution this owner has already claimed (benchmarks, tests)."""
+        with self.db.tenant(execution.tenant_id) as conn:
+            prepared = self._prepare(conn, execution)
+        return self._continue(prepared)
 
     def _tenant_ids(self) -> list[UUID]:
         with self.db.unscoped() as conn:
@@ -109,11 +117,45 @@ class Executor:
 
     # --- one claimed execution -----------------------------------------------------------
 
-    def process(self, execution: Execution) -> Execution:
+    def _claim(self, tenant_id: UUID, execution_id: UUID | None) -> Prepared | Execution | None:
+        """Claim, re-verify and (for a comment-only action) start the attempt in one transaction.
+
+        Everything is committed before any request leaves, so other executors see the claim and
+        a crash afterwards leaves a started attempt for reconciliation to examine.
+        """
+        lease = self.settings.lease_seconds
+        with self.db.tenant(tenant_id) as conn:
+            if execution_id is None:
+                claimed = execution_store.claim_next_due(conn, tenant_id, self.owner, lease)
+            else:
+                claimed = execution_store.claim_by_id(
+                    conn, tenant_id, execution_id, self.owner, lease
+                )
+            if claimed is None:
+                return None
+            return self._prepare(conn, claimed)
+
+    def _prepare(self, conn: Connection, claimed: Execution) -> Prepared | Execution:
         try:
-            verified = self._verify(execution)
+            verified = self._verify(conn, claimed)
         except ResolveFlowError as exc:
-            return self.record.refused(execution, exc)
+            return self.record.refused_in(conn, claimed, exc)
+        attempt_id = None
+        if verified.action.comment is not None and not verified.action.labels:
+            attempt_id = execution_store.insert_attempt(
+                conn,
+                claimed,
+                step="comment",
+                owner=self.owner,
+                credential=verified.credential,
+                lease_seconds=self.settings.lease_seconds,
+            )
+        return Prepared(claimed, verified, attempt_id)
+
+    def _continue(self, prepared: Prepared | Execution) -> Execution:
+        if isinstance(prepared, Execution):
+            return prepared  # refused before sending
+        execution, verified = prepared.execution, prepared.verified
         repo = RepoName.parse(verified.action.target.repository)
         if verified.action.labels and not execution.labels_done:
             try:
@@ -125,46 +167,44 @@ class Executor:
             except PolicyViolation as exc:
                 return self.record.refused(execution, exc)
         if verified.action.comment is not None and execution.comment_id is None:
-            after_comment = self._send_comment(execution, verified, repo)
-            if after_comment is None or after_comment.state is not ExecutionState.SENDING:
+            after_comment = self._send_comment(execution, verified, repo, prepared.attempt_id)
+            if (
+                after_comment.state is not ExecutionState.SENDING
+                or after_comment.comment_id is None
+            ):
                 return after_comment
             execution = after_comment
         if verified.action.labels and not execution.labels_done:
             return self._send_labels(execution, verified, repo)
         return self.record.finished(execution, ExecutionState.SENT, "sent")
 
-    def _verify(self, execution: Execution) -> Verified:
+    def _verify(self, conn: Connection, execution: Execution) -> Verified:
         """Re-read approval, proposal, approver and policy from the database, as they are now."""
-        tenant_id = execution.tenant_id
-        with self.db.tenant(tenant_id) as conn:
-            proposal = proposal_store.proposal_by_id(conn, tenant_id, execution.proposal_id)
-            approval = proposal_store.approval_by_id(conn, tenant_id, execution.approval_id)
-            if approval is None:
-                raise NotAuthorized("the approval record is missing")
-            approver = tenant_store.principal_by_id(conn, tenant_id, approval.principal_id)
-            action = check_approval_still_valid(
-                approval=approval,
-                approver=approver,
-                proposal=proposal,
-                latest_version=proposal_store.latest_version(conn, tenant_id, proposal.lineage_id),
-                now=proposal_store.database_now(conn),
-            )
-            if execution.digest != proposal.digest:
-                raise NotAuthorized("the execution's digest differs from the proposal's")
-            check_repository_allowed(action, tenant_store.list_repositories(conn, tenant_id))
-            token = (
-                tenant_store.principal_github_token(conn, tenant_id, approver.id)
-                if approver is not None and approver.has_github_token
-                else None
-            )
+        context = execution_context(conn, execution)
+        if context.approval is None:
+            raise NotAuthorized("the approval record is missing")
+        action = check_approval_still_valid(
+            approval=context.approval,
+            approver=context.approver,
+            proposal=context.proposal,
+            latest_version=context.latest_version,
+            now=context.now,
+        )
+        if execution.digest != context.proposal.digest:
+            raise NotAuthorized("the execution's digest differs from the proposal's")
+        check_repository_allowed(action, context.allowed_repositories)
+        token = context.approver_github_token
         return Verified(action=action, token=token, credential="approver" if token else "service")
 
-    def _send_comment(self, execution: Execution, verified: Verified, repo: RepoName) -> Execution:
+    def _send_comment(
+        self, execution: Execution, verified: Verified, repo: RepoName, attempt_id: UUID | None
+    ) -> Execution:
         assert verified.action.comment is not None
-        try:
-            attempt_id = self.record.attempt_started(execution, "comment", verified.credential)
-        except LeaseLost:
-            return execution
+        if attempt_id is None:
+            try:
+                attempt_id = self.record.attempt_started(execution, "comment", verified.credential)
+            except LeaseLost:
+                return execution
         body = body_with_marker(verified.action.comment, str(execution.id))
         try:
             posted = self.github.post_comment(

@@ -103,21 +103,27 @@ class Recorder:
     def refused(self, execution: Execution, exc: ResolveFlowError) -> Execution:
         """Fail closed: the approval or the policy no longer allows the action; nothing was sent."""
         with self.db.tenant(execution.tenant_id) as conn:
-            after = store.finish(
+            return self.refused_in(conn, execution, exc)
+
+    def refused_in(
+        self, conn: Connection, execution: Execution, exc: ResolveFlowError
+    ) -> Execution:
+        """``refused`` inside the caller's transaction (the one that claimed the execution)."""
+        after = store.finish(
+            conn,
+            execution,
+            owner=self.owner,
+            state=ExecutionState.FAILED,
+            detail=f"refused before sending: {exc.message}",
+        )
+        if after is not None:
+            self._audit(
                 conn,
                 execution,
-                owner=self.owner,
-                state=ExecutionState.FAILED,
-                detail=f"refused before sending: {exc.message}",
+                "execution.refused",
+                error=type(exc).__name__,
+                message=exc.message,
             )
-            if after is not None:
-                self._audit(
-                    conn,
-                    execution,
-                    "execution.refused",
-                    error=type(exc).__name__,
-                    message=exc.message,
-                )
         return self._checked(execution, after)
 
     def read_failed(self, execution: Execution, exc: ProviderError) -> Execution:

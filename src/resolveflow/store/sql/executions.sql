@@ -121,3 +121,21 @@ SELECT EXISTS (
     SELECT 1 FROM execution_attempts
     WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s AND step = %(step)s
 ) AS attempted
+
+-- name: execution_context
+-- Everything the executor re-checks before writing, read in one round trip.
+SELECT p.id AS p_id, p.tenant_id AS p_tenant_id, p.lineage_id, p.version, p.action,
+       p.digest AS p_digest, p.created_by, p.author_kind, p.created_at AS p_created_at, p.run_id,
+       a.id AS a_id, a.tenant_id AS a_tenant_id, a.proposal_id AS a_proposal_id,
+       a.digest AS a_digest, a.decision, a.principal_id, a.reason, a.decided_at, a.expires_at,
+       pr.id AS pr_id, pr.tenant_id AS pr_tenant_id, pr.subject, pr.roles,
+       pr.github_token IS NOT NULL AS has_github_token, pr.github_token,
+       (SELECT max(version) FROM proposals v
+         WHERE v.tenant_id = e.tenant_id AND v.lineage_id = p.lineage_id) AS latest_version,
+       ARRAY(SELECT full_name FROM repositories r WHERE r.tenant_id = e.tenant_id) AS allowed,
+       now() AS db_now
+FROM executions e
+JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
+LEFT JOIN approvals a ON a.tenant_id = e.tenant_id AND a.id = e.approval_id
+LEFT JOIN principals pr ON pr.tenant_id = e.tenant_id AND pr.id = a.principal_id
+WHERE e.tenant_id = %(tenant_id)s AND e.id = %(id)s

@@ -1,0 +1,141 @@
+"""The CLI end to end: real processes, real Postgres, the fake GitHub over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from resolveflow.adapters.github_fake import FakeGitHubServer
+
+
+class Cli:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def run(self, *args: str, token: str | None = None, ok: bool = True):  # type: ignore[no-untyped-def]
+        env = dict(self.env)
+        if token:
+            env["RESOLVEFLOW_TOKEN"] = token
+        result = subprocess.run(
+            [sys.executable, "-m", "resolveflow", *args],
+            env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )
+        if ok:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    def json(self, *args: str, token: str | None = None):  # type: ignore[no-untyped-def]
+        return json.loads(self.run(*args, "--json", token=token).stdout)
+
+    def fails(self, *args: str, token: str | None = None, match: str) -> str:
+        result = self.run(*args, token=token, ok=False)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, result.stderr
+        assert match in lines[0], lines[0]
+        return lines[0]
+
+
+@pytest.fixture
+def cli(database_url: str, fake_github: FakeGitHubServer, tmp_path: Path) -> Cli:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVEFLOW_")}
+    env.update(
+        RESOLVEFLOW_DATABASE_URL=database_url,
+        RESOLVEFLOW_GITHUB_API_URL=fake_github.url,
+        RESOLVEFLOW_GITHUB_TOKEN="service-token",
+        RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS="2",
+        RESOLVEFLOW_HOME=str(tmp_path / "home"),
+        COLUMNS="200",
+    )
+    return Cli(env)
+
+
+def _setup(cli: Cli) -> tuple[str, str]:
+    assert cli.json("tenants", "add", "acme")["name"] == "acme"
+    rita = cli.json("principals", "add", "--subject", "rita", "--role", "requester")["token"]
+    alex = cli.json("principals", "add", "--subject", "alex", "--role", "approver")["token"]
+    assert cli.json("repos", "add", "Acme/Widgets") == {"repository": "acme/widgets"}
+    return rita, alex
+
+
+def test_worked_example_from_the_readme(
+    cli: Cli, fake_github: FakeGitHubServer, tmp_path: Path
+) -> None:
+    rita, alex = _setup(cli)
+    comment = tmp_path / "reply.md"
+    comment.write_text("Thanks! Could you share `datasets-cli env`?\n", encoding="utf-8")
+    created = cli.json("proposals", "create", "--repo", "acme/widgets", "--issue", "1",
+                       "--comment-file", str(comment), "--label", "bug", token=rita)
+    assert set(created) >= {"id", "digest"}
+    shown = cli.run("proposals", "show", created["id"], token=alex).stdout
+    assert created["digest"] in shown and "resolveflow approve" in shown
+
+    approved = cli.json("approve", created["id"], "--digest", created["digest"], token=alex)
+    assert approved["execution_state"] == "pending"
+    assert cli.json("execute", "--once") == {"processed": 1}
+    assert cli.json("execute", "--once") == {"processed": 0}
+
+    execution = cli.json("executions", "show", approved["execution_id"], token=alex)
+    assert execution["id"] == approved["execution_id"]
+    assert execution["state"] == "sent"
+    assert execution["proposal_id"] == created["id"]
+    assert [e["event"] for e in execution["timeline"]][:2] == ["proposal.created",
+                                                               "proposal.approved"]
+    [listed] = cli.json("executions", "list", token=alex)
+    assert listed["target"] == "acme/widgets#1"
+    [posted] = fake_github.comments("acme/widgets", 1)
+    assert posted["body"].startswith("Thanks! Could you share `datasets-cli env`?")
+    assert fake_github.issue_labels("acme/widgets", 1) == ["bug"]
+    assert cli.json("reconcile") == []
+
+
+def test_db_commands_are_idempotent(cli: Cli) -> None:
+    assert cli.json("db", "upgrade") == {"applied": []}
+    [migration] = cli.json("db", "status")
+    assert migration["version"] == "0001" and migration["applied_at"]
+
+
+def test_reject_and_edit_from_the_cli(cli: Cli) -> None:
+    rita, alex = _setup(cli)
+    created = cli.json("proposals", "create", "--repo", "acme/widgets", "--issue", "1",
+                       "--label", "bug", token=rita)
+    edited = cli.json("proposals", "edit", created["id"], "--label", "question", token=rita)
+    assert edited["version"] == 2 and edited["digest"] != created["digest"]
+    rejected = cli.json("reject", edited["id"], "--reason", "wrong label", token=alex)
+    assert rejected["decision"] == "rejected"
+    cli.fails("approve", edited["id"], "--digest", edited["digest"], token=alex,
+              match="already rejected")
+
+
+def test_malformed_input_gives_one_clear_line(cli: Cli, tmp_path: Path) -> None:
+    rita, alex = _setup(cli)
+    unknown = "00000000-0000-0000-0000-000000000000"
+    cli.fails("approve", unknown, "--digest", "xyz", token=alex, match="64 hexadecimal")
+    cli.fails("approve", unknown, "--digest", "a" * 64, token=alex, match="no proposal")
+    cli.fails("approve", "not-an-id", "--digest", "a" * 64, token=alex, match="not a valid id")
+    cli.fails("proposals", "show", unknown, token="rf_garbage", match="malformed")
+    cli.fails("proposals", "show", unknown, token=rita[:-4] + "AAAA", match="not valid")
+    cli.fails("proposals", "show", unknown, match="no API token")
+    cli.fails("proposals", "create", "--repo", "acme/widgets", "--issue", "1",
+              "--comment-file", str(tmp_path / "missing.md"), token=rita, match="no such file")
+    cli.fails("proposals", "create", "--repo", "evil/repo", "--issue", "1", "--label", "bug",
+              token=rita, match="not on this tenant's allowlist")
+    cli.fails("proposals", "create", "--repo", "acme/widgets", "--issue", "1", token=rita,
+              match="needs a comment, labels, or both")
+    cli.fails("executions", "resolve", unknown, "--was-sent", "--not-sent", token=alex,
+              match="exactly one")
+    cli.fails("principals", "add", "--subject", "x", "--role", "king", match="--role must be")
+    cli.fails("tenants", "add", "acme", match="already exists")
+
+
+def test_unreachable_database_is_one_line(cli: Cli) -> None:
+    cli.env["RESOLVEFLOW_DATABASE_URL"] = "postgresql://nobody@127.0.0.1:1/none"
+    cli.fails("tenants", "list", match="unreachable")
+    cli.env["RESOLVEFLOW_GITHUB_API_URL"] = "ftp://nowhere"
+    cli.fails("tenants", "list", match="RESOLVEFLOW_GITHUB_API_URL")
