@@ -18,6 +18,8 @@ from resolveflow.store.migrate import upgrade
 
 logger = logging.getLogger(__name__)
 
+LEASE_TIMEOUT_RATIO = 5
+
 
 def database_url(settings: Settings) -> str:
     if settings.database_url is not None:
@@ -26,10 +28,13 @@ def database_url(settings: Settings) -> str:
 
 
 def gate_settings(settings: Settings) -> GateSettings:
-    # The lease must outlive one request's timeout, or a reconciler could take over mid-request.
-    if settings.lease_seconds < settings.github_timeout_seconds * 2:
+    # The lease must outlive one whole request, or a reconciler could take over mid-request. httpx
+    # applies the timeout per phase (pool wait, connect, write, read), so one call can take up to
+    # about four timeouts; five leaves a margin.
+    if settings.lease_seconds < settings.github_timeout_seconds * LEASE_TIMEOUT_RATIO:
         raise ConfigError(
-            "RESOLVEFLOW_LEASE_SECONDS must be at least twice RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS"
+            f"RESOLVEFLOW_LEASE_SECONDS must be at least {LEASE_TIMEOUT_RATIO} times "
+            "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS"
         )
     return GateSettings(
         lease_seconds=settings.lease_seconds,

@@ -21,8 +21,8 @@ def _cli_env(database_url: str, fake: FakeGitHubServer, home) -> dict[str, str]:
         RESOLVEFLOW_DATABASE_URL=database_url,
         RESOLVEFLOW_GITHUB_API_URL=fake.url,
         RESOLVEFLOW_GITHUB_TOKEN="service-token",
-        RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS="1",
-        RESOLVEFLOW_LEASE_SECONDS="2",
+        RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS="0.5",
+        RESOLVEFLOW_LEASE_SECONDS="2.5",
         RESOLVEFLOW_HOME=str(home),
     )
     return env
@@ -51,7 +51,7 @@ def test_sigkill_after_the_write_ends_sent_through_reconciliation_with_one_write
     assert worker.returncode == -signal.SIGKILL
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENDING
 
-    time.sleep(2.2)  # the dead worker's lease expires
+    time.sleep(2.7)  # the dead worker's lease expires
     restarted = subprocess.run(
         _cli("reconcile", "--json"), env=env, capture_output=True, text=True, timeout=120
     )

@@ -10,6 +10,8 @@ Error contract for every method (see ``domain.errors``):
 - ``ProviderOutcomeUnknown``: timeout after the request was sent, 5xx, connection lost after sending,
   or a 2xx whose body is malformed. A write may have happened.
 - ``ProviderUnavailable``: the request could not be sent at all (connection refused, DNS failure).
+- ``InvalidInput``: the arguments are unusable (a path-like repository name, an empty body); raised
+  before anything is sent.
 """
 
 from __future__ import annotations
