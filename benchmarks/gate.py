@@ -58,7 +58,11 @@ def _prepare(db: Database, n: int, labels: bool) -> UUID:
     admin.add_repository(db, "bench", REPO)
     for i in range(n):
         proposal = proposals.create_proposal(
-            db, rita, repository=REPO, issue=1 + i % 50, comment=f"benchmark comment {i}",
+            db,
+            rita,
+            repository=REPO,
+            issue=1 + i % 50,
+            comment=f"benchmark comment {i}",
             labels=["bug"] if labels else [],
         )
         proposals.approve(db, alex, proposal.id, proposal.digest, 3600)
@@ -86,8 +90,10 @@ def main() -> None:
 
         ctx = mp.get_context("spawn")
         start, out = ctx.Event(), ctx.Queue()
-        procs = [ctx.Process(target=_worker, args=(url, fake.url, str(tenant_id), start, out))
-                 for _ in range(args.workers)]
+        procs = [
+            ctx.Process(target=_worker, args=(url, fake.url, str(tenant_id), start, out))
+            for _ in range(args.workers)
+        ]
         for proc in procs:
             proc.start()
         time.sleep(3)  # let every worker import and connect before the clock starts

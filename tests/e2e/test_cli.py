@@ -23,7 +23,11 @@ class Cli:
             env["RESOLVEFLOW_TOKEN"] = token
         result = subprocess.run(
             [sys.executable, "-m", "resolveflow", *args],
-            env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
         )
         if ok:
             assert result.returncode == 0, result.stderr
@@ -70,8 +74,19 @@ def test_worked_example_from_the_readme(
     rita, alex = _setup(cli)
     comment = tmp_path / "reply.md"
     comment.write_text("Thanks! Could you share `datasets-cli env`?\n", encoding="utf-8")
-    created = cli.json("proposals", "create", "--repo", "acme/widgets", "--issue", "1",
-                       "--comment-file", str(comment), "--label", "bug", token=rita)
+    created = cli.json(
+        "proposals",
+        "create",
+        "--repo",
+        "acme/widgets",
+        "--issue",
+        "1",
+        "--comment-file",
+        str(comment),
+        "--label",
+        "bug",
+        token=rita,
+    )
     assert set(created) >= {"id", "digest"}
     shown = cli.run("proposals", "show", created["id"], token=alex).stdout
     assert created["digest"] in shown and "resolveflow approve" in shown
@@ -85,8 +100,10 @@ def test_worked_example_from_the_readme(
     assert execution["id"] == approved["execution_id"]
     assert execution["state"] == "sent"
     assert execution["proposal_id"] == created["id"]
-    assert [e["event"] for e in execution["timeline"]][:2] == ["proposal.created",
-                                                               "proposal.approved"]
+    assert [e["event"] for e in execution["timeline"]][:2] == [
+        "proposal.created",
+        "proposal.approved",
+    ]
     [listed] = cli.json("executions", "list", token=alex)
     assert listed["target"] == "acme/widgets#1"
     [posted] = fake_github.comments("acme/widgets", 1)
@@ -103,14 +120,24 @@ def test_db_commands_are_idempotent(cli: Cli) -> None:
 
 def test_reject_and_edit_from_the_cli(cli: Cli) -> None:
     rita, alex = _setup(cli)
-    created = cli.json("proposals", "create", "--repo", "acme/widgets", "--issue", "1",
-                       "--label", "bug", token=rita)
+    created = cli.json(
+        "proposals",
+        "create",
+        "--repo",
+        "acme/widgets",
+        "--issue",
+        "1",
+        "--label",
+        "bug",
+        token=rita,
+    )
     edited = cli.json("proposals", "edit", created["id"], "--label", "question", token=rita)
     assert edited["version"] == 2 and edited["digest"] != created["digest"]
     rejected = cli.json("reject", edited["id"], "--reason", "wrong label", token=alex)
     assert rejected["decision"] == "rejected"
-    cli.fails("approve", edited["id"], "--digest", edited["digest"], token=alex,
-              match="already rejected")
+    cli.fails(
+        "approve", edited["id"], "--digest", edited["digest"], token=alex, match="already rejected"
+    )
 
 
 def test_malformed_input_gives_one_clear_line(cli: Cli, tmp_path: Path) -> None:
@@ -122,14 +149,49 @@ def test_malformed_input_gives_one_clear_line(cli: Cli, tmp_path: Path) -> None:
     cli.fails("proposals", "show", unknown, token="rf_garbage", match="malformed")
     cli.fails("proposals", "show", unknown, token=rita[:-4] + "AAAA", match="not valid")
     cli.fails("proposals", "show", unknown, match="no API token")
-    cli.fails("proposals", "create", "--repo", "acme/widgets", "--issue", "1",
-              "--comment-file", str(tmp_path / "missing.md"), token=rita, match="no such file")
-    cli.fails("proposals", "create", "--repo", "evil/repo", "--issue", "1", "--label", "bug",
-              token=rita, match="not on this tenant's allowlist")
-    cli.fails("proposals", "create", "--repo", "acme/widgets", "--issue", "1", token=rita,
-              match="needs a comment, labels, or both")
-    cli.fails("executions", "resolve", unknown, "--was-sent", "--not-sent", token=alex,
-              match="exactly one")
+    cli.fails(
+        "proposals",
+        "create",
+        "--repo",
+        "acme/widgets",
+        "--issue",
+        "1",
+        "--comment-file",
+        str(tmp_path / "missing.md"),
+        token=rita,
+        match="no such file",
+    )
+    cli.fails(
+        "proposals",
+        "create",
+        "--repo",
+        "evil/repo",
+        "--issue",
+        "1",
+        "--label",
+        "bug",
+        token=rita,
+        match="not on this tenant's allowlist",
+    )
+    cli.fails(
+        "proposals",
+        "create",
+        "--repo",
+        "acme/widgets",
+        "--issue",
+        "1",
+        token=rita,
+        match="needs a comment, labels, or both",
+    )
+    cli.fails(
+        "executions",
+        "resolve",
+        unknown,
+        "--was-sent",
+        "--not-sent",
+        token=alex,
+        match="exactly one",
+    )
     cli.fails("principals", "add", "--subject", "x", "--role", "king", match="--role must be")
     cli.fails("tenants", "add", "acme", match="already exists")
 
@@ -139,3 +201,38 @@ def test_unreachable_database_is_one_line(cli: Cli) -> None:
     cli.fails("tenants", "list", match="unreachable")
     cli.env["RESOLVEFLOW_GITHUB_API_URL"] = "ftp://nowhere"
     cli.fails("tenants", "list", match="RESOLVEFLOW_GITHUB_API_URL")
+
+
+def test_sixteen_executor_processes_race_for_one_action(
+    cli: Cli, fake_github: FakeGitHubServer
+) -> None:
+    rita, alex = _setup(cli)
+    for round_number in range(2):
+        created = cli.json(
+            "proposals",
+            "create",
+            "--repo",
+            "acme/widgets",
+            "--issue",
+            "1",
+            "--comment",
+            f"process race {round_number}",
+            token=rita,
+        )
+        cli.json("approve", created["id"], "--digest", created["digest"], token=alex)
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "resolveflow", "execute", "--once", "--json"],
+                env=cli.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(16)
+        ]
+        outputs = [worker.communicate(timeout=180) for worker in workers]
+        assert all(worker.returncode == 0 for worker in workers), [err for _, err in outputs]
+        processed = sum(json.loads(out)["processed"] for out, _ in outputs)
+        assert processed == 1
+    assert fake_github.writes_received == 2
+    assert len(fake_github.comments("acme/widgets", 1)) == 2

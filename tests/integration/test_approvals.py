@@ -6,8 +6,8 @@ import time
 
 import psycopg
 import pytest
-from conftest import World, execution_state, make_executor, make_world, propose_and_approve
 
+from conftest import World, execution_state, make_executor, make_world, propose_and_approve
 from resolveflow.adapters.github_fake import FakeGitHubServer
 from resolveflow.domain.errors import (
     AlreadyDecided,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from conftest import (
     World,
     attempt_outcomes,
@@ -13,7 +14,6 @@ from conftest import (
     make_world,
     propose_and_approve,
 )
-
 from resolveflow.adapters.github_fake import FakeGitHubServer, Status
 from resolveflow.domain.actions import body_with_marker
 from resolveflow.domain.records import ExecutionState, Role

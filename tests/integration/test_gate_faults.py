@@ -12,7 +12,6 @@ from conftest import (
     make_reconciler,
     propose_and_approve,
 )
-
 from resolveflow.adapters.github_fake import (
     Delay,
     DropAfterWrite,
@@ -57,8 +56,9 @@ def test_a_person_can_confirm_an_unknown_as_sent(
     db: Database, world: World, fake_github: FakeGitHubServer, github_client
 ) -> None:
     _, approved = propose_and_approve(db, world)
-    fake_github.inject(Status(502, body="<html><body>Bad gateway</body></html>",
-                              content_type="text/html"))
+    fake_github.inject(
+        Status(502, body="<html><body>Bad gateway</body></html>", content_type="text/html")
+    )
     make_executor(db, github_client).run_due()
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.UNKNOWN
     after = execution_service.resolve(

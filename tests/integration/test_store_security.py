@@ -6,8 +6,8 @@ import time
 
 import psycopg
 import pytest
-from conftest import World, make_world, propose_and_approve
 
+from conftest import World, make_world, propose_and_approve
 from resolveflow.domain.errors import InvalidTransition, NotAuthorized
 from resolveflow.domain.records import ExecutionState
 from resolveflow.store import executions
@@ -27,8 +27,14 @@ def test_pooled_connection_switching_tenants_sees_none_of_the_previous_tenants_r
         with db.tenant(a.tenant.id) as conn:
             # Same physical connection, as the pool has only one.
             assert conn.execute("SELECT pg_backend_pid() AS pid").fetchone() == pid_b
-            for table in ("proposals", "approvals", "executions", "principals", "audit_events",
-                          "repositories"):
+            for table in (
+                "proposals",
+                "approvals",
+                "executions",
+                "principals",
+                "audit_events",
+                "repositories",
+            ):
                 rows = conn.execute(f"SELECT tenant_id FROM {table}").fetchall()
                 assert all(row["tenant_id"] == a.tenant.id for row in rows), table
             assert conn.execute("SELECT count(*) AS n FROM proposals").fetchone()["n"] == 0
@@ -65,14 +71,19 @@ def test_runtime_role_cannot_change_immutable_records(
     statement: str, db: Database, world: World
 ) -> None:
     propose_and_approve(db, world)
-    with pytest.raises(NotAuthorized, match="permission denied"), db.tenant(world.tenant.id) as conn:
+    with (
+        pytest.raises(NotAuthorized, match="permission denied"),
+        db.tenant(world.tenant.id) as conn,
+    ):
         conn.execute(statement)  # type: ignore[arg-type]
 
 
 def test_superuser_is_not_how_the_application_connects(
     db: Database, superuser: psycopg.Connection
 ) -> None:
-    assert superuser.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (True,)
+    assert superuser.execute(
+        "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+    ).fetchone() == (True,)
     with db.unscoped() as conn:
         row = conn.execute(
             "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
@@ -110,7 +121,11 @@ def test_a_late_owner_cannot_overwrite_a_newer_owners_result(db: Database, world
         assert late is None
         with pytest.raises(Exception, match="lease"):
             executions.insert_attempt(
-                conn, claimed, step="comment", owner="old-owner", credential="service",
+                conn,
+                claimed,
+                step="comment",
+                owner="old-owner",
+                credential="service",
                 lease_seconds=30,
             )
     with db.tenant(tenant) as conn:

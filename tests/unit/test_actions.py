@@ -60,7 +60,9 @@ def test_adding_a_label_alters_the_digest(repo, issue, comment, labels, extra) -
 def test_changing_the_target_alters_the_digest(repo, issue, other_issue, comment) -> None:
     assume(issue != other_issue)
     assert _digest(repo, issue, comment, []) != _digest(repo, other_issue, comment, [])
-    assert _digest("acme/widgets", issue, comment, []) != _digest("acme/gadgets", issue, comment, [])
+    assert _digest("acme/widgets", issue, comment, []) != _digest(
+        "acme/gadgets", issue, comment, []
+    )
 
 
 @settings(max_examples=50)

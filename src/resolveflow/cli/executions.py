@@ -9,7 +9,7 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.domain.errors import InvalidInput, StoreUnavailable
 from resolveflow.service import executions as service
 
 executions_app = typer.Typer(help="Approved actions and what became of them.", no_args_is_help=True)
@@ -27,10 +27,15 @@ def execute(
         reconciler = opened.reconciler()
         total = executor.run_due(limit=limit)
         while not once and (limit is None or total < limit):
-            # Crashed owners' leases expire; settling them first keeps the queue honest.
-            reconciler.run()
             time.sleep(opened.settings.executor_poll_seconds)
-            total += executor.run_due(limit=None if limit is None else limit - total)
+            try:
+                # Crashed owners' leases expire; settling them keeps the queue honest.
+                reconciler.run()
+                total += executor.run_due(limit=None if limit is None else limit - total)
+            except StoreUnavailable as exc:
+                # A long-running worker outlives a database restart: nothing is lost, because
+                # an execution whose outcome was not recorded stays leased and is reconciled.
+                logger.warning("database unavailable; retrying", extra={"error": exc.message})
     emit({"processed": total}, as_json, lambda: console.print(f"processed {total} execution(s)"))
 
 
