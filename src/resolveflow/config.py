@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     rate_limit_max_wait_seconds: float = Field(default=3600.0, gt=0)
     unavailable_retry_seconds: float = Field(default=30.0, gt=0)
     executor_poll_seconds: float = Field(default=2.0, gt=0)
+    reconcile_interval_seconds: float = Field(default=300.0, ge=0)
 
     log_level: str = "WARNING"
 

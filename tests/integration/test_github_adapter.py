@@ -23,6 +23,7 @@ from githubkit_schemas.latest.models import IssuePropPullRequest
 
 from fixtures_github import ISSUE_NUMBER, REPO, REPO_LABELS, SERVICE_LOGIN, SERVICE_TOKEN
 from resolveflow.adapters.github import RepoName
+from resolveflow.adapters.github_errors import Call, transport_error
 from resolveflow.adapters.github_fake import (
     Delay,
     DropAfterWrite,
@@ -35,7 +36,7 @@ from resolveflow.adapters.github_fake import (
     Status,
     WriteRecord,
 )
-from resolveflow.adapters.githubkit_client import GitHubKitClient, _transport_error
+from resolveflow.adapters.githubkit_client import GitHubKitClient
 from resolveflow.domain.errors import (
     InvalidInput,
     ProviderError,
@@ -489,9 +490,7 @@ def test_closed_port_is_unavailable() -> None:
 
 def test_transport_exception_classification() -> None:
     """Exceptions we cannot provoke reliably on loopback, classified directly."""
-    from resolveflow.adapters.githubkit_client import _Call
-
-    call = _Call("post_comment", "POST", "/repos/acme/widgets/issues/1/comments", write=True)
+    call = Call("post_comment", "POST", "/repos/acme/widgets/issues/1/comments", write=True)
     request = httpx.Request("POST", "http://127.0.0.1/")
     not_sent: list[Exception] = [
         httpx.ConnectTimeout("t"),
@@ -509,9 +508,9 @@ def test_transport_exception_classification() -> None:
         RuntimeError("unexpected"),
     ]
     for exc in not_sent:
-        assert type(_transport_error(call, exc)) is ProviderUnavailable, exc
+        assert type(transport_error(call, exc)) is ProviderUnavailable, exc
     for exc in maybe_sent:
-        assert type(_transport_error(call, exc)) is ProviderOutcomeUnknown, exc
+        assert type(transport_error(call, exc)) is ProviderOutcomeUnknown, exc
 
 
 # --- secrets -------------------------------------------------------------------------------

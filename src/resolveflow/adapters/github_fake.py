@@ -8,106 +8,62 @@ answered too late, answered with garbage, or refused with a rate limit.
 
 State lives in memory behind one lock; counters (``writes_received``, ``writes_applied``,
 ``write_log``) let tests prove how many writes reached GitHub and how many took effect.
+
+Layout: this module holds the server, its HTTP handler and counters, and re-exports the public
+names; the faults live in ``github_fake_faults``, the in-memory data and REST routes in
+``github_fake_state``, and the JSON shapes in ``github_fake_payloads``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
-import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, NamedTuple, Self
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs
 
 from resolveflow.adapters import github_fake_payloads as payloads
+from resolveflow.adapters.github_fake_faults import (
+    Delay,
+    DropAfterWrite,
+    Fault,
+    FaultQueue,
+    HangAfterWrite,
+    Malformed2xx,
+    PrimaryRateLimit,
+    SecondaryRateLimit,
+    Status,
+    malformed_reply,
+    secondary_rate_limit_reply,
+    status_reply,
+)
+from resolveflow.adapters.github_fake_state import (
+    WRITE_METHODS,
+    FakeGitHubState,
+    FakeReply,
+    FakeRequest,
+)
+
+__all__ = [
+    "Delay",
+    "DropAfterWrite",
+    "FakeGitHubServer",
+    "Fault",
+    "HangAfterWrite",
+    "Malformed2xx",
+    "PrimaryRateLimit",
+    "SecondaryRateLimit",
+    "Status",
+    "WriteRecord",
+    "main",
+]
 
 logger = logging.getLogger(__name__)
-
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-RATE_LIMIT_WINDOW_SECONDS = 3600
-
-
-# --- faults --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Delay:
-    """Sleep (past the client's timeout), then apply the write and answer.
-
-    With ``apply_write=False`` the request is dropped after the sleep: nothing applied, no answer.
-    """
-
-    seconds: float
-    apply_write: bool = True
-
-
-@dataclass(frozen=True)
-class DropAfterWrite:
-    """Apply the write, then close the connection without sending a response."""
-
-
-@dataclass(frozen=True)
-class HangAfterWrite:
-    """Apply the write, set ``server.write_accepted``, then never answer (until ``stop()``)."""
-
-
-@dataclass(frozen=True)
-class Status:
-    """Answer with ``code`` and ``body`` (default: a GitHub error JSON); optionally apply first."""
-
-    code: int
-    body: str | dict[str, Any] | None = None
-    apply_write: bool = False
-    content_type: str = "application/json"
-    headers: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class SecondaryRateLimit:
-    """403 with ``Retry-After`` and GitHub's secondary-rate-limit message; nothing applied."""
-
-    retry_after: int = 1
-
-
-@dataclass(frozen=True)
-class PrimaryRateLimit:
-    """403 with ``x-ratelimit-remaining: 0`` and a reset ``reset_in`` seconds from now."""
-
-    reset_in: int = 1
-
-
-@dataclass(frozen=True)
-class Malformed2xx:
-    """Apply the write, then answer 2xx with a body that fails schema validation (or isn't JSON)."""
-
-    apply_write: bool = True
-    invalid_json: bool = False
-
-
-Fault = (
-    Delay | DropAfterWrite | HangAfterWrite | Status | SecondaryRateLimit | PrimaryRateLimit
-) | Malformed2xx
-
-
-@dataclass
-class _Injected:
-    fault: Fault
-    method: str | None
-    path: re.Pattern[str] | None
-    remaining: int
-
-    def matches(self, method: str, target: str) -> bool:
-        if self.method is not None and self.method.upper() != method:
-            return False
-        return self.path is None or self.path.search(target) is not None
 
 
 class WriteRecord(NamedTuple):
@@ -119,100 +75,27 @@ class WriteRecord(NamedTuple):
     applied: bool
 
 
-# --- state ---------------------------------------------------------------------------------
+class FakeGitHubServer(FakeGitHubState):
+    """In-memory GitHub over real HTTP/1.1 on 127.0.0.1 (see the module docstring).
 
-
-@dataclass
-class _Label:
-    id: int
-    name: str
-    color: str
-    description: str | None
-
-
-@dataclass
-class _Issue:
-    id: int
-    number: int
-    title: str
-    body: str
-    state: str
-    user: str
-    is_pull_request: bool
-    created_at: str
-    labels: list[str] = field(default_factory=list)  # lower-cased keys into _Repo.labels
-    comments: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class _Repo:
-    full_name: str
-    labels: dict[str, _Label] = field(default_factory=dict)  # key: lower-cased name
-    issues: dict[int, _Issue] = field(default_factory=dict)
-
-
-@dataclass
-class _Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    body: bytes
-    login: str | None
-    logged: bool = False
-
-    @property
-    def is_write(self) -> bool:
-        return self.method in WRITE_METHODS
-
-
-@dataclass
-class _Reply:
-    status: int
-    payload: Any = None
-    raw: bytes | None = None
-    content_type: str = "application/json; charset=utf-8"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def encoded(self) -> bytes:
-        return self.raw if self.raw is not None else json.dumps(self.payload).encode()
-
-
-_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
-    ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$"), "_list_comments"),
-    ("POST", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$"), "_create_comment"),
-    ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/labels$"), "_list_issue_labels"),
-    ("POST", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/labels$"), "_add_labels"),
-    ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)$"), "_get_issue"),
-    ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/labels$"), "_list_repo_labels"),
-    ("GET", re.compile(r"^/user$"), "_get_user"),
-]
-
-
-class FakeGitHubServer:
-    """In-memory GitHub over real HTTP/1.1 on 127.0.0.1 (see the module docstring)."""
+    Repositories, tokens, rate limits, seeding, inspection and routes come from
+    ``FakeGitHubState``; this class adds the HTTP server, fault injection and request counters.
+    """
 
     def __init__(
         self, port: int = 0, *, default_login: str = "resolveflow-bot", rate_limit: int = 5000
     ) -> None:
+        super().__init__(default_login=default_login, rate_limit=rate_limit)  # also the lock
         self._port = port
-        self._default_login = default_login
-        self._rate_limit = rate_limit
-        self._lock = threading.Lock()
-        self._repos: dict[str, _Repo] = {}
-        self._tokens: dict[str, str] = {}
-        self._faults: list[_Injected] = []
-        self._next_id = 1_000_001
+        self._faults = FaultQueue()
         self._writes_received = 0
         self._writes_applied = 0
         self._requests = 0
         self._connections_opened = 0
         self._write_log: list[WriteRecord] = []
-        self._used: dict[str, int] = {}
-        self._window_reset = int(time.time()) + RATE_LIMIT_WINDOW_SECONDS
         self._open_sockets: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self._url: str | None = None
         self._stopping = threading.Event()
         self.write_accepted = threading.Event()  # set by HangAfterWrite once the write is applied
 
@@ -261,75 +144,7 @@ class FakeGitHubServer:
     ) -> None:
         self.stop()
 
-    @property
-    def url(self) -> str:
-        """Base URL such as ``http://127.0.0.1:54321`` (no trailing slash)."""
-        if self._url is None:
-            raise RuntimeError("FakeGitHubServer was never started; call start() first")
-        return self._url
-
-    # --- seeding and inspection ------------------------------------------------------------
-
-    def register_token(self, token: str, login: str) -> None:
-        """Requests bearing ``token`` act as ``login`` (unknown tokens act as the default login)."""
-        with self._lock:
-            self._tokens[token] = login
-
-    def add_repo(self, full_name: str, labels: Iterable[str] = ()) -> None:
-        with self._lock:
-            repo = self._repos.setdefault(full_name, _Repo(full_name))
-            for name in labels:
-                self._ensure_label(repo, name)
-
-    def remove_repo_label(self, full_name: str, name: str) -> None:
-        """Delete a label from the repository and from every issue carrying it."""
-        with self._lock:
-            repo = self._repo(full_name)
-            repo.labels.pop(name.lower(), None)
-            for issue in repo.issues.values():
-                issue.labels = [key for key in issue.labels if key != name.lower()]
-
-    def add_issue(
-        self,
-        full_name: str,
-        number: int,
-        title: str = "",
-        body: str = "",
-        *,
-        labels: Iterable[str] = (),
-        user: str = "octocat",
-        is_pull_request: bool = False,
-        state: str = "open",
-    ) -> None:
-        """Seed an issue (or pull request); unknown labels are created in the repo."""
-        with self._lock:
-            repo = self._repos.setdefault(full_name, _Repo(full_name))
-            created_at = payloads.now_iso()
-            issue = _Issue(
-                self._new_id(), number, title, body, state, user, is_pull_request, created_at
-            )
-            issue.labels = [self._ensure_label(repo, name).name.lower() for name in labels]
-            repo.issues[number] = issue
-
-    def add_comment_directly(
-        self, full_name: str, number: int, body: str, user: str = "octocat"
-    ) -> dict[str, Any]:
-        """Seed an existing comment without going through HTTP (not counted as a write)."""
-        with self._lock:
-            return self._store_comment(self._issue(full_name, number), full_name, body, user)
-
-    def comments(self, full_name: str, number: int) -> list[dict[str, Any]]:
-        with self._lock:
-            return [dict(c) for c in self._issue(full_name, number).comments]
-
-    def issue_labels(self, full_name: str, number: int) -> list[str]:
-        with self._lock:
-            repo = self._repo(full_name)
-            return [repo.labels[key].name for key in self._issue(full_name, number).labels]
-
-    def repo_labels(self, full_name: str) -> list[str]:
-        with self._lock:
-            return [lab.name for lab in self._repo(full_name).labels.values()]
+    # --- faults and counters ---------------------------------------------------------------
 
     def inject(
         self, fault: Fault, *, method: str | None = "POST", path: str | None = None, times: int = 1
@@ -339,14 +154,13 @@ class FakeGitHubServer:
         ``path`` is a regex searched in the request target (path plus query string); ``None``
         matches anything. Faults are consumed in the order they were injected.
         """
-        pattern = re.compile(path) if path is not None else None
         with self._lock:
-            self._faults.append(_Injected(fault, method, pattern, times))
+            self._faults.add(fault, method, path, times)
 
     @property
     def pending_faults(self) -> int:
         with self._lock:
-            return sum(f.remaining for f in self._faults)
+            return self._faults.pending
 
     @property
     def writes_received(self) -> int:
@@ -384,7 +198,9 @@ class FakeGitHubServer:
             else:
                 self._open_sockets.discard(sock)
 
-    def _begin(self, method: str, target: str, body: bytes, authorization: str | None) -> _Request:
+    def _begin(
+        self, method: str, target: str, body: bytes, authorization: str | None
+    ) -> FakeRequest:
         """Count the request and resolve who is making it."""
         path, _, query = target.partition("?")
         with self._lock:
@@ -392,23 +208,17 @@ class FakeGitHubServer:
             if method in WRITE_METHODS:
                 self._writes_received += 1
             login = self._login_for(authorization)
-        return _Request(method, path, parse_qs(query), body, login)
+        return FakeRequest(method, path, parse_qs(query), body, login)
 
     def _take_fault(self, method: str, target: str) -> Fault | None:
         with self._lock:
-            for injected in self._faults:
-                if injected.matches(method, target):
-                    injected.remaining -= 1
-                    if injected.remaining <= 0:
-                        self._faults.remove(injected)
-                    return injected.fault
-        return None
+            return self._faults.take(method, target)
 
-    def _execute(self, request: _Request) -> _Reply:
+    def _execute(self, request: FakeRequest) -> FakeReply:
         """Run the route under the lock and record whether the write took effect."""
         with self._lock:
             if request.login is None:
-                reply = _Reply(401, payloads.error("Requires authentication", status=401))
+                reply = FakeReply(401, payloads.error("Requires authentication", status=401))
             else:
                 reply = self._route(request)
             applied = request.is_write and 200 <= reply.status < 300
@@ -416,164 +226,17 @@ class FakeGitHubServer:
             self._log(request, applied)
             return reply
 
-    def _skip(self, request: _Request) -> None:
+    def _skip(self, request: FakeRequest) -> None:
         """Record a write that was received but deliberately not applied."""
         with self._lock:
             self._log(request, applied=False)
 
-    def _log(self, request: _Request, applied: bool) -> None:
+    def _log(self, request: FakeRequest, applied: bool) -> None:
         if request.is_write and not request.logged:
             request.logged = True
             self._write_log.append(
                 WriteRecord(request.method, request.path, request.login, applied)
             )
-
-    def _rate_headers(self, login: str | None) -> dict[str, str]:
-        with self._lock:
-            now = int(time.time())
-            if now >= self._window_reset:
-                self._used.clear()
-                self._window_reset = now + RATE_LIMIT_WINDOW_SECONDS
-            key = login or ""
-            used = self._used[key] = self._used.get(key, 0) + 1
-            return {
-                "x-ratelimit-limit": str(self._rate_limit),
-                "x-ratelimit-remaining": str(max(0, self._rate_limit - used)),
-                "x-ratelimit-reset": str(self._window_reset),
-                "x-ratelimit-used": str(used),
-                "x-ratelimit-resource": "core",
-            }
-
-    def _login_for(self, authorization: str | None) -> str | None:
-        scheme, _, token = (authorization or "").strip().partition(" ")
-        if scheme.lower() not in ("token", "bearer") or not token.strip():
-            return None
-        return self._tokens.get(token.strip(), self._default_login)
-
-    # --- routes (called with the lock held) ------------------------------------------------
-
-    def _route(self, request: _Request) -> _Reply:
-        for method, pattern, handler_name in _ROUTES:
-            match = pattern.match(request.path)
-            if match and method == request.method:
-                handler: Callable[..., _Reply] = getattr(self, handler_name)
-                try:
-                    return handler(request, *(unquote(g) for g in match.groups()))
-                except payloads.Rejected as exc:
-                    return _Reply(exc.status, exc.payload)
-        return _Reply(404, payloads.not_found())
-
-    def _list_comments(self, request: _Request, full_name: str, number: str) -> _Reply:
-        return self._paged(request, self._issue(full_name, int(number)).comments)
-
-    def _create_comment(self, request: _Request, full_name: str, number: str) -> _Reply:
-        issue = self._issue(full_name, int(number))
-        body = payloads.comment_body(payloads.json_body(request.body))
-        assert request.login is not None
-        stored = self._store_comment(issue, full_name, body, request.login)
-        return _Reply(201, stored, headers={"Location": stored["url"]})
-
-    def _list_issue_labels(self, request: _Request, full_name: str, number: str) -> _Reply:
-        issue = self._issue(full_name, int(number))
-        return self._paged(request, self._label_payloads(full_name, issue.labels))
-
-    def _add_labels(self, request: _Request, full_name: str, number: str) -> _Reply:
-        issue = self._issue(full_name, int(number))
-        names = payloads.label_names(payloads.json_body(request.body))
-        repo = self._repo(full_name)
-        for name in names:  # GitHub creates labels that do not exist yet
-            key = self._ensure_label(repo, name).name.lower()
-            if key not in issue.labels:
-                issue.labels.append(key)
-        return _Reply(200, self._label_payloads(full_name, issue.labels))
-
-    def _get_issue(self, request: _Request, full_name: str, number: str) -> _Reply:
-        issue = self._issue(full_name, int(number))
-        payload = payloads.issue(
-            self.url,
-            self.url,
-            full_name,
-            issue_id=issue.id,
-            number=issue.number,
-            title=issue.title,
-            body=issue.body,
-            state=issue.state,
-            user=payloads.simple_user(self.url, self.url, issue.user),
-            labels=self._label_payloads(full_name, issue.labels),
-            comment_count=len(issue.comments),
-            is_pull_request=issue.is_pull_request,
-            created_at=issue.created_at,
-        )
-        return _Reply(200, payload)
-
-    def _list_repo_labels(self, request: _Request, full_name: str) -> _Reply:
-        keys = list(self._repo(full_name).labels)
-        return self._paged(request, self._label_payloads(full_name, keys))
-
-    def _get_user(self, request: _Request) -> _Reply:
-        assert request.login is not None
-        return _Reply(200, payloads.private_user(self.url, self.url, request.login))
-
-    # --- helpers (lock held) ---------------------------------------------------------------
-
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
-    def _repo(self, full_name: str) -> _Repo:
-        repo = self._repos.get(full_name)
-        if repo is None:
-            raise payloads.Rejected(404, payloads.not_found())
-        return repo
-
-    def _issue(self, full_name: str, number: int) -> _Issue:
-        issue = self._repo(full_name).issues.get(number)
-        if issue is None:
-            raise payloads.Rejected(404, payloads.not_found())
-        return issue
-
-    def _ensure_label(self, repo: _Repo, name: str) -> _Label:
-        existing = repo.labels.get(name.lower())
-        if existing is None:
-            existing = _Label(self._new_id(), name, payloads.NEW_LABEL_COLOR, None)
-            repo.labels[name.lower()] = existing
-        return existing
-
-    def _label_payloads(self, full_name: str, keys: list[str]) -> list[dict[str, Any]]:
-        labels = self._repo(full_name).labels
-        return [
-            payloads.label(
-                self.url,
-                full_name,
-                label_id=lab.id,
-                name=lab.name,
-                color=lab.color,
-                description=lab.description,
-            )
-            for lab in (labels[key] for key in keys if key in labels)
-        ]
-
-    def _store_comment(
-        self, issue: _Issue, full_name: str, body: str, login: str
-    ) -> dict[str, Any]:
-        user = payloads.simple_user(self.url, self.url, login)
-        stored = payloads.comment(
-            self.url,
-            self.url,
-            full_name,
-            number=issue.number,
-            comment_id=self._new_id(),
-            body=body,
-            user=user,
-        )
-        issue.comments.append(stored)
-        return stored
-
-    def _paged(self, request: _Request, items: list[dict[str, Any]]) -> _Reply:
-        page, link = payloads.paginate(
-            items, base_url=self.url, path=request.path, query=request.query
-        )
-        return _Reply(200, page, headers={"Link": link} if link else {})
 
 
 # --- HTTP layer ----------------------------------------------------------------------------
@@ -638,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         except Exception:
             logger.exception("fake GitHub handler failed", extra={"fake_path": request.path})
-            self._send(fake, request, _Reply(500, payloads.error("Server Error", status=500)))
+            self._send(fake, request, FakeReply(500, payloads.error("Server Error", status=500)))
         finally:
             fake._skip(request)
 
@@ -646,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _serve(self, fake: FakeGitHubServer, request: _Request, fault: Fault | None) -> None:
+    def _serve(self, fake: FakeGitHubServer, request: FakeRequest, fault: Fault | None) -> None:
         match fault:
             case None:
                 self._send(fake, request, fake._execute(request))
@@ -667,34 +330,30 @@ class _Handler(BaseHTTPRequestHandler):
             case Status():
                 if fault.apply_write:
                     fake._execute(request)
-                self._send(fake, request, _status_reply(fault))
-            case SecondaryRateLimit(retry_after=retry_after):
-                reply = _Reply(403, payloads.error(payloads.SECONDARY_RATE_LIMIT_MESSAGE))
-                reply.headers["Retry-After"] = str(retry_after)
-                self._send(fake, request, reply)
+                self._send(fake, request, status_reply(fault))
+            case SecondaryRateLimit():
+                self._send(fake, request, secondary_rate_limit_reply(fault))
             case PrimaryRateLimit(reset_in=reset_in):
                 self._send_primary_rate_limit(fake, request, reset_in)
-            case Malformed2xx(apply_write=apply, invalid_json=invalid):
-                if apply:
+            case Malformed2xx():
+                if fault.apply_write:
                     fake._execute(request)
-                raw = b'{"id": 1, "unterminated' if invalid else b'{"id": 1}'
-                status = 201 if request.method == "POST" else 200
-                self._send(fake, request, _Reply(status, raw=raw))
+                self._send(fake, request, malformed_reply(fault, request.method))
 
     def _send_primary_rate_limit(
-        self, fake: FakeGitHubServer, request: _Request, reset_in: int
+        self, fake: FakeGitHubServer, request: FakeRequest, reset_in: int
     ) -> None:
-        reply = _Reply(403, payloads.error(payloads.PRIMARY_RATE_LIMIT_MESSAGE))
+        reply = FakeReply(403, payloads.error(payloads.PRIMARY_RATE_LIMIT_MESSAGE))
         headers = fake._rate_headers(request.login)
         headers["x-ratelimit-remaining"] = "0"
         headers["x-ratelimit-used"] = headers["x-ratelimit-limit"]
         headers["x-ratelimit-reset"] = str(int(time.time()) + reset_in)
         self._write(reply, headers)
 
-    def _send(self, fake: FakeGitHubServer, request: _Request, reply: _Reply) -> None:
+    def _send(self, fake: FakeGitHubServer, request: FakeRequest, reply: FakeReply) -> None:
         self._write(reply, fake._rate_headers(request.login))
 
-    def _write(self, reply: _Reply, rate_headers: dict[str, str]) -> None:
+    def _write(self, reply: FakeReply, rate_headers: dict[str, str]) -> None:
         body = reply.encoded()
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
@@ -709,17 +368,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _drop(self) -> None:
         """Close the connection without a response, as a crashed proxy or reset would."""
         self.close_connection = True
-
-
-def _status_reply(fault: Status) -> _Reply:
-    headers = dict(fault.headers or {})
-    if fault.body is None:
-        payload = payloads.error(f"Injected {fault.code}", status=fault.code)
-        return _Reply(fault.code, payload, headers=headers)
-    if isinstance(fault.body, dict):
-        return _Reply(fault.code, fault.body, content_type=fault.content_type, headers=headers)
-    raw = fault.body.encode()
-    return _Reply(fault.code, raw=raw, content_type=fault.content_type, headers=headers)
 
 
 def main(argv: list[str] | None = None) -> None:

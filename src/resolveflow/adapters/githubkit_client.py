@@ -13,6 +13,8 @@ Why it looks the way it does:
   connections survive between calls and threads; ``GitHubKitClient.close()`` closes the pool.
 - **Responses are validated** through githubkit's typed REST methods and ``.parsed_data``.
 - **Tokens never appear in messages or logs**; every message is scrubbed before raising.
+- **Failures are classified** in ``github_errors`` (HTTP status, headers and httpx exceptions to
+  the domain errors above, plus token masking); this module catches, scrubs and logs them.
 - **Timeouts are per phase.** httpx applies ``timeout_seconds`` separately to waiting for a pooled
   connection, connecting, writing and each read, so one call can last a few multiples of it
   (pool + connect + write + read) before it fails; size leases for that, not for one timeout.
@@ -20,15 +22,13 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import re
 import threading
 import time
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
@@ -42,15 +42,14 @@ from githubkit.throttling import LocalThrottler
 
 from resolveflow.adapters.base import writes
 from resolveflow.adapters.github import IssueComment, PostedComment, RepoName
-from resolveflow.domain.errors import (
-    InvalidInput,
-    ProviderError,
-    ProviderOutcomeUnknown,
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderUnavailable,
-    ResolveFlowError,
+from resolveflow.adapters.github_errors import (
+    Call,
+    invalid_body_error,
+    scrub,
+    status_error,
+    transport_error,
 )
+from resolveflow.domain.errors import InvalidInput, ProviderError, ResolveFlowError
 
 if TYPE_CHECKING:
     # githubkit's generated ``IssuesClient`` has a method named ``list``, which makes mypy read its
@@ -71,36 +70,9 @@ PER_PAGE = 100
 MAX_PAGES = 1000  # 100k items: far beyond any real issue, and stops a server that loops
 MAX_CONNECTIONS = 100  # also githubkit's default concurrency cap per client
 MAX_CACHED_TOKENS = 64
-MIN_SECRET_LENGTH = 8
-DEFAULT_RATE_LIMIT_WAIT = 60.0  # GitHub: "wait at least one minute" when no header says more
 
-# httpx failures that happen before any byte of the request reached GitHub.
-_NOT_SENT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.ProxyError,
-    httpx.UnsupportedProtocol,
-    httpx.InvalidURL,
-)
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 _NEXT_LINK = re.compile(r'<[^<>]*>\s*;\s*rel="?next"?')
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One REST call, for messages, logs and error context (never holds the token)."""
-
-    operation: str
-    method: str
-    path: str
-    write: bool
-
-    def __str__(self) -> str:
-        return f"{self.method} {self.path}"
-
-    def context(self) -> dict[str, Any]:
-        return {"operation": self.operation, "method": self.method, "path": self.path}
 
 
 class _SharedTransport(httpx.BaseTransport):
@@ -129,7 +101,7 @@ class _GitHub(GitHub[Any]):
 
     githubkit's own check parses ``Retry-After``/``x-ratelimit-reset`` with ``int()`` and lets a
     ``ValueError`` escape on anything else (e.g. an HTTP-date), which would hide a definite 403.
-    With it disabled every 4xx/5xx arrives as ``RequestFailed`` and ``_status_error`` decides.
+    With it disabled every 4xx/5xx arrives as ``RequestFailed`` and ``status_error`` decides.
     """
 
     def _check_rate_limit(self, response: Response[Any]) -> None:
@@ -282,7 +254,7 @@ class GitHubKitClient:
             return client
 
     def _all_pages(
-        self, call: _Call, token: str | None, fetch: Callable[..., Response[list[T], Any]]
+        self, call: Call, token: str | None, fetch: Callable[..., Response[list[T], Any]]
     ) -> list[T]:
         """Request page after page while GitHub's ``Link`` header announces ``rel="next"``.
 
@@ -299,44 +271,37 @@ class GitHubKitClient:
         raise self._fail(call, token, ProviderError(f"{call}: more than {MAX_PAGES} pages."))
 
     def _send(
-        self, call: _Call, token: str | None, request: Callable[[], Response[T, Any]]
+        self, call: Call, token: str | None, request: Callable[[], Response[T, Any]]
     ) -> Response[T, Any]:
         """Run one githubkit request and translate every failure into the error contract."""
         started = time.monotonic()
         try:
             response = request()
         except RequestFailed as exc:
-            raise self._fail(call, token, _status_error(call, exc.response.raw_response)) from exc
+            raise self._fail(call, token, status_error(call, exc.response.raw_response)) from exc
         except RequestError as exc:
-            raise self._fail(call, token, _transport_error(call, exc.exc)) from exc
+            raise self._fail(call, token, transport_error(call, exc.exc)) from exc
         except pydantic.ValidationError as exc:  # githubkit checks request bodies before sending
             raise self._fail(call, token, InvalidInput(f"{call}: invalid request body.")) from exc
         except Exception as exc:  # anything else: if it was a write, it may have been sent
-            raise self._fail(call, token, _transport_error(call, exc)) from exc
+            raise self._fail(call, token, transport_error(call, exc)) from exc
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "GitHub call succeeded", extra=_log_fields(call, response.status_code, started)
             )
         return response
 
-    def _parse(self, call: _Call, token: str | None, response: Response[T, Any]) -> T:
+    def _parse(self, call: Call, token: str | None, response: Response[T, Any]) -> T:
         """Validate the 2xx body against githubkit's schema model."""
         try:
             return response.parsed_data
         except (pydantic.ValidationError, ValueError) as exc:
-            problem = _describe_invalid(exc)
-            message = f"{call}: GitHub answered {response.status_code} with {problem}"
-            if call.write:
-                error: ProviderError = ProviderOutcomeUnknown(
-                    f"{message}; the write may have been applied.", **call.context()
-                )
-            else:
-                error = ProviderError(message, **call.context())
+            error = invalid_body_error(call, response.status_code, exc)
             raise self._fail(call, token, error) from exc
 
-    def _fail(self, call: _Call, token: str | None, error: E) -> E:
+    def _fail(self, call: Call, token: str | None, error: E) -> E:
         """Scrub tokens from the message, log the failure, and hand the error back to raise."""
-        error.message = _scrub(error.message, (token, self._service_token))
+        error.message = scrub(error.message, (token, self._service_token))
         error.args = (error.message,)
         status = getattr(error, "status", None) or error.context.get("status")
         logger.warning(
@@ -350,8 +315,8 @@ class GitHubKitClient:
 # --- pure helpers --------------------------------------------------------------------------
 
 
-def _call(operation: str, method: str, repo: RepoName, tail: str, *, write: bool = False) -> _Call:
-    return _Call(operation, method, f"/repos/{repo.owner}/{repo.name}/{tail}", write)
+def _call(operation: str, method: str, repo: RepoName, tail: str, *, write: bool = False) -> Call:
+    return Call(operation, method, f"/repos/{repo.owner}/{repo.name}/{tail}", write)
 
 
 def _check_target(repo: RepoName, issue_number: int) -> None:
@@ -363,128 +328,7 @@ def _check_target(repo: RepoName, issue_number: int) -> None:
         raise InvalidInput(f"Not a valid issue number: {issue_number!r}.")
 
 
-def _status_error(call: _Call, response: httpx.Response) -> ProviderError:
-    """Map a 4xx/5xx answer: rate limited, definitely rejected, or (5xx) outcome unknown."""
-    status = response.status_code
-    message = _github_message(response)
-    if status in (403, 429):
-        wait = _rate_limit_wait(response, message)
-        if wait is not None:
-            return ProviderRateLimited(
-                f"{call}: GitHub rate limit ({status}), retry after {wait:.0f}s: {message}",
-                retry_after_seconds=wait,
-                status=status,
-                **call.context(),
-            )
-    if 400 <= status < 500:
-        return ProviderRejected(
-            f"{call}: GitHub refused ({status}): {message}", status=status, **call.context()
-        )
-    return ProviderOutcomeUnknown(
-        f"{call}: GitHub failed ({status}): {message}; a write may have been applied.",
-        status=status,
-        **call.context(),
-    )
-
-
-def _transport_error(call: _Call, cause: BaseException) -> ProviderError:
-    """Connect failures never reached GitHub; every other transport failure might have."""
-    detail = f"{type(cause).__name__}: {cause}".rstrip(": ")
-    if isinstance(cause, _NOT_SENT):
-        return ProviderUnavailable(f"{call}: could not reach GitHub ({detail}).", **call.context())
-    return ProviderOutcomeUnknown(
-        f"{call}: no usable answer from GitHub ({detail}); a write may have been applied.",
-        **call.context(),
-    )
-
-
-def _rate_limit_wait(response: httpx.Response, message: str) -> float | None:
-    """Seconds to wait if this 403/429 is a rate limit, else ``None`` (a plain refusal).
-
-    GitHub's rules: ``Retry-After`` wins; else ``x-ratelimit-remaining: 0`` means wait until
-    ``x-ratelimit-reset``; else a 429 or a "rate limit" message means wait at least a minute.
-    """
-    headers = response.headers
-    retry_after = _parse_retry_after(headers.get("retry-after"))
-    if retry_after is not None:
-        return retry_after
-    if headers.get("x-ratelimit-remaining", "").strip() == "0":
-        return _seconds_until(headers.get("x-ratelimit-reset"))
-    if "retry-after" in headers or response.status_code == 429:
-        return DEFAULT_RATE_LIMIT_WAIT
-    return DEFAULT_RATE_LIMIT_WAIT if "rate limit" in message.lower() else None
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` is delta-seconds (what GitHub sends) or an HTTP-date."""
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value.strip()))
-    except ValueError:
-        pass
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, moment.timestamp() - time.time())
-
-
-def _seconds_until(reset: str | None) -> float:
-    try:
-        return max(0.0, float(reset or "") - time.time())
-    except ValueError:
-        return DEFAULT_RATE_LIMIT_WAIT
-
-
-def _github_message(response: httpx.Response) -> str:
-    """GitHub's ``message`` (plus validation error codes) or a short note on the body."""
-    try:
-        payload = response.json()
-    except ValueError:
-        kind = response.headers.get("content-type", "unknown content").split(";")[0]
-        return f"non-JSON body ({kind}, {len(response.content)} bytes)"
-    if not isinstance(payload, dict) or not isinstance(payload.get("message"), str):
-        return "no message"
-    message: str = payload["message"]
-    errors = payload.get("errors")
-    if isinstance(errors, list) and errors:
-        details = [_error_detail(e) for e in errors[:3]]
-        message += " (" + "; ".join(d for d in details if d) + ")"
-    return message[:500]
-
-
-def _error_detail(error: Any) -> str:
-    if not isinstance(error, dict):
-        return str(error)[:100]
-    parts = (error.get("field"), error.get("code"), error.get("message"))
-    return " ".join(str(part) for part in parts if part)
-
-
-def _describe_invalid(exc: Exception) -> str:
-    """Summarise a schema failure without echoing the (possibly large) body."""
-    if isinstance(exc, pydantic.ValidationError):
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            return "a body that is not valid JSON"
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        count = exc.error_count()
-        return (
-            f"a body that fails schema validation ({count} errors, first: {where} {first['type']})"
-        )
-    return "a body that is not valid JSON"
-
-
-def _scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """Mask tokens. Strings shorter than 8 characters are not credible tokens (GitHub's are 40+)
-    and masking them would mangle every message, e.g. a test token ``"t"``."""
-    for secret in secrets:
-        if secret and len(secret) >= MIN_SECRET_LENGTH:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _log_fields(call: _Call, status: int | None, started: float | None) -> dict[str, Any]:
+def _log_fields(call: Call, status: int | None, started: float | None) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "github_operation": call.operation,
         "github_method": call.method,

@@ -9,7 +9,7 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.domain.errors import InvalidInput, StoreUnavailable
+from resolveflow.domain.errors import InvalidInput, ResolveFlowError
 from resolveflow.service import executions as service
 
 executions_app = typer.Typer(help="Approved actions and what became of them.", no_args_is_help=True)
@@ -30,12 +30,13 @@ def execute(
             time.sleep(opened.settings.executor_poll_seconds)
             try:
                 # Crashed owners' leases expire; settling them keeps the queue honest.
-                reconciler.run()
+                reconciler.run(min_age_seconds=opened.settings.reconcile_interval_seconds)
                 total += executor.run_due(limit=None if limit is None else limit - total)
-            except StoreUnavailable as exc:
-                # A long-running worker outlives a database restart: nothing is lost, because
-                # an execution whose outcome was not recorded stays leased and is reconciled.
-                logger.warning("database unavailable; retrying", extra={"error": exc.message})
+            except ResolveFlowError as exc:
+                # A long-running worker outlives a database restart or one bad execution: nothing
+                # is lost, because an execution whose outcome was not recorded stays leased and
+                # is reconciled.
+                logger.warning("executor round failed; retrying", extra={"error": exc.message})
     emit({"processed": total}, as_json, lambda: console.print(f"processed {total} execution(s)"))
 
 

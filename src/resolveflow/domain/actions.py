@@ -20,7 +20,8 @@ from resolveflow.domain.errors import InvalidInput
 
 ACTION_KIND: Literal["github.issue"] = "github.issue"
 DIGEST_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-MAX_COMMENT_CHARS = 65_536  # GitHub's own limit for a comment body
+# GitHub's limit for a comment body is 65,536 characters; the executor appends its marker.
+MAX_COMMENT_CHARS = 65_536 - 100
 MAX_LABELS = 50
 _REPO_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 # A hidden marker inside an approved body could make reconciliation believe another execution was
@@ -52,7 +53,7 @@ class IssueTarget(BaseModel):
     @field_validator("repository")
     @classmethod
     def _repository_shape(cls, value: str) -> str:
-        if not _REPO_PATTERN.match(value):
+        if not _REPO_PATTERN.match(value) or value.rsplit("/", 1)[1] in {".", ".."}:
             raise ValueError(f"repository must look like OWNER/REPO, got {value!r}")
         # GitHub matches repository names case-insensitively; one spelling, one digest.
         return value.lower()

@@ -22,6 +22,7 @@ from uuid import UUID
 from resolveflow.adapters.github import GitHub, RepoName
 from resolveflow.domain.actions import GitHubIssueAction, body_with_marker
 from resolveflow.domain.errors import (
+    InvalidInput,
     LeaseLost,
     NotAuthorized,
     PolicyViolation,
@@ -136,6 +137,7 @@ class Executor:
             return self._prepare(conn, claimed)
 
     def _prepare(self, conn: Connection, claimed: Execution) -> Prepared | Execution:
+        execution_store.lock_lineage_of_execution(conn, claimed)
         try:
             verified = self._verify(conn, claimed)
         except ResolveFlowError as exc:
@@ -162,6 +164,8 @@ class Executor:
                 known = self.github.list_repository_labels(repo, token=verified.token)
             except ProviderError as exc:
                 return self.record.read_failed(execution, exc)
+            except InvalidInput as exc:
+                return self.record.refused(execution, exc)
             try:
                 check_labels_exist(verified.action, known)
             except PolicyViolation as exc:
@@ -212,7 +216,7 @@ class Executor:
             )
         except ProviderRateLimited as exc:
             return self.record.rate_limited(execution, attempt_id, exc)
-        except ProviderRejected as exc:
+        except (ProviderRejected, InvalidInput) as exc:
             return self.record.rejected(execution, attempt_id, exc)
         except ProviderUnavailable as exc:
             return self.record.unavailable(execution, attempt_id, exc)
@@ -238,7 +242,7 @@ class Executor:
             )
         except ProviderRateLimited as exc:
             return self.record.rate_limited(execution, attempt_id, exc)
-        except ProviderRejected as exc:
+        except (ProviderRejected, InvalidInput) as exc:
             return self.record.rejected(execution, attempt_id, exc)
         except ProviderUnavailable as exc:
             return self.record.unavailable(execution, attempt_id, exc)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from resolveflow.domain.errors import (
+    InvalidInput,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
@@ -108,14 +109,16 @@ class Recorder:
     def refused_in(
         self, conn: Connection, execution: Execution, exc: ResolveFlowError
     ) -> Execution:
-        """``refused`` inside the caller's transaction (the one that claimed the execution)."""
-        after = store.finish(
-            conn,
-            execution,
-            owner=self.owner,
-            state=ExecutionState.FAILED,
-            detail=f"refused before sending: {exc.message}",
-        )
+        """``refused`` inside the caller's transaction (the one that claimed the execution).
+
+        When the comment already went out (an earlier round posted it, then labels were deferred),
+        the execution is partial, never failed: the record must not hide a live comment.
+        """
+        if execution.comment_id is not None:
+            state, detail = ExecutionState.PARTIAL, f"comment posted; labels refused: {exc.message}"
+        else:
+            state, detail = ExecutionState.FAILED, f"refused before sending: {exc.message}"
+        after = store.finish(conn, execution, owner=self.owner, state=state, detail=detail)
         if after is not None:
             self._audit(
                 conn,
@@ -137,12 +140,22 @@ class Recorder:
         )
         return self._retry_or_give_up(execution, wait, f"could not read labels: {exc.message}")
 
-    def _retry_or_give_up(self, execution: Execution, wait: float, detail: str) -> Execution:
+    def _retry_or_give_up(
+        self,
+        execution: Execution,
+        wait: float,
+        detail: str,
+        outcome: tuple[UUID, str, ResolveFlowError] | None = None,
+    ) -> Execution:
+        """Defer (nothing was sent) or give up; the attempt's outcome goes in the same transaction."""
         exhausted = (
             execution.rate_limit_waits + 1 > self.settings.rate_limit_max_waits
             or wait > self.settings.rate_limit_max_wait_seconds
         )
         with self.db.tenant(execution.tenant_id) as conn:
+            if outcome is not None:
+                attempt_id, name, exc = outcome
+                self._outcome(conn, execution, attempt_id, name, exc)
             if exhausted:
                 state = (
                     ExecutionState.PARTIAL
@@ -174,24 +187,30 @@ class Recorder:
     def rate_limited(
         self, execution: Execution, attempt_id: UUID, exc: ProviderRateLimited
     ) -> Execution:
-        with self.db.tenant(execution.tenant_id) as conn:
-            self._outcome(conn, execution, attempt_id, "rate_limited", exc)
         return self._retry_or_give_up(
-            execution, exc.retry_after_seconds, f"rate limited: {exc.message}"
+            execution,
+            exc.retry_after_seconds,
+            f"rate limited: {exc.message}",
+            (attempt_id, "rate_limited", exc),
         )
 
     def unavailable(self, execution: Execution, attempt_id: UUID, exc: ProviderError) -> Execution:
-        with self.db.tenant(execution.tenant_id) as conn:
-            self._outcome(conn, execution, attempt_id, "unavailable", exc)
         return self._retry_or_give_up(
-            execution, self.settings.unavailable_retry_seconds, f"GitHub unreachable: {exc.message}"
+            execution,
+            self.settings.unavailable_retry_seconds,
+            f"GitHub unreachable: {exc.message}",
+            (attempt_id, "unavailable", exc),
         )
 
-    def rejected(self, execution: Execution, attempt_id: UUID, exc: ProviderRejected) -> Execution:
+    def rejected(
+        self, execution: Execution, attempt_id: UUID, exc: ProviderRejected | InvalidInput
+    ) -> Execution:
         # A comment that already went out stays out: the labels failing makes it partial.
         state = (
             ExecutionState.PARTIAL if execution.comment_id is not None else ExecutionState.FAILED
         )
+        status = exc.status if isinstance(exc, ProviderRejected) else None
+        why = f"GitHub refused ({status})" if status else "refused before sending"
         with self.db.tenant(execution.tenant_id) as conn:
             self._outcome(conn, execution, attempt_id, "rejected", exc)
             after = store.finish(
@@ -199,14 +218,14 @@ class Recorder:
                 execution,
                 owner=self.owner,
                 state=state,
-                detail=f"GitHub refused ({exc.status}): {exc.message}",
+                detail=f"{why}: {exc.message}",
             )
             if after is not None:
                 self._audit(
                     conn,
                     execution,
                     f"execution.{state.value}",
-                    status=exc.status,
+                    status=status,
                     message=exc.message,
                 )
         return self._checked(execution, after)

@@ -49,14 +49,18 @@ class Reconciler:
         self.owner = owner or new_owner_id()
         self.actor = f"reconciler:{self.owner}"
 
-    def run(self, tenant_ids: list[UUID] | None = None) -> list[Settled]:
+    def run(
+        self, tenant_ids: list[UUID] | None = None, min_age_seconds: float = 0
+    ) -> list[Settled]:
+        """Settle what can be settled. ``min_age_seconds`` spaces out re-checks of ``unknown``
+        executions (a background worker passes its interval; a person running it passes 0)."""
         if tenant_ids is None:
             with self.db.unscoped() as conn:
                 tenant_ids = [tenant.id for tenant in tenant_store.list_tenants(conn)]
         results: list[Settled] = []
         for tenant_id in tenant_ids:
             with self.db.tenant(tenant_id) as conn:
-                candidates = store.reconcile_candidates(conn, tenant_id)
+                candidates = store.reconcile_candidates(conn, tenant_id, min_age_seconds)
             for candidate in candidates:
                 settled = self.reconcile_one(candidate)
                 if settled is not None:
@@ -140,7 +144,12 @@ class Reconciler:
                 comment_url=comment_url,
                 labels_done=labels_done,
             )
-            if after is not None:
+            changed = (
+                state is not execution.state
+                or detail != execution.detail
+                or (comment_id is not None and comment_id != execution.comment_id)
+            )
+            if after is not None and changed:  # a repeated "still unknown" is not news
                 audit.record(
                     conn,
                     tenant_id=execution.tenant_id,

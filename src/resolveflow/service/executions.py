@@ -102,19 +102,11 @@ def resolve(
                     else ""
                 )
             )
-        if was_sent:
-            state = ExecutionState.SENT
-        else:
-            state = (
-                ExecutionState.PARTIAL
-                if current.comment_id is not None
-                else ExecutionState.NOT_SENT
-            )
         detail = f"resolved by {principal.subject}: {'was sent' if was_sent else 'not sent'}"
         if note:
             detail += f" ({note})"
         after = execution_store.resolve_by_person(
-            conn, principal.tenant_id, execution_id, state, detail
+            conn, principal.tenant_id, execution_id, was_sent=was_sent, detail=detail
         )
         if after is None:
             raise InvalidTransition("the execution is being reconciled right now; try again")
@@ -125,6 +117,6 @@ def resolve(
             event="execution.resolved",
             subject_type="execution",
             subject_id=execution_id,
-            details={"was_sent": was_sent, "state": state.value, "note": note},
+            details={"was_sent": was_sent, "state": after.state.value, "note": note},
         )
     return after

@@ -13,6 +13,7 @@ from resolveflow.domain.actions import action_digest, build_action, canonical_js
 from resolveflow.domain.errors import (
     AlreadyDecided,
     InvalidInput,
+    InvalidTransition,
     NotAuthorized,
     PolicyViolation,
     ResolveFlowError,
@@ -100,6 +101,10 @@ def edit_proposal(
         base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
         proposal_store.lock_lineage(conn, base.lineage_id)
         latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
+        if execution_store.lineage_sending(conn, principal.tenant_id, base.lineage_id):
+            raise InvalidTransition(
+                "an approved version is being posted right now; wait for its outcome, then edit"
+            )
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
         current = parse_action(versions[-1]["action"])
         new_comment = (

@@ -122,9 +122,12 @@ def take_over_for_reconcile(
     )
 
 
-def reconcile_candidates(conn: Connection, tenant_id: UUID) -> list[Execution]:
+def reconcile_candidates(
+    conn: Connection, tenant_id: UUID, min_age_seconds: float = 0
+) -> list[Execution]:
     rows = conn.execute(
-        q("executions", "reconcile_candidates"), {"tenant_id": tenant_id}
+        q("executions", "reconcile_candidates"),
+        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds},
     ).fetchall()
     return [to_execution(row) for row in rows]
 
@@ -205,13 +208,27 @@ def release_for_retry(
 
 
 def resolve_by_person(
-    conn: Connection, tenant_id: UUID, execution_id: UUID, state: ExecutionState, detail: str
+    conn: Connection, tenant_id: UUID, execution_id: UUID, *, was_sent: bool, detail: str
 ) -> Execution | None:
     return _one(
         conn,
         "resolve_by_person",
-        {"tenant_id": tenant_id, "id": execution_id, "state": state.value, "detail": detail},
+        {"tenant_id": tenant_id, "id": execution_id, "was_sent": was_sent, "detail": detail},
     )
+
+
+def lock_lineage_of_execution(conn: Connection, execution: Execution) -> None:
+    conn.execute(
+        q("executions", "lock_lineage_of_execution"),
+        {"tenant_id": execution.tenant_id, "id": execution.id},
+    )
+
+
+def lineage_sending(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> bool:
+    row = conn.execute(
+        q("executions", "lineage_sending"), {"tenant_id": tenant_id, "lineage_id": lineage_id}
+    ).fetchone()
+    return bool(row and row["sending"])
 
 
 def insert_attempt(

@@ -43,7 +43,8 @@ CREATE TABLE principals (
 CREATE TABLE repositories (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    full_name text NOT NULL CHECK (full_name = lower(full_name) AND full_name ~ '^[a-z0-9][a-z0-9-]*/[a-z0-9._-]+$'),
+    full_name text NOT NULL CHECK (full_name = lower(full_name) AND full_name ~ '^[a-z0-9][a-z0-9-]*/[a-z0-9._-]+$'
+        AND split_part(full_name, '/', 2) NOT IN ('.', '..')),
     created_at timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT repositories_unique UNIQUE (tenant_id, full_name)
 );
@@ -121,9 +122,13 @@ CREATE TABLE executions (
     FOREIGN KEY (approval_id, tenant_id, proposal_id, digest, approval_decision)
         REFERENCES approvals (id, tenant_id, proposal_id, digest, decision),
     CONSTRAINT executions_one_per_proposal UNIQUE (proposal_id),
-    CONSTRAINT executions_one_per_approval UNIQUE (approval_id),
-    CONSTRAINT executions_idempotency_key UNIQUE (idempotency_key)
+    CONSTRAINT executions_one_per_approval UNIQUE (approval_id)
 );
+
+-- One live execution per approved digest in a tenant. One that ended having written nothing
+-- (failed, not_sent) leaves the index, so the same text can be approved and sent again later.
+CREATE UNIQUE INDEX executions_idempotency_key ON executions (idempotency_key)
+    WHERE state NOT IN ('failed', 'not_sent');
 
 CREATE INDEX executions_due ON executions (not_before) WHERE state = 'pending';
 CREATE INDEX executions_open ON executions (state) WHERE state IN ('sending', 'unknown');

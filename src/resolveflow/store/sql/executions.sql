@@ -51,9 +51,13 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 RETURNING *
 
 -- name: reconcile_candidates
+-- Unknown executions are re-checked at most every min_age seconds (each check reads every page
+-- of an issue's comments from GitHub); abandoned claims are checked at once.
 SELECT * FROM executions
 WHERE tenant_id = %(tenant_id)s
-  AND (state = 'unknown' OR (state = 'sending' AND lease_expires_at < clock_timestamp()))
+  AND ((state = 'unknown'
+        AND updated_at < clock_timestamp() - make_interval(secs => %(min_age_seconds)s))
+       OR (state = 'sending' AND lease_expires_at < clock_timestamp()))
 ORDER BY updated_at
 
 -- name: finish
@@ -85,8 +89,13 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 RETURNING *
 
 -- name: resolve_by_person
+-- The resulting state is decided here, on the locked row: a comment that reconciliation confirmed
+-- meanwhile turns "not sent" into partial.
 UPDATE executions
-SET state = %(state)s, detail = %(detail)s, lease_owner = NULL, lease_expires_at = NULL
+SET state = CASE WHEN %(was_sent)s THEN 'sent'
+                 WHEN comment_id IS NOT NULL THEN 'partial'
+                 ELSE 'not_sent' END,
+    detail = %(detail)s, lease_owner = NULL, lease_expires_at = NULL
 WHERE tenant_id = %(tenant_id)s AND id = %(id)s AND state = 'unknown'
   AND (lease_expires_at IS NULL OR lease_expires_at < clock_timestamp())
 RETURNING *
@@ -117,10 +126,26 @@ WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
 ORDER BY a.started_at, a.id
 
 -- name: step_attempted
+-- Attempts that may have reached GitHub: no recorded outcome, or one saying it (maybe) arrived.
+-- Rate-limited, refused and unreachable attempts definitely did not write anything.
 SELECT EXISTS (
-    SELECT 1 FROM execution_attempts
-    WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s AND step = %(step)s
+    SELECT 1 FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
+    WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s AND a.step = %(step)s
+      AND (o.outcome IS NULL OR o.outcome IN ('sent', 'unknown'))
 ) AS attempted
+
+-- name: lock_lineage_of_execution
+-- Serializes the claim with proposal edits: an edit committed first makes this claim see a newer
+-- version (and refuse); a claim committed first makes the edit see a version being posted.
+SELECT pg_advisory_xact_lock(hashtextextended(p.lineage_id::text, 0))
+FROM executions e JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
+WHERE e.tenant_id = %(tenant_id)s AND e.id = %(id)s
+
+-- name: lineage_sending
+SELECT EXISTS (
+    SELECT 1 FROM executions e JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
+    WHERE p.tenant_id = %(tenant_id)s AND p.lineage_id = %(lineage_id)s AND e.state = 'sending'
+) AS sending
 
 -- name: execution_context
 -- Everything the executor re-checks before writing, read in one round trip.
