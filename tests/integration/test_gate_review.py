@@ -12,7 +12,6 @@ from conftest import (
     make_reconciler,
     propose_and_approve,
 )
-
 from resolveflow.adapters.github_fake import Delay, FakeGitHubServer, SecondaryRateLimit, Status
 from resolveflow.domain.records import ExecutionState
 from resolveflow.service import executions as execution_service
@@ -98,3 +97,20 @@ def test_still_unknown_is_neither_rechecked_too_often_nor_re_audited(
     with db.tenant(world.tenant.id) as conn:
         events = audit.events_for(conn, world.tenant.id, [str(approved.execution.id)])
     assert [e["event"] for e in events].count("execution.reconciled_unknown") == 1
+
+
+def test_a_copy_of_the_exact_comment_from_another_account_does_not_count(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client
+) -> None:
+    _, approved = propose_and_approve(db, world, comment="exact words")
+    fake_github.inject(Delay(seconds=2.0, apply_write=False))
+    make_executor(db, github_client).run_due()
+    from resolveflow.domain.actions import body_with_marker
+
+    copy = body_with_marker("exact words", str(approved.execution.id))
+    fake_github.add_comment_directly(REPO, 1, copy, "insider")
+    make_reconciler(db, github_client).run()
+    assert execution_state(db, world, approved.execution.id).state is ExecutionState.UNKNOWN
+    fake_github.add_comment_directly(REPO, 1, copy, "resolveflow-bot")  # the service account
+    make_reconciler(db, github_client).run()
+    assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENT

@@ -71,6 +71,10 @@ class GitHub(Protocol):
         """Names of the labels currently on the issue."""
         ...
 
+    def authenticated_login(self, *, token: str | None = None) -> str:
+        """The GitHub login that ``token`` (or the service token) acts as."""
+        ...
+
     @writes
     def post_comment(
         self, repo: RepoName, issue_number: int, body: str, *, token: str | None = None

@@ -135,6 +135,7 @@ class GitHubKitClient:
         )
         self._lock = threading.Lock()
         self._clients: OrderedDict[str | None, GitHub[Any]] = OrderedDict()
+        self._logins: dict[str | None, str] = {}
 
     def __repr__(self) -> str:
         return f"GitHubKitClient(base_url={str(self._config.base_url)!r})"
@@ -181,6 +182,20 @@ class GitHubKitClient:
             partial(issues.list_labels_on_issue, repo.owner, repo.name, issue_number),
         )
         return [label.name for label in self._all_pages(call, token, fetch)]
+
+    def authenticated_login(self, *, token: str | None = None) -> str:
+        """The login a token acts as (``GET /user``), cached per token for the client's life."""
+        key = token if token is not None else self._service_token
+        with self._lock:
+            cached = self._logins.get(key)
+        if cached is not None:
+            return cached
+        call = Call("authenticated_login", "GET", "/user", False)
+        users = self._github(token).rest.users
+        login = self._parse(call, token, self._send(call, token, users.get_authenticated)).login
+        with self._lock:
+            self._logins[key] = login
+        return login
 
     # --- writes (never retried here) -------------------------------------------------------
 

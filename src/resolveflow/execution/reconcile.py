@@ -23,8 +23,8 @@ from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.execution.gate import GateSettings, new_owner_id
 from resolveflow.store import audit
 from resolveflow.store import executions as store
-from resolveflow.store import proposals as proposal_store
 from resolveflow.store import tenants as tenant_store
+from resolveflow.store.context import execution_context
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -75,25 +75,30 @@ class Reconciler:
             )
             if execution is None:
                 return None  # someone else holds it, or it settled meanwhile
-            proposal = proposal_store.proposal_by_id(conn, tenant_id, execution.proposal_id)
+            context = execution_context(conn, execution)
             comment_tried = store.step_attempted(conn, execution, "comment")
             labels_tried = store.step_attempted(conn, execution, "labels")
-        action = parse_action(proposal.action)
+        action = parse_action(context.proposal.action)
         if not comment_tried and not labels_tried:
             return self._requeue(execution, "no request had left; returned to the queue")
         try:
-            return self._settle(execution, action, labels_tried)
+            return self._settle(execution, action, labels_tried, context.approver_github_token)
         except ProviderError as exc:
             return self._leave_unknown(execution, f"could not check GitHub: {exc.message}")
 
     def _settle(
-        self, execution: Execution, action: GitHubIssueAction, labels_tried: bool
+        self,
+        execution: Execution,
+        action: GitHubIssueAction,
+        labels_tried: bool,
+        token: str | None,
     ) -> Settled:
         repo = RepoName.parse(action.target.repository)
         comment_id, comment_url = execution.comment_id, execution.comment_url
         if action.comment is not None and comment_id is None:
-            comments = self.github.list_issue_comments(repo, action.target.issue)
-            found = find_marked_comment(comments, action.comment, str(execution.id))
+            comments = self.github.list_issue_comments(repo, action.target.issue, token=token)
+            poster = self.github.authenticated_login(token=token)
+            found = find_marked_comment(comments, action.comment, str(execution.id), poster)
             if found is None:
                 return self._leave_unknown(execution, "no comment with this execution's marker")
             comment_id, comment_url = found.id, found.url
@@ -212,15 +217,21 @@ class Reconciler:
 
 
 def find_marked_comment(
-    comments: list[IssueComment], approved_comment: str, execution_id: str
+    comments: list[IssueComment], approved_comment: str, execution_id: str, poster: str
 ) -> IssueComment | None:
-    """The comment carrying this execution's marker with exactly the approved text.
+    """The comment carrying this execution's marker, with exactly the approved text, written by
+    the account the executor posts as.
 
-    Requiring the exact body means a stranger quoting the marker cannot fake a delivery.
+    Exact body and author mean that nobody else, quoting the marker or even copying the whole
+    comment from their own account, can make an undelivered action look delivered.
     """
     expected = body_with_marker(approved_comment, execution_id).strip()
     marker = execution_marker(execution_id)
     for comment in comments:
-        if marker in comment.body and comment.body.replace("\r\n", "\n").strip() == expected:
+        if (
+            marker in comment.body
+            and comment.author.lower() == poster.lower()
+            and comment.body.replace("\r\n", "\n").strip() == expected
+        ):
             return comment
     return None
