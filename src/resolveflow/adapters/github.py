@@ -17,7 +17,8 @@ Error contract for every method (see ``domain.errors``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import datetime
+from typing import Literal, Protocol
 
 from resolveflow.adapters.base import writes
 
@@ -50,6 +51,47 @@ class IssueComment:
     body: str
     author: str
     url: str
+    author_association: str = "NONE"
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IssueData:
+    """An issue or pull request as ``GET /repos/{o}/{r}/issues/{n}`` describes it."""
+
+    number: int
+    title: str
+    body: str  # "" when GitHub says null
+    state: str  # open | closed
+    author: str
+    author_association: str
+    labels: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None
+    is_pull_request: bool
+    url: str  # html_url
+    merged_at: datetime | None = None  # pull requests only (from the issue's pull_request field)
+
+
+@dataclass(frozen=True)
+class IssuePage:
+    items: list[IssueData]
+    has_next: bool
+
+
+@dataclass(frozen=True)
+class CheckRunData:
+    """A check run, or a workflow run described the same way (``kind`` tells which)."""
+
+    id: int
+    name: str
+    status: str  # queued | in_progress | completed | ...
+    conclusion: str | None  # success | failure | timed_out | cancelled | ... | None while running
+    url: str  # html_url (falls back to details_url)
+    summary: str | None  # check run output title/summary; workflow run display title
+    head_sha: str | None = None
+    kind: Literal["check_run", "workflow_run"] = "check_run"
 
 
 class GitHub(Protocol):
@@ -73,6 +115,54 @@ class GitHub(Protocol):
 
     def authenticated_login(self, *, token: str | None = None) -> str:
         """The GitHub login that ``token`` (or the service token) acts as."""
+        ...
+
+    def get_issue(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> IssueData:
+        """One issue or pull request (``GET /repos/{o}/{r}/issues/{n}``)."""
+        ...
+
+    def pull_request_head_sha(
+        self, repo: RepoName, number: int, *, token: str | None = None
+    ) -> str:
+        """The head commit of a pull request (``GET /repos/{o}/{r}/pulls/{n}``)."""
+        ...
+
+    def list_check_runs_for_ref(
+        self, repo: RepoName, ref: str, *, token: str | None = None
+    ) -> list[CheckRunData]:
+        """Every check run of a commit, all pages (``GET .../commits/{ref}/check-runs``)."""
+        ...
+
+    def get_check_run(
+        self, repo: RepoName, check_run_id: int, *, token: str | None = None
+    ) -> CheckRunData:
+        """``GET /repos/{o}/{r}/check-runs/{id}``."""
+        ...
+
+    def get_workflow_run(
+        self, repo: RepoName, run_id: int, *, token: str | None = None
+    ) -> CheckRunData:
+        """``GET /repos/{o}/{r}/actions/runs/{id}``, as a CheckRunData of kind workflow_run."""
+        ...
+
+    def list_issues_page(
+        self,
+        repo: RepoName,
+        *,
+        state: str = "all",
+        since: datetime | None = None,
+        page: int = 1,
+        per_page: int = 100,
+        token: str | None = None,
+    ) -> IssuePage:
+        """One page of the repository's issues and pull requests, oldest update first.
+
+        ``GET /repos/{o}/{r}/issues?state=&since=&sort=updated&direction=asc&per_page=&page=``;
+        ``since`` filters on ``updated_at`` (GitHub's semantics), so an interrupted crawl resumes
+        from the last ``updated_at`` it stored.
+        """
         ...
 
     @writes
