@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -43,6 +44,24 @@ class Settings(BaseSettings):
     unavailable_retry_seconds: float = Field(default=30.0, gt=0)
     executor_poll_seconds: float = Field(default=2.0, gt=0)
     reconcile_interval_seconds: float = Field(default=300.0, ge=0)
+
+    # --- triage ------------------------------------------------------------------------------
+    policy_file: Path | None = Field(
+        default=None, description="Per-repository triage policy (TOML); built-in defaults if unset."
+    )
+    run_lease_seconds: float = Field(default=300.0, gt=0)
+
+    # --- retrieval (owned by the retrieval work; keep edits inside this block) ---------------
+    embedder: Literal["local", "openai"] = "local"
+    embedding_max_seq_length: int = Field(default=128, ge=16, le=512)
+    embedding_quantize: bool = False
+    embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    openai_embeddings_base_url: str | None = None
+    openai_embeddings_api_key: SecretStr | None = None
+    openai_embeddings_model: str = "text-embedding-3-small"
+    openai_embeddings_dimensions: int | None = None
+    embedding_timeout_seconds: float = Field(default=30.0, gt=0)
+    # --- end of retrieval block ---------------------------------------------------------------
 
     log_level: str = "WARNING"
 

@@ -9,7 +9,7 @@ import sys
 import click
 import typer
 
-from resolveflow.cli import admin, demo, executions, proposals
+from resolveflow.cli import admin, demo, executions, proposals, retrieval_cmds
 from resolveflow.cli.output import err_console
 from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.logging_setup import configure_logging
@@ -34,6 +34,7 @@ app.command("reject")(proposals.reject)
 app.command("execute")(executions.execute)
 app.command("reconcile")(executions.reconcile)
 app.command("demo")(demo.demo)
+retrieval_cmds.register(app)
 
 
 def _fail(message: str, code: int = 1) -> int:
