@@ -36,6 +36,7 @@ DOMAIN_ALLOWED = {
     "string",
     "textwrap",
     "typing",
+    "tomllib",
     "unicodedata",
     "uuid",
     "pydantic",

@@ -6,15 +6,22 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg_pool import ConnectionPool
 
 from resolveflow.adapters.github import GitHub
 from resolveflow.config import Settings
 from resolveflow.domain.errors import ConfigError
+from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.execution.gate import Executor, GateSettings
 from resolveflow.execution.reconcile import Reconciler
-from resolveflow.store.database import Database
+from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
 from resolveflow.store.migrate import upgrade
+from resolveflow.workflows.checkpoints import checkpoint_saver
+from resolveflow.workflows.runs import RunController
+from resolveflow.workflows.triage import TriageDeps, build_triage_graph
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +63,7 @@ class App:
     settings: Settings
     db: Database
     _github: GitHub | None = field(default=None, repr=False)
+    _checkpoint_pool: ConnectionPool[Any] | None = field(default=None, repr=False)
 
     @property
     def github(self) -> GitHub:
@@ -69,11 +77,44 @@ class App:
     def reconciler(self) -> Reconciler:
         return Reconciler(self.db, self.github, gate_settings(self.settings))
 
+    def policy(self) -> PolicyFile:
+        path = self.settings.policy_file
+        if path is None:
+            return DEFAULT_POLICY
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
+        return parse_policy(text, str(path))
+
+    def run_controller(self) -> RunController:
+        """The triage graph with its Postgres checkpointer, and the run lease around it."""
+        if self._checkpoint_pool is None:
+            self._checkpoint_pool = self.db.autocommit_pool()
+        deps = TriageDeps(
+            db=self.db, github=self.github, policy=self.policy, executor=self.executor
+        )
+        graph = build_triage_graph(deps, checkpoint_saver(self._checkpoint_pool))
+        return RunController(
+            db=self.db,
+            graph=graph,
+            lease_seconds=self.settings.run_lease_seconds,
+            approval_ttl_seconds=self.settings.approval_ttl_seconds,
+        )
+
+    def close(self) -> None:
+        if self._checkpoint_pool is not None:
+            self._checkpoint_pool.close()
+
 
 def migrate(url: str) -> list[str]:
+    """SQL migrations, then the LangGraph checkpoint tables (created by the saver's own setup),
+    both as the owner; the runtime role is then granted use of the checkpoint tables."""
     probe = Database(url)
     with probe.owner_connection() as conn:
-        return [m.version for m in upgrade(conn)]
+        applied = [m.version for m in upgrade(conn)]
+        setup_checkpoints(conn)
+    return applied
 
 
 @contextmanager
@@ -89,4 +130,16 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
         statement_timeout_ms=settings.db_statement_timeout_ms,
     )
     with db:
-        yield App(settings=settings, db=db)
+        app = App(settings=settings, db=db)
+        try:
+            yield app
+        finally:
+            app.close()
+
+
+def setup_checkpoints(conn: Connection) -> None:
+    """The saver's setup is idempotent (it keeps its own migration table)."""
+    from resolveflow.store.queries import q
+
+    checkpoint_saver(conn).setup()
+    conn.execute(q("runs", "grant_checkpoint_tables"))

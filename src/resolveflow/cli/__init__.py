@@ -9,7 +9,7 @@ import sys
 import click
 import typer
 
-from resolveflow.cli import admin, demo, executions, proposals, retrieval_cmds
+from resolveflow.cli import admin, demo, executions, proposals, retrieval_cmds, triage
 from resolveflow.cli.output import err_console
 from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.logging_setup import configure_logging
@@ -29,6 +29,8 @@ app.add_typer(admin.principals_app, name="principals")
 app.add_typer(admin.repos_app, name="repos")
 app.add_typer(proposals.proposals_app, name="proposals")
 app.add_typer(executions.executions_app, name="executions")
+app.add_typer(triage.runs_app, name="runs")
+app.command("triage")(triage.triage)
 app.command("approve")(proposals.approve)
 app.command("reject")(proposals.reject)
 app.command("execute")(executions.execute)

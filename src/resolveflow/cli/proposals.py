@@ -12,6 +12,7 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
 from resolveflow.domain.actions import check_digest_format
 from resolveflow.domain.errors import InvalidInput
+from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as service
 
 proposals_app = typer.Typer(help="Proposed actions awaiting a decision.", no_args_is_help=True)
@@ -140,60 +141,69 @@ def list_(token: str | None = common.TokenOption, as_json: bool = common.JsonOpt
 
 
 def approve(
-    proposal_id: str,
+    run_or_proposal: str,
     digest: str = typer.Option(..., "--digest", help="The SHA-256 digest you reviewed."),
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Approve exactly this digest; the executor then posts it once."""
+    """Approve exactly this digest (of a run's proposal, or of a proposal); a run then continues
+    and the executor posts the action once."""
     checked = check_digest_format(digest)
+    target = common.parse_id(run_or_proposal, "run or proposal")
     with common.app() as opened:
         actor = common.principal(opened, token)
-        result = service.approve(
-            opened.db,
-            actor,
-            common.parse_id(proposal_id, "proposal"),
-            checked,
-            opened.settings.approval_ttl_seconds,
-        )
+        controller = opened.run_controller()
+        run_id, _ = controller.find(actor, target)
+        result = controller.approve(actor, target, checked)
+        execution = execution_service.show_execution(opened.db, actor, result.execution.id)
     data = {
         "approval_id": str(result.approval.id),
-        "proposal_id": proposal_id,
+        "proposal_id": str(result.approval.proposal_id),
+        "run_id": str(run_id) if run_id else None,
         "digest": checked,
-        "execution_id": str(result.execution.id),
-        "execution_state": result.execution.state.value,
+        "execution_id": execution["id"],
+        "execution_state": execution["state"],
+        "comment_url": execution["comment_url"],
         "expires_at": result.approval.expires_at,
     }
+    next_step = (
+        "resolveflow execute --once" if execution["state"] == "pending" else execution["detail"]
+    )
     emit(
         data,
         as_json,
         lambda: fields(
             [
-                ("approved", proposal_id),
-                ("execution", f"{result.execution.id} (pending)"),
-                ("valid until", result.approval.expires_at),
-                ("next", "resolveflow execute --once"),
+                ("approved", data["proposal_id"]),
+                ("run", data["run_id"] or "(none)"),
+                ("execution", f"{execution['id']} ({execution['state']})"),
+                ("comment", execution["comment_url"] or ""),
+                ("next", next_step),
             ]
         ),
     )
 
 
 def reject(
-    proposal_id: str,
+    run_or_proposal: str,
     reason: str = typer.Option(..., "--reason", help="Why; kept in the audit trail."),
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Reject a proposal version with a reason."""
+    """Reject a run's proposal (or a proposal) with a reason; nothing is posted."""
+    target = common.parse_id(run_or_proposal, "run or proposal")
     with common.app() as opened:
         actor = common.principal(opened, token)
-        rejection = service.reject(
-            opened.db, actor, common.parse_id(proposal_id, "proposal"), reason
-        )
+        controller = opened.run_controller()
+        run_id, _ = controller.find(actor, target)
+        rejection = controller.reject(actor, target, reason)
     data = {
         "approval_id": str(rejection.id),
-        "proposal_id": proposal_id,
+        "proposal_id": str(rejection.proposal_id),
+        "run_id": str(run_id) if run_id else None,
         "decision": "rejected",
         "reason": rejection.reason,
     }
-    emit(data, as_json, lambda: console.print(f"rejected {proposal_id}: {rejection.reason}"))
+    emit(
+        data, as_json, lambda: console.print(f"rejected {data['proposal_id']}: {rejection.reason}")
+    )

@@ -140,6 +140,37 @@ class Database:
         """A transaction with no tenant set: only non-tenant tables (tenants, migrations) are visible."""
         return self._transaction(None)
 
+    def autocommit_pool(self, max_size: int = 4) -> ConnectionPool[Any]:
+        """A separate small pool of autocommit connections, also as the runtime role.
+
+        LangGraph's checkpoint saver wants autocommit connections, which cannot carry a
+        transaction-local tenant; its tables therefore live outside row-level security.
+        """
+        pool: ConnectionPool[Any] = ConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=max_size,
+            kwargs={
+                "connect_timeout": max(1, int(self._connect_timeout)),
+                "autocommit": True,
+                "prepare_threshold": 0,
+                "row_factory": dict_row,
+            },
+            configure=self._configure_autocommit,
+            check=ConnectionPool.check_connection,
+            timeout=self._connect_timeout,
+            open=False,
+            name="resolveflow-checkpoints",
+        )
+        pool.open(wait=True, timeout=self._connect_timeout)
+        return pool
+
+    def _configure_autocommit(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SET ROLE resolveflow_app")
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, false)", [str(self._statement_timeout_ms)]
+        )
+
     def owner_connection(self) -> psycopg.Connection[dict[str, Any]]:
         """A direct connection as the configured (owner) user, for migrations only."""
         try:

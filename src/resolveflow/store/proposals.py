@@ -14,7 +14,7 @@ from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
 
-def _proposal(row: dict[str, Any]) -> Proposal:
+def proposal_from_row(row: dict[str, Any]) -> Proposal:
     return Proposal(
         id=row["id"],
         tenant_id=row["tenant_id"],
@@ -73,7 +73,7 @@ def insert_proposal(
         },
     ).fetchone()
     assert row is not None
-    return _proposal(row)
+    return proposal_from_row(row)
 
 
 def proposal_by_id(conn: Connection, tenant_id: UUID, proposal_id: UUID) -> Proposal:
@@ -82,7 +82,7 @@ def proposal_by_id(conn: Connection, tenant_id: UUID, proposal_id: UUID) -> Prop
     ).fetchone()
     if row is None:
         raise NotFound(f"no proposal {proposal_id}")
-    return _proposal(row)
+    return proposal_from_row(row)
 
 
 def lock_lineage(conn: Connection, lineage_id: UUID) -> None:

@@ -1,0 +1,129 @@
+"""Triage runs from the command line."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import typer
+from rich.panel import Panel
+
+from resolveflow.cli import common
+from resolveflow.cli.output import console, emit, err_console, fields, table
+from resolveflow.service import runs as run_service
+from resolveflow.workflows.runs import parse_issue_reference
+
+runs_app = typer.Typer(help="Triage runs.", no_args_is_help=True)
+
+_WAITING = {"running", "awaiting_approval"}
+
+
+def _render_run(view: dict[str, Any]) -> None:
+    fields(
+        [
+            ("run", view["run_id"]),
+            ("target", view["target"]),
+            ("status", view["status"]),
+            ("classification", view["classification"] or ""),
+            ("rule", f"{view['rule'] or ''}: {view['reason'] or ''}"),
+            (
+                "branch",
+                view["branch"] + (f" ({view['route_reason']})" if view["route_reason"] else "")
+                if view["branch"]
+                else "",
+            ),
+            ("proposal", view["proposal_id"] or "(none)"),
+            ("digest", view["digest"] or ""),
+        ]
+    )
+    proposal = view["proposal"]
+    if proposal:
+        action = proposal["action"]
+        console.print(f"labels: {', '.join(action['labels']) or '(none)'}")
+        if action["comment"]:
+            console.print(
+                Panel(
+                    action["comment"],
+                    title="comment, exactly as it will be posted",
+                    title_align="left",
+                )
+            )
+        if proposal["decision"] is None:
+            console.print(
+                f"approve with: resolveflow approve {view['run_id']} --digest {view['digest']}"
+            )
+    elif view["detail"].get("notes"):
+        console.print("notes: " + "; ".join(view["detail"]["notes"]))
+
+
+def triage(
+    issue: str = typer.Argument(..., help="OWNER/REPO#N or an issue or pull request URL."),
+    wait: bool = typer.Option(False, "--wait", help="Stay until the run is decided."),
+    token: str | None = common.TokenOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Start a triage run: gather evidence, classify by rules, propose, wait for approval."""
+    repository, number = parse_issue_reference(issue)
+    with common.app() as opened:
+        actor = common.principal(opened, token)
+        run_id = opened.run_controller().start(actor, repository, number)
+        view = run_service.describe_run(opened.db, actor, run_id)
+        if wait:
+            err_console.print(f"run {run_id} is {view['status']}; waiting for a decision")
+            while view["status"] in _WAITING:
+                time.sleep(1.0)
+                view = run_service.describe_run(opened.db, actor, run_id)
+    emit(view, as_json, lambda: _render_run(view))
+
+
+@runs_app.command("list")
+def list_(
+    status: str | None = typer.Option(None, "--status", help="Only runs with this status."),
+    token: str | None = common.TokenOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    with common.app() as opened:
+        rows = run_service.list_runs(opened.db, common.principal(opened, token), status)
+    emit(
+        rows,
+        as_json,
+        lambda: table(
+            "runs",
+            ["run", "status", "target", "classification", "rule"],
+            [(r["run_id"], r["status"], r["target"], r["classification"], r["rule"]) for r in rows],
+        ),
+    )
+
+
+@runs_app.command("show")
+def show(
+    run_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
+) -> None:
+    """A run: evidence facts, classification and rule, proposal, and its timeline."""
+    with common.app() as opened:
+        view = run_service.describe_run(
+            opened.db, common.principal(opened, token), common.parse_id(run_id, "run")
+        )
+
+    def render() -> None:
+        _render_run(view)
+        table(
+            "timeline",
+            ["at", "actor", "event"],
+            [(e["at"][11:23], e["actor"], e["event"]) for e in view["timeline"]],
+        )
+
+    emit(view, as_json, render)
+
+
+@runs_app.command("resume")
+def resume(
+    run_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
+) -> None:
+    """Continue a run whose proposal was decided but whose run did not finish (after a crash)."""
+    with common.app() as opened:
+        actor = common.principal(opened, token)
+        target = common.parse_id(run_id, "run")
+        opened.run_controller().resume(actor, target)
+        view = run_service.describe_run(opened.db, actor, target)
+    emit(view, as_json, lambda: _render_run(view))

@@ -1,0 +1,76 @@
+-- Triage runs: statuses that only move forward, evidence snapshots, classifications, run leases.
+-- The LangGraph checkpoint tables are created by the migrator after this file (wiring.migrate);
+-- they hold no tenant column and stay outside row-level security: a run's tenant is checked
+-- against the RLS-protected runs table before any resume.
+
+ALTER TABLE runs ADD CONSTRAINT runs_status CHECK (
+    status IN ('running', 'awaiting_approval', 'executing', 'completed', 'no_action',
+               'rejected', 'failed')
+);
+
+CREATE FUNCTION rf_guard_run_status() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF OLD.status <> NEW.status AND (OLD.status, NEW.status) NOT IN (
+        ('running', 'awaiting_approval'), ('running', 'no_action'), ('running', 'failed'),
+        ('awaiting_approval', 'executing'), ('awaiting_approval', 'rejected'),
+        ('awaiting_approval', 'failed'),
+        ('executing', 'completed'), ('executing', 'failed'), ('executing', 'awaiting_approval')
+    ) THEN
+        RAISE EXCEPTION 'run % cannot move from % to %', OLD.id, OLD.status, NEW.status
+            USING ERRCODE = 'RFX01';
+    END IF;
+    NEW.updated_at := clock_timestamp();
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER runs_status_guard BEFORE UPDATE ON runs
+    FOR EACH ROW EXECUTE FUNCTION rf_guard_run_status();
+
+CREATE INDEX runs_by_status ON runs (tenant_id, status, created_at DESC);
+
+CREATE TABLE evidence_snapshots (
+    run_id uuid PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    raw jsonb NOT NULL,
+    facts jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE run_classifications (
+    run_id uuid PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    classification text NOT NULL
+        CHECK (classification IN ('deterministic', 'ai_investigation', 'human_review')),
+    rule text NOT NULL,
+    reason text NOT NULL,
+    branch text NOT NULL CHECK (branch IN ('deterministic', 'ai_investigation', 'human_review')),
+    route_reason text,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE run_leases (
+    run_id uuid PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    owner text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['evidence_snapshots', 'run_classifications', 'run_leases'] LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = rf_current_tenant()) '
+            'WITH CHECK (tenant_id = rf_current_tenant())', t);
+    END LOOP;
+END
+$$;
+
+GRANT SELECT, INSERT ON evidence_snapshots, run_classifications TO resolveflow_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON run_leases TO resolveflow_app;

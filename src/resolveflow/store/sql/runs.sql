@@ -1,0 +1,61 @@
+-- name: insert_run
+INSERT INTO runs (id, tenant_id, workflow, repository, issue_number, requested_by, status)
+VALUES (%(id)s, %(tenant_id)s, %(workflow)s, %(repository)s, %(issue_number)s,
+        %(requested_by)s, 'running')
+RETURNING *
+
+-- name: run_by_id
+SELECT r.*, c.classification, c.rule, c.reason, c.branch, c.route_reason
+FROM runs r LEFT JOIN run_classifications c ON c.run_id = r.id
+WHERE r.tenant_id = %(tenant_id)s AND r.id = %(id)s
+
+-- name: list_runs
+SELECT r.*, c.classification, c.rule, c.branch
+FROM runs r LEFT JOIN run_classifications c ON c.run_id = r.id
+WHERE r.tenant_id = %(tenant_id)s AND (%(status)s::text IS NULL OR r.status = %(status)s)
+ORDER BY r.created_at DESC
+LIMIT %(limit)s
+
+-- name: set_status
+UPDATE runs SET status = %(status)s, detail = detail || %(detail)s
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+RETURNING *
+
+-- name: insert_snapshot
+INSERT INTO evidence_snapshots (run_id, tenant_id, raw, facts)
+VALUES (%(run_id)s, %(tenant_id)s, %(raw)s, %(facts)s)
+
+-- name: snapshot_for_run
+SELECT raw, facts, created_at FROM evidence_snapshots
+WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s
+
+-- name: insert_classification
+INSERT INTO run_classifications (run_id, tenant_id, classification, rule, reason, branch,
+                                 route_reason)
+VALUES (%(run_id)s, %(tenant_id)s, %(classification)s, %(rule)s, %(reason)s, %(branch)s,
+        %(route_reason)s)
+
+-- name: latest_proposal_for_run
+-- The newest version of the run's proposal (edits make new versions in the same lineage).
+SELECT p.* FROM proposals p
+WHERE p.tenant_id = %(tenant_id)s AND p.run_id = %(run_id)s
+ORDER BY p.version DESC, p.created_at DESC
+LIMIT 1
+
+-- name: acquire_lease
+-- Taken only if free or expired: a second resumer gets no row and changes nothing.
+INSERT INTO run_leases (run_id, tenant_id, owner, expires_at)
+VALUES (%(run_id)s, %(tenant_id)s, %(owner)s,
+        clock_timestamp() + make_interval(secs => %(seconds)s))
+ON CONFLICT (run_id) DO UPDATE
+    SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+    WHERE run_leases.expires_at < clock_timestamp()
+RETURNING owner
+
+-- name: release_lease
+DELETE FROM run_leases WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s AND owner = %(owner)s
+
+-- name: grant_checkpoint_tables
+GRANT SELECT, INSERT, UPDATE, DELETE
+    ON checkpoints, checkpoint_blobs, checkpoint_writes, checkpoint_migrations
+    TO resolveflow_app

@@ -1,0 +1,209 @@
+"""The triage graph: fetch_evidence -> normalize -> classify -> (investigate) -> build_proposal
+-> await_approval -> execute.
+
+State is plain JSON. ``await_approval`` calls ``interrupt()`` and does nothing else, because resuming
+re-runs the interrupted node from its start. Resuming carries only an approval id; ``execute`` looks
+it up under the run's tenant and hands the proposal's execution to the executor gate, which
+re-verifies everything from the database, so a forged resume value cannot cause a write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+from uuid import UUID
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
+
+from resolveflow.adapters.github import GitHub
+from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.domain.evidence import normalize
+from resolveflow.domain.triage import INVESTIGATION_NOT_CONFIGURED, classify, propose
+from resolveflow.domain.triage_policy import Classification, PolicyFile
+from resolveflow.execution.gate import Executor
+from resolveflow.service import evidence as evidence_service
+from resolveflow.workflows import steps
+
+logger = logging.getLogger(__name__)
+
+
+class TriageState(TypedDict, total=False):
+    tenant_id: str
+    run_id: str
+    repository: str
+    issue_number: int
+    requested_by: str
+    raw: dict[str, Any] | None
+    facts: dict[str, Any]
+    classification: str
+    rule: str
+    reason: str
+    branch: str
+    route_reason: str | None
+    proposal_id: str | None
+    digest: str | None
+    approval_id: str | None
+    resume_refused: str | None
+    outcome: str
+    error: str | None
+
+
+@dataclass(frozen=True)
+class TriageDeps:
+    db: Any  # store.database.Database (kept loose to avoid a cycle in type-only imports)
+    github: GitHub
+    policy: Callable[[], PolicyFile]
+    executor: Callable[[], Executor]
+
+
+def build_triage_graph(
+    deps: TriageDeps, checkpointer: BaseCheckpointSaver[Any] | None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    graph = StateGraph(TriageState)
+    graph.add_node("fetch_evidence", lambda s: _fetch(deps, s))
+    graph.add_node("normalize", lambda s: _normalize(deps, s))
+    graph.add_node("classify", lambda s: _classify(deps, s))
+    graph.add_node("investigate", lambda s: _investigate(deps, s))
+    graph.add_node("build_proposal", lambda s: _build(deps, s))
+    graph.add_node("await_approval", _await_approval)
+    graph.add_node("execute", lambda s: _execute(deps, s))
+    graph.add_node("fail", lambda s: _fail(deps, s))
+    graph.add_edge(START, "fetch_evidence")
+    graph.add_conditional_edges("fetch_evidence", _ok_or_fail("normalize"))
+    graph.add_conditional_edges("normalize", _ok_or_fail("classify"))
+    graph.add_conditional_edges("classify", _after_classify)
+    graph.add_edge("investigate", "build_proposal")
+    graph.add_conditional_edges("build_proposal", _after_build)
+    graph.add_edge("await_approval", "execute")
+    graph.add_conditional_edges("execute", _after_execute)
+    graph.add_edge("fail", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+# --- routing ---------------------------------------------------------------------------------
+
+
+def _ok_or_fail(next_node: str) -> Callable[[TriageState], str]:
+    def route(state: TriageState) -> str:
+        return "fail" if state.get("error") else next_node
+
+    return route
+
+
+def _after_classify(state: TriageState) -> str:
+    if state.get("error"):
+        return "fail"
+    if state["classification"] == Classification.AI_INVESTIGATION.value:
+        return "investigate"
+    return "build_proposal"
+
+
+def _after_build(state: TriageState) -> str:
+    if state.get("error"):
+        return "fail"
+    return "await_approval" if state.get("proposal_id") else END
+
+
+def _after_execute(state: TriageState) -> str:
+    # A refused resume (unknown approval, another run's approval) leaves the run paused.
+    return "await_approval" if state.get("resume_refused") else END
+
+
+# --- nodes -----------------------------------------------------------------------------------
+
+
+def _fetch(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    try:
+        raw = evidence_service.gather(deps.github, state["repository"], state["issue_number"])
+    except ResolveFlowError as exc:
+        return {"error": f"could not read the issue from GitHub: {exc.message}"}
+    return {"raw": raw, "error": None}
+
+
+def _normalize(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    raw = state.get("raw") or {}
+    try:
+        evidence = normalize(raw)
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    facts = {name: fact.model_dump() for name, fact in evidence.facts.items()}
+    steps.record_snapshot(deps.db, state, raw, facts)
+    return {"facts": facts}
+
+
+def _classify(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    evidence = normalize(state.get("raw") or {})
+    try:
+        policy = deps.policy().for_repository(state["repository"])
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    result = classify(evidence, policy)
+    steps.audit_run(
+        deps.db,
+        state,
+        "run.classified",
+        classification=result.classification.value,
+        rule=result.rule,
+        reason=result.reason,
+    )
+    return {
+        "classification": result.classification.value,
+        "rule": result.rule,
+        "reason": result.reason,
+        "branch": result.classification.value,
+        "route_reason": None,
+    }
+
+
+def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    # The diagnosis step (retrieval + model + review) is not configured yet: a person decides.
+    steps.audit_run(
+        deps.db, state, "run.routed", to="human_review", reason=INVESTIGATION_NOT_CONFIGURED
+    )
+    return {
+        "branch": Classification.HUMAN_REVIEW.value,
+        "route_reason": INVESTIGATION_NOT_CONFIGURED,
+    }
+
+
+def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    evidence = normalize(state.get("raw") or {})
+    policy = deps.policy().for_repository(state["repository"])
+    result = classify(evidence, policy)
+    branch = Classification(state["branch"])
+    action = propose(evidence, result, policy, branch)
+    try:
+        proposal = steps.create_run_proposal(deps.db, state, action)
+    except ResolveFlowError as exc:
+        return {"error": f"could not create the proposal: {exc.message}"}
+    update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
+    if proposal is None:
+        update["outcome"] = "nothing to propose: " + ("; ".join(action.notes) or "empty action")
+        return update
+    update.update(proposal_id=str(proposal.id), digest=proposal.digest)
+    return update
+
+
+def _await_approval(state: TriageState) -> dict[str, Any]:
+    # No side effect may come before interrupt(): the node re-runs from its start on resume.
+    answer = interrupt({"proposal_id": state.get("proposal_id"), "digest": state.get("digest")})
+    approval_id = answer.get("approval_id") if isinstance(answer, dict) else None
+    return {"approval_id": approval_id if isinstance(approval_id, str) else None}
+
+
+def _execute(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    try:
+        approval_id = UUID(state.get("approval_id") or "")
+    except ValueError:
+        return steps.refuse_resume(deps.db, state, "the resume value is not an approval id")
+    return steps.execute_approved(deps.db, deps.executor(), state, approval_id)
+
+
+def _fail(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    steps.mark_failed(deps.db, state, state.get("error") or "unknown error")
+    return {"outcome": "failed"}
