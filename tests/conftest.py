@@ -16,6 +16,7 @@ from resolveflow.service import admin
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import upgrade
+from resolveflow.wiring import setup_checkpoints
 
 pytest_plugins = ["fixtures_github"]
 
@@ -45,8 +46,12 @@ def template_db(pg_server: object) -> str:
     with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:  # type: ignore[attr-defined]
         conn.execute(f"DROP DATABASE IF EXISTS {name}")
         conn.execute(f"CREATE DATABASE {name}")
-    with psycopg.connect(pg_server.get_uri(name), autocommit=True) as conn:  # type: ignore[attr-defined]
-        upgrade(conn)
+    with psycopg.connect(
+        pg_server.get_uri(name),  # type: ignore[attr-defined]
+        autocommit=True,
+        row_factory=psycopg.rows.dict_row,
+    ) as conn:
+        upgrade(conn, after=setup_checkpoints)
     return name
 
 

@@ -112,9 +112,7 @@ def migrate(url: str) -> list[str]:
     both as the owner; the runtime role is then granted use of the checkpoint tables."""
     probe = Database(url)
     with probe.owner_connection() as conn:
-        applied = [m.version for m in upgrade(conn)]
-        setup_checkpoints(conn)
-    return applied
+        return [m.version for m in upgrade(conn, after=setup_checkpoints)]
 
 
 @contextmanager
@@ -142,4 +140,6 @@ def setup_checkpoints(conn: Connection) -> None:
     from resolveflow.store.queries import q
 
     checkpoint_saver(conn).setup()
-    conn.execute(q("runs", "grant_checkpoint_tables"))
+    granted = conn.execute(q("runs", "checkpoint_tables_granted")).fetchone()
+    if not (granted and granted["granted"]):
+        conn.execute(q("runs", "grant_checkpoint_tables"))

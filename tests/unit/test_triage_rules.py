@@ -17,15 +17,28 @@ from resolveflow.domain.triage_policy import (
 )
 
 
-def raw(body: str = "", *, title: str = "A bug", checks: list[dict[str, Any]] | None = None,
-        labels: list[str] | None = None, pr: bool = False) -> dict[str, Any]:
+def raw(
+    body: str = "",
+    *,
+    title: str = "A bug",
+    checks: list[dict[str, Any]] | None = None,
+    labels: list[str] | None = None,
+    pr: bool = False,
+) -> dict[str, Any]:
     return {
         "repository": "acme/widgets",
         "issue": {
-            "number": 5, "title": title, "body": body, "state": "open", "author": "octo",
-            "author_association": "NONE", "labels": labels or [],
-            "created_at": "2023-01-01T00:00:00+00:00", "updated_at": "2023-01-02T00:00:00+00:00",
-            "closed_at": None, "is_pull_request": pr,
+            "number": 5,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "author": "octo",
+            "author_association": "NONE",
+            "labels": labels or [],
+            "created_at": "2023-01-01T00:00:00+00:00",
+            "updated_at": "2023-01-02T00:00:00+00:00",
+            "closed_at": None,
+            "is_pull_request": pr,
             "url": "https://github.com/acme/widgets/issues/5",
         },
         "comments": [],
@@ -35,8 +48,14 @@ def raw(body: str = "", *, title: str = "A bug", checks: list[dict[str, Any]] | 
 
 
 def check(name: str, conclusion: str | None) -> dict[str, Any]:
-    return {"id": 1, "name": name, "status": "completed", "conclusion": conclusion,
-            "url": "https://github.com/acme/widgets/runs/1", "summary": None}
+    return {
+        "id": 1,
+        "name": name,
+        "status": "completed",
+        "conclusion": conclusion,
+        "url": "https://github.com/acme/widgets/runs/1",
+        "summary": None,
+    }
 
 
 LONG_REPORT = """## Describe the bug
@@ -76,7 +95,9 @@ def test_information_sparse_rule(body: str, sparse: bool) -> None:
 
 def test_each_branch_and_its_rule() -> None:
     policy = DEFAULT_POLICY.for_repository("acme/widgets")
-    failing = normalize(raw(LONG_REPORT, checks=[check("tests", "failure"), check("lint", "success")]))
+    failing = normalize(
+        raw(LONG_REPORT, checks=[check("tests", "failure"), check("lint", "success")])
+    )
     assert classify(failing, policy).classification is Classification.DETERMINISTIC
     assert classify(failing, policy).rule == "has_failing_ci"
     timed_out = normalize(raw("", checks=[check("tests", "timed_out")]))
@@ -120,7 +141,9 @@ def test_steering_text_changes_neither_classification_nor_action_kind() -> None:
 def test_hostile_check_names_are_rendered_inert() -> None:
     evil = check("<!-- resolveflow:action=x --> [click](http://evil) @maintainers `rm`", "failure")
     comment = failing_checks_comment(normalize(raw("", checks=[evil])))
-    assert "<!--" not in comment and "@maintainers" not in comment and "](http://evil)" not in comment
+    assert (
+        "<!--" not in comment and "@maintainers" not in comment and "](http://evil)" not in comment
+    )
     assert "concluded **failure**" in comment
 
 
@@ -170,13 +193,33 @@ def test_policy_rules_run_first_and_set_labels() -> None:
     ("text", "message"),
     [
         ("[defaults\n", "not valid TOML"),
-        ('[defaults]\nunknown = 1\n', "defaults.unknown"),
-        ('[[repositories."a/b".rules]]\nname = "x"\nclassification = "human_review"\n',
-         "when_label or when_title_prefix"),
-        ('[[repositories."a/b".rules]]\nname = "x"\nwhen_label = "y"\nclassification = "yolo"\n',
-         "repositories.a/b.rules.0.classification"),
+        ("[defaults]\nunknown = 1\n", "defaults.unknown"),
+        (
+            '[[repositories."a/b".rules]]\nname = "x"\nclassification = "human_review"\n',
+            "when_label or when_title_prefix",
+        ),
+        (
+            '[[repositories."a/b".rules]]\nname = "x"\nwhen_label = "y"\nclassification = "yolo"\n',
+            "repositories.a/b.rules.0.classification",
+        ),
     ],
 )
 def test_invalid_policies_give_clear_errors(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("[", r"\[")):
         parse_policy(text, "policy.toml")
+
+
+def test_linked_runs_only_for_this_repository_and_bounded() -> None:
+    from resolveflow.adapters.github import RepoName
+    from resolveflow.service.evidence import MAX_LINKED_RUNS, linked_runs
+
+    repo = RepoName("huggingface", "datasets")
+    text = (
+        "see https://github.com/huggingface/datasets/actions/runs/39/jobs/67 and "
+        "https://github.com/huggingface/datasets/runs/12 and "
+        "https://github.com/evil/other/actions/runs/99 and "
+        "https://github.com/huggingface/datasets/actions/runs/40"
+    )
+    assert linked_runs(repo, [text]) == ([39, 40], [67, 12])
+    many = " ".join(f"/huggingface/datasets/actions/runs/{n}" for n in range(100))
+    assert len(linked_runs(repo, [many])[0]) == MAX_LINKED_RUNS

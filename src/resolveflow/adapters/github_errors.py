@@ -50,7 +50,13 @@ class Call:
     write: bool
 
     def __str__(self) -> str:
-        return f"{self.method} {self.path}"
+        """``get_issue (GET /repos/acme/widgets/issues/7)``: what every message starts with."""
+        return f"{self.operation} ({self.method} {self.path})"
+
+    @property
+    def maybe_written(self) -> str:
+        """The clause outcome-unknown messages end with; a read has nothing to apply."""
+        return "; a write may have been applied." if self.write else "."
 
     def context(self) -> dict[str, Any]:
         return {"operation": self.operation, "method": self.method, "path": self.path}
@@ -74,7 +80,7 @@ def status_error(call: Call, response: httpx.Response) -> ProviderError:
             f"{call}: GitHub refused ({status}): {message}", status=status, **call.context()
         )
     return ProviderOutcomeUnknown(
-        f"{call}: GitHub failed ({status}): {message}; a write may have been applied.",
+        f"{call}: GitHub failed ({status}): {message}{call.maybe_written}",
         status=status,
         **call.context(),
     )
@@ -86,14 +92,19 @@ def transport_error(call: Call, cause: BaseException) -> ProviderError:
     if isinstance(cause, _NOT_SENT):
         return ProviderUnavailable(f"{call}: could not reach GitHub ({detail}).", **call.context())
     return ProviderOutcomeUnknown(
-        f"{call}: no usable answer from GitHub ({detail}); a write may have been applied.",
-        **call.context(),
+        f"{call}: no usable answer from GitHub ({detail}){call.maybe_written}", **call.context()
     )
 
 
-def invalid_body_error(call: Call, status: int, exc: Exception) -> ProviderError:
-    """A 2xx whose body fails schema validation: for a write, the write may have been applied."""
-    message = f"{call}: GitHub answered {status} with {_describe_invalid(exc)}"
+def invalid_body_error(
+    call: Call, status: int, exc: Exception, content_type: str | None = None
+) -> ProviderError:
+    """A 2xx whose body fails schema validation: for a write, the write may have been applied.
+
+    For a read it is a plain ``ProviderError`` (nothing was written, and asking again is unlikely
+    to help until GitHub or the proxy in between is fixed).
+    """
+    message = f"{call}: GitHub answered {status} with {_describe_invalid(exc, content_type)}"
     if call.write:
         return ProviderOutcomeUnknown(
             f"{message}; the write may have been applied.", **call.context()
@@ -173,15 +184,18 @@ def _error_detail(error: Any) -> str:
     return " ".join(str(part) for part in parts if part)
 
 
-def _describe_invalid(exc: Exception) -> str:
+def _describe_invalid(exc: Exception, content_type: str | None = None) -> str:
     """Summarise a schema failure without echoing the (possibly large) body."""
+    kind = (content_type or "no content type").split(";")[0].strip()
+    not_json = f"a body that is not valid JSON ({kind})"
     if isinstance(exc, pydantic.ValidationError):
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
-            return "a body that is not valid JSON"
+            return not_json
         where = ".".join(str(part) for part in first["loc"]) or "body"
         count = exc.error_count()
+        noun = "error" if count == 1 else "errors"
         return (
-            f"a body that fails schema validation ({count} errors, first: {where} {first['type']})"
+            f"a body that fails schema validation ({count} {noun}, first: {where} {first['type']})"
         )
-    return "a body that is not valid JSON"
+    return not_json

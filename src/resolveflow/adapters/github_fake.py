@@ -10,8 +10,10 @@ State lives in memory behind one lock; counters (``writes_received``, ``writes_a
 ``write_log``) let tests prove how many writes reached GitHub and how many took effect.
 
 Layout: this module holds the server, its HTTP handler and counters, and re-exports the public
-names; the faults live in ``github_fake_faults``, the in-memory data and REST routes in
-``github_fake_state``, and the JSON shapes in ``github_fake_payloads``.
+names; the faults live in ``github_fake_faults``; the in-memory records and shared look-ups in
+``github_fake_model``; issues, comments, labels and accounts (seeding and REST routes) in
+``github_fake_state``; pull requests, check runs and workflow runs in ``github_fake_ci``; and the
+JSON shapes in ``github_fake_payloads`` and ``github_fake_payloads_ci``.
 """
 
 from __future__ import annotations
@@ -38,16 +40,14 @@ from resolveflow.adapters.github_fake_faults import (
     PrimaryRateLimit,
     SecondaryRateLimit,
     Status,
+    TamperedBody,
     malformed_reply,
     secondary_rate_limit_reply,
     status_reply,
+    tampered_reply,
 )
-from resolveflow.adapters.github_fake_state import (
-    WRITE_METHODS,
-    FakeGitHubState,
-    FakeReply,
-    FakeRequest,
-)
+from resolveflow.adapters.github_fake_model import WRITE_METHODS, FakeReply, FakeRequest
+from resolveflow.adapters.github_fake_state import FakeGitHubState
 
 __all__ = [
     "Delay",
@@ -59,6 +59,7 @@ __all__ = [
     "PrimaryRateLimit",
     "SecondaryRateLimit",
     "Status",
+    "TamperedBody",
     "WriteRecord",
     "main",
 ]
@@ -327,18 +328,31 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.write_accepted.set()
                 fake._stopping.wait()
                 self._drop()
+            case PrimaryRateLimit(reset_in=reset_in):
+                self._send_primary_rate_limit(fake, request, reset_in)
+            case _:
+                self._send(fake, request, self._canned(fake, request, fault))
+
+    def _canned(
+        self,
+        fake: FakeGitHubServer,
+        request: FakeRequest,
+        fault: Status | SecondaryRateLimit | Malformed2xx | TamperedBody,
+    ) -> FakeReply:
+        """The reply for a fault that answers (rather than hangs or drops)."""
+        match fault:
             case Status():
                 if fault.apply_write:
                     fake._execute(request)
-                self._send(fake, request, status_reply(fault))
+                return status_reply(fault)
             case SecondaryRateLimit():
-                self._send(fake, request, secondary_rate_limit_reply(fault))
-            case PrimaryRateLimit(reset_in=reset_in):
-                self._send_primary_rate_limit(fake, request, reset_in)
+                return secondary_rate_limit_reply(fault)
             case Malformed2xx():
                 if fault.apply_write:
                     fake._execute(request)
-                self._send(fake, request, malformed_reply(fault, request.method))
+                return malformed_reply(fault, request.method)
+            case TamperedBody():
+                return tampered_reply(fault, fake._execute(request))
 
     def _send_primary_rate_limit(
         self, fake: FakeGitHubServer, request: FakeRequest, reset_in: int

@@ -3,17 +3,23 @@
 Each fault reproduces something that makes exactly-once execution hard: a write that is applied
 but never answered, answered too late, answered with garbage, or refused with a rate limit. The
 HTTP handler in ``github_fake`` decides how to act on each one; the canned replies live here.
+
+Every fault works for reads as well: ``inject(fault, method="GET", path=...)``. For reads,
+``Status`` gives 404/410/5xx (any body and content type, e.g. an HTML error page),
+``Malformed2xx`` a body that is not the expected shape at all, and ``TamperedBody`` the real answer
+with one field removed or given the wrong type.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from resolveflow.adapters import github_fake_payloads as payloads
-from resolveflow.adapters.github_fake_state import FakeReply
+from resolveflow.adapters.github_fake_model import FakeReply
 
 
 @dataclass(frozen=True)
@@ -70,9 +76,23 @@ class Malformed2xx:
     invalid_json: bool = False
 
 
+@dataclass(frozen=True)
+class TamperedBody:
+    """Run the request normally, then damage its 2xx JSON answer before sending it.
+
+    ``remove`` deletes fields and ``replace`` sets them (e.g. a wrong type), each addressed by a
+    dotted path: ``"head.sha"``, ``"check_runs.0.status"``; ``*`` means every list element
+    (``"*.created_at"`` on a list endpoint). A path that does not exist is a bug in the test and
+    makes the fake answer 500. Non-2xx and non-JSON answers are sent unchanged.
+    """
+
+    remove: tuple[str, ...] = ()
+    replace: Mapping[str, Any] = field(default_factory=dict)
+
+
 Fault = (
     Delay | DropAfterWrite | HangAfterWrite | Status | SecondaryRateLimit | PrimaryRateLimit
-) | Malformed2xx
+) | (Malformed2xx | TamperedBody)
 
 
 @dataclass
@@ -140,3 +160,38 @@ def secondary_rate_limit_reply(fault: SecondaryRateLimit) -> FakeReply:
 def malformed_reply(fault: Malformed2xx, method: str) -> FakeReply:
     raw = b'{"id": 1, "unterminated' if fault.invalid_json else b'{"id": 1}'
     return FakeReply(201 if method == "POST" else 200, raw=raw)
+
+
+def tampered_reply(fault: TamperedBody, reply: FakeReply) -> FakeReply:
+    """``reply`` with ``fault`` applied to a copy of its JSON payload (2xx JSON only)."""
+    if not 200 <= reply.status < 300 or reply.raw is not None:
+        return reply
+    payload = copy.deepcopy(reply.payload)
+    for path in fault.remove:
+        _edit(payload, path.split("."), path, delete=True)
+    for path, value in fault.replace.items():
+        _edit(payload, path.split("."), path, value=value)
+    return FakeReply(reply.status, payload, content_type=reply.content_type, headers=reply.headers)
+
+
+def _edit(
+    node: Any, parts: list[str], path: str, *, delete: bool = False, value: Any = None
+) -> None:
+    head, rest = parts[0], parts[1:]
+    if head == "*":
+        if not isinstance(node, list):
+            raise KeyError(f"TamperedBody: {path!r}: '*' needs a list")
+        for index in range(len(node)):
+            _edit(node, [str(index), *rest], path, delete=delete, value=value)
+        return
+    try:
+        key: Any = int(head) if isinstance(node, list) else head
+        child = node[key]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise KeyError(f"TamperedBody: {path!r} does not exist in the answer") from exc
+    if rest:
+        _edit(child, rest, path, delete=delete, value=value)
+    elif delete:
+        del node[key]
+    else:
+        node[key] = value

@@ -145,10 +145,19 @@ def reactions(url: str) -> JSON:
 
 
 def comment(
-    api: str, html: str, full_name: str, *, number: int, comment_id: int, body: str, user: JSON
+    api: str,
+    html: str,
+    full_name: str,
+    *,
+    number: int,
+    comment_id: int,
+    body: str,
+    user: JSON,
+    author_association: str = "NONE",
+    created_at: str | None = None,
 ) -> JSON:
     """``IssueComment`` as returned by the list and create endpoints."""
-    stamp = now_iso()
+    stamp = created_at or now_iso()
     url = f"{api}/repos/{full_name}/issues/comments/{comment_id}"
     return {
         "id": comment_id,
@@ -160,7 +169,7 @@ def comment(
         "created_at": stamp,
         "updated_at": stamp,
         "issue_url": f"{api}/repos/{full_name}/issues/{number}",
-        "author_association": "NONE",
+        "author_association": author_association,
         "performed_via_github_app": None,
         "reactions": reactions(f"{url}/reactions"),
     }
@@ -181,8 +190,16 @@ def issue(
     comment_count: int,
     is_pull_request: bool,
     created_at: str,
+    updated_at: str | None = None,
+    closed_at: str | None = None,
+    author_association: str = "NONE",
+    merged_at: str | None = None,
 ) -> JSON:
-    """``Issue`` (also used for pull requests, which GitHub serves through the issues API)."""
+    """``Issue`` (also used for pull requests, which GitHub serves through the issues API).
+
+    A pull request carries a ``pull_request`` object (with ``merged_at``) and ``draft``; that
+    object is how clients tell the two apart in ``GET /repos/{o}/{r}/issues``.
+    """
     url = f"{api}/repos/{full_name}/issues/{number}"
     kind = "pull" if is_pull_request else "issues"
     payload: JSON = {
@@ -197,7 +214,7 @@ def issue(
         "html_url": f"{html}/{full_name}/{kind}/{number}",
         "number": number,
         "state": state,
-        "state_reason": None,
+        "state_reason": "completed" if state == "closed" and not is_pull_request else None,
         "title": title,
         "body": body,
         "user": user,
@@ -208,10 +225,10 @@ def issue(
         "locked": False,
         "active_lock_reason": None,
         "comments": comment_count,
-        "closed_at": None,
+        "closed_at": closed_at,
         "created_at": created_at,
-        "updated_at": now_iso(),
-        "author_association": "NONE",
+        "updated_at": updated_at or now_iso(),
+        "author_association": author_association,
         "performed_via_github_app": None,
         "reactions": reactions(f"{url}/reactions"),
     }
@@ -222,7 +239,7 @@ def issue(
             "html_url": f"{html}/{full_name}/pull/{number}",
             "diff_url": f"{html}/{full_name}/pull/{number}.diff",
             "patch_url": f"{html}/{full_name}/pull/{number}.patch",
-            "merged_at": None,
+            "merged_at": merged_at,
         }
         payload["draft"] = False
     return payload

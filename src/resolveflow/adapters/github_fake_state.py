@@ -1,87 +1,47 @@
 """The in-memory GitHub behind ``FakeGitHubServer``: repositories, issues, labels, comments.
 
-``FakeGitHubState`` holds the data (plus tokens and per-login rate-limit usage), the seeding and
-inspection methods tests call directly, and the REST routes the HTTP handler dispatches to.
-``FakeGitHubServer`` (in ``github_fake``) extends it with the HTTP server, fault injection and
-request counters. One lock guards everything: the public methods here take it, and the methods
-marked "lock held" expect the caller to hold it.
+``FakeGitHubState`` adds tokens and per-login rate-limit usage, the issue/comment/label seeding and
+inspection methods tests call directly, and the REST routes the HTTP handler dispatches to. It
+builds on ``FakeCiState`` (pull requests, check runs, workflow runs; ``github_fake_ci``) and
+``FakeData`` (records, lock, look-ups; ``github_fake_model``). ``FakeGitHubServer`` (in
+``github_fake``) extends it with the HTTP server, fault injection and request counters. One lock
+guards everything: the public methods here take it, and the methods marked "lock held" expect the
+caller to hold it.
+
+Timestamps are stored, not invented per response: ``updated_at`` is set when an issue is seeded
+and moves forward when a comment or label is added over HTTP (as on GitHub), so
+``GET /repos/{o}/{r}/issues?since=`` crawls behave like the real thing. Seeding a comment directly
+does not touch the issue's ``updated_at``.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
 from resolveflow.adapters import github_fake_payloads as payloads
+from resolveflow.adapters.github_fake_ci import CI_ROUTES, FakeCiState, Timestamp
+from resolveflow.adapters.github_fake_model import (
+    WRITE_METHODS,
+    FakeReply,
+    FakeRequest,
+    IssueRecord,
+    PullRecord,
+    RepoRecord,
+    fake_sha,
+    timestamp,
+)
 
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+__all__ = ["WRITE_METHODS", "FakeGitHubState", "FakeReply", "FakeRequest"]
+
 RATE_LIMIT_WINDOW_SECONDS = 3600
-
-
-@dataclass
-class _Label:
-    id: int
-    name: str
-    color: str
-    description: str | None
-
-
-@dataclass
-class _Issue:
-    id: int
-    number: int
-    title: str
-    body: str
-    state: str
-    user: str
-    is_pull_request: bool
-    created_at: str
-    labels: list[str] = field(default_factory=list)  # lower-cased keys into _Repo.labels
-    comments: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class _Repo:
-    full_name: str
-    labels: dict[str, _Label] = field(default_factory=dict)  # key: lower-cased name
-    issues: dict[int, _Issue] = field(default_factory=dict)
-
-
-@dataclass
-class FakeRequest:
-    """One parsed HTTP request, as the routes and the write counters see it."""
-
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    body: bytes
-    login: str | None
-    logged: bool = False
-
-    @property
-    def is_write(self) -> bool:
-        return self.method in WRITE_METHODS
-
-
-@dataclass
-class FakeReply:
-    """What to answer: a JSON ``payload`` or ``raw`` bytes, plus extra headers."""
-
-    status: int
-    payload: Any = None
-    raw: bytes | None = None
-    content_type: str = "application/json; charset=utf-8"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def encoded(self) -> bytes:
-        return self.raw if self.raw is not None else json.dumps(self.payload).encode()
-
+ISSUE_SORTS = ("created", "updated", "comments")
+# GitHub documents ``since`` as ``YYYY-MM-DDTHH:MM:SSZ``; an offset is accepted too.
+_ISO_8601 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$"), "_list_comments"),
@@ -89,31 +49,23 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/labels$"), "_list_issue_labels"),
     ("POST", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/labels$"), "_add_labels"),
     ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)$"), "_get_issue"),
+    ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/issues$"), "_list_issues"),
     ("GET", re.compile(r"^/repos/([^/]+/[^/]+)/labels$"), "_list_repo_labels"),
     ("GET", re.compile(r"^/user$"), "_get_user"),
+    *CI_ROUTES,
 ]
 
 
-class FakeGitHubState:
+class FakeGitHubState(FakeCiState):
     """Repositories, issues, labels and comments in memory, plus the REST routes over them."""
 
     def __init__(self, *, default_login: str, rate_limit: int) -> None:
+        super().__init__()  # the lock, repositories and id counter
         self._default_login = default_login
         self._rate_limit = rate_limit
-        self._lock = threading.Lock()
-        self._repos: dict[str, _Repo] = {}
         self._tokens: dict[str, str] = {}
-        self._next_id = 1_000_001
         self._used: dict[str, int] = {}
         self._window_reset = int(time.time()) + RATE_LIMIT_WINDOW_SECONDS
-        self._url: str | None = None
-
-    @property
-    def url(self) -> str:
-        """Base URL such as ``http://127.0.0.1:54321`` (no trailing slash)."""
-        if self._url is None:
-            raise RuntimeError("FakeGitHubServer was never started; call start() first")
-        return self._url
 
     # --- seeding and inspection ------------------------------------------------------------
 
@@ -124,7 +76,7 @@ class FakeGitHubState:
 
     def add_repo(self, full_name: str, labels: Iterable[str] = ()) -> None:
         with self._lock:
-            repo = self._repos.setdefault(full_name, _Repo(full_name))
+            repo = self._repos.setdefault(full_name, RepoRecord(full_name))
             for name in labels:
                 self._ensure_label(repo, name)
 
@@ -147,23 +99,68 @@ class FakeGitHubState:
         user: str = "octocat",
         is_pull_request: bool = False,
         state: str = "open",
+        created_at: Timestamp = None,
+        updated_at: Timestamp = None,
+        closed_at: Timestamp = None,
+        author_association: str = "CONTRIBUTOR",
+        merged_at: Timestamp = None,
     ) -> None:
-        """Seed an issue (or pull request); unknown labels are created in the repo."""
+        """Seed an issue (or pull request); unknown labels are created in the repo.
+
+        Timestamps are ISO 8601 strings (or datetimes): ``created_at`` and ``updated_at`` default
+        to now, ``closed_at`` to now for a closed issue. A pull request seeded here gets a
+        generated head sha and branch (use ``add_pull_request`` to choose them); ``merged_at``
+        applies to pull requests only.
+        """
+        if merged_at is not None and not is_pull_request:
+            raise ValueError("merged_at is only meaningful for a pull request")
         with self._lock:
-            repo = self._repos.setdefault(full_name, _Repo(full_name))
-            created_at = payloads.now_iso()
-            issue = _Issue(
-                self._new_id(), number, title, body, state, user, is_pull_request, created_at
+            pull = None
+            if is_pull_request:
+                head_sha = fake_sha(full_name, "pull", number)
+                pull = PullRecord(
+                    self._new_id(), head_sha, f"patch-{number}", "main", timestamp(merged_at)
+                )
+            self._store_issue(
+                full_name,
+                number,
+                title,
+                body,
+                labels=labels,
+                user=user,
+                state=state,
+                created_at=created_at,
+                updated_at=updated_at,
+                closed_at=closed_at,
+                author_association=author_association,
+                is_pull_request=is_pull_request,
+                pull=pull,
             )
-            issue.labels = [self._ensure_label(repo, name).name.lower() for name in labels]
-            repo.issues[number] = issue
 
     def add_comment_directly(
-        self, full_name: str, number: int, body: str, user: str = "octocat"
+        self,
+        full_name: str,
+        number: int,
+        body: str,
+        user: str = "octocat",
+        *,
+        author_association: str = "NONE",
+        created_at: Timestamp = None,
     ) -> dict[str, Any]:
-        """Seed an existing comment without going through HTTP (not counted as a write)."""
+        """Seed an existing comment without going through HTTP (not counted as a write).
+
+        Leaves the issue's ``updated_at`` alone, so seeded timestamps stay as given.
+        """
         with self._lock:
-            return self._store_comment(self._issue(full_name, number), full_name, body, user)
+            issue = self._issue(full_name, number)
+            return self._store_comment(
+                issue,
+                full_name,
+                body,
+                user,
+                author_association=author_association,
+                created_at=timestamp(created_at),
+            )
 
     def comments(self, full_name: str, number: int) -> list[dict[str, Any]]:
         with self._lock:
@@ -224,6 +221,7 @@ class FakeGitHubState:
         body = payloads.comment_body(payloads.json_body(request.body))
         assert request.login is not None
         stored = self._store_comment(issue, full_name, body, request.login)
+        issue.updated_at = max(issue.updated_at, stored["created_at"])
         return FakeReply(201, stored, headers={"Location": stored["url"]})
 
     def _list_issue_labels(self, request: FakeRequest, full_name: str, number: str) -> FakeReply:
@@ -238,26 +236,41 @@ class FakeGitHubState:
             key = self._ensure_label(repo, name).name.lower()
             if key not in issue.labels:
                 issue.labels.append(key)
+                issue.updated_at = max(issue.updated_at, payloads.now_iso())
         return FakeReply(200, self._label_payloads(full_name, issue.labels))
 
     def _get_issue(self, request: FakeRequest, full_name: str, number: str) -> FakeReply:
         issue = self._issue(full_name, int(number))
-        payload = payloads.issue(
-            self.url,
-            self.url,
-            full_name,
-            issue_id=issue.id,
-            number=issue.number,
-            title=issue.title,
-            body=issue.body,
-            state=issue.state,
-            user=payloads.simple_user(self.url, self.url, issue.user),
-            labels=self._label_payloads(full_name, issue.labels),
-            comment_count=len(issue.comments),
-            is_pull_request=issue.is_pull_request,
-            created_at=issue.created_at,
-        )
-        return FakeReply(200, payload)
+        return FakeReply(200, self._issue_payload(full_name, issue))
+
+    def _list_issues(self, request: FakeRequest, full_name: str) -> FakeReply:
+        """Issues and pull requests; ``state`` (default open), ``since`` (on ``updated_at``,
+        inclusive), ``labels`` (all of them), ``sort`` (default created) and ``direction``
+        (default desc), paginated with ``Link`` like every list."""
+        query = {key: values[-1] for key, values in request.query.items()}
+        state = query.get("state", "open")
+        sort = query.get("sort", "created")
+        direction = query.get("direction", "desc")
+        since = query.get("since")
+        for name, value, allowed in (
+            ("state", state, ("open", "closed", "all")),
+            ("sort", sort, ISSUE_SORTS),
+            ("direction", direction, ("asc", "desc")),
+        ):
+            if value not in allowed:
+                raise payloads.Rejected(422, payloads.validation_failed("Issue", name, "invalid"))
+        if since is not None and not _ISO_8601.match(since):
+            raise payloads.Rejected(422, payloads.validation_failed("Issue", "since", "invalid"))
+        wanted = [name.strip().lower() for name in query.get("labels", "").split(",") if name]
+        issues = [
+            issue
+            for issue in self._repo(full_name).issues.values()
+            if state in ("all", issue.state)
+            and (since is None or _moment(issue.updated_at) >= _moment(since))
+            and all(name in issue.labels for name in wanted)
+        ]
+        issues.sort(key=_sort_key(sort), reverse=direction == "desc")
+        return self._paged(request, [self._issue_payload(full_name, i) for i in issues])
 
     def _list_repo_labels(self, request: FakeRequest, full_name: str) -> FakeReply:
         keys = list(self._repo(full_name).labels)
@@ -269,45 +282,15 @@ class FakeGitHubState:
 
     # --- helpers (lock held) ---------------------------------------------------------------
 
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
-    def _repo(self, full_name: str) -> _Repo:
-        repo = self._repos.get(full_name)
-        if repo is None:
-            raise payloads.Rejected(404, payloads.not_found())
-        return repo
-
-    def _issue(self, full_name: str, number: int) -> _Issue:
-        issue = self._repo(full_name).issues.get(number)
-        if issue is None:
-            raise payloads.Rejected(404, payloads.not_found())
-        return issue
-
-    def _ensure_label(self, repo: _Repo, name: str) -> _Label:
-        existing = repo.labels.get(name.lower())
-        if existing is None:
-            existing = _Label(self._new_id(), name, payloads.NEW_LABEL_COLOR, None)
-            repo.labels[name.lower()] = existing
-        return existing
-
-    def _label_payloads(self, full_name: str, keys: list[str]) -> list[dict[str, Any]]:
-        labels = self._repo(full_name).labels
-        return [
-            payloads.label(
-                self.url,
-                full_name,
-                label_id=lab.id,
-                name=lab.name,
-                color=lab.color,
-                description=lab.description,
-            )
-            for lab in (labels[key] for key in keys if key in labels)
-        ]
-
     def _store_comment(
-        self, issue: _Issue, full_name: str, body: str, login: str
+        self,
+        issue: IssueRecord,
+        full_name: str,
+        body: str,
+        login: str,
+        *,
+        author_association: str = "NONE",
+        created_at: str | None = None,
     ) -> dict[str, Any]:
         user = payloads.simple_user(self.url, self.url, login)
         stored = payloads.comment(
@@ -318,12 +301,21 @@ class FakeGitHubState:
             comment_id=self._new_id(),
             body=body,
             user=user,
+            author_association=author_association,
+            created_at=created_at,
         )
         issue.comments.append(stored)
         return stored
 
-    def _paged(self, request: FakeRequest, items: list[dict[str, Any]]) -> FakeReply:
-        page, link = payloads.paginate(
-            items, base_url=self.url, path=request.path, query=request.query
-        )
-        return FakeReply(200, page, headers={"Link": link} if link else {})
+
+def _moment(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def _sort_key(sort: str) -> Callable[[IssueRecord], tuple[Any, int]]:
+    """GitHub's issue orderings; the number breaks ties so pages never overlap."""
+    if sort == "updated":
+        return lambda issue: (_moment(issue.updated_at), issue.number)
+    if sort == "comments":
+        return lambda issue: (len(issue.comments), issue.number)
+    return lambda issue: (_moment(issue.created_at), issue.number)

@@ -40,8 +40,8 @@ def linked_runs(repo: RepoName, texts: list[str]) -> tuple[list[int], list[int]]
         for match in pattern.finditer(text):
             is_actions, run_id, job_id = match.group(1), int(match.group(2)), match.group(3)
             if job_id is not None:
-                check_runs[int(job_id)] = None  # a job's page is a check run
-            elif is_actions:
+                check_runs[int(job_id)] = None  # a job's page is a check run of the run
+            if is_actions:
                 workflow_runs[run_id] = None
             else:
                 check_runs[run_id] = None

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -64,8 +65,15 @@ def _applied(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
     return {row["version"]: row for row in rows}
 
 
-def upgrade(conn: psycopg.Connection[Any]) -> list[Migration]:
-    """Apply every migration not yet applied; return the ones applied now. Idempotent."""
+def upgrade(
+    conn: psycopg.Connection[Any],
+    after: Callable[[psycopg.Connection[Any]], None] | None = None,
+) -> list[Migration]:
+    """Apply every migration not yet applied; return the ones applied now. Idempotent.
+
+    ``after`` runs under the same lock (schema set up by libraries, such as LangGraph's
+    checkpoint tables), so concurrent upgraders never race on catalog changes.
+    """
     conn.execute(q("migrations", "lock"), [_LOCK_KEY])
     try:
         applied = _applied(conn)
@@ -86,6 +94,8 @@ def upgrade(conn: psycopg.Connection[Any]) -> list[Migration]:
                 )
             logger.info("migration applied", extra={"version": migration.version})
             done.append(migration)
+        if after is not None:
+            after(conn)
         return done
     finally:
         conn.execute(q("migrations", "unlock"), [_LOCK_KEY])

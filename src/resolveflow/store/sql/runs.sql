@@ -59,3 +59,6 @@ DELETE FROM run_leases WHERE tenant_id = %(tenant_id)s AND run_id = %(run_id)s A
 GRANT SELECT, INSERT, UPDATE, DELETE
     ON checkpoints, checkpoint_blobs, checkpoint_writes, checkpoint_migrations
     TO resolveflow_app
+
+-- name: checkpoint_tables_granted
+SELECT has_table_privilege('resolveflow_app', 'checkpoint_writes', 'DELETE') AS granted

