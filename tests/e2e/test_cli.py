@@ -237,3 +237,22 @@ def test_sixteen_executor_processes_race_for_one_action(
         assert processed == 1
     assert fake_github.writes_received == 2
     assert len(fake_github.comments("acme/widgets", 1)) == 2
+
+
+def test_text_that_looks_like_markup_is_shown_exactly(cli: Cli) -> None:
+    rita, alex = _setup(cli)
+    text = "Use [red]x[/red] and [link=http://evil]here[/link] :smile: [test (unit, 3.8)]"
+    created = cli.json(
+        "proposals",
+        "create",
+        "--repo",
+        "acme/widgets",
+        "--issue",
+        "1",
+        "--comment",
+        text,
+        token=rita,
+    )
+    shown = cli.run("proposals", "show", created["id"], token=alex).stdout
+    assert text in shown
+    assert f"resolveflow approve {created['id']} --digest {created['digest']}" in shown

@@ -8,6 +8,7 @@ import sys
 
 import click
 import typer
+from rich.text import Text
 
 from resolveflow.cli import admin, demo, executions, proposals, retrieval_cmds, triage
 from resolveflow.cli.output import err_console
@@ -40,7 +41,7 @@ retrieval_cmds.register(app)
 
 
 def _fail(message: str, code: int = 1) -> int:
-    err_console.print(f"[red]error:[/red] {message}", markup=True, highlight=False)
+    err_console.print(Text.assemble(("error:", "red"), " ", message))
     return code
 
 

@@ -125,7 +125,7 @@ def principals_add(
                 ("principal", f"{issued.principal.subject} ({issued.principal.id})"),
                 ("roles", ", ".join(roles_held)),
                 ("token", issued.token),
-                ("", "[yellow]store this token now: it is not shown again[/yellow]"),
+                ("", "store this token now: it is not shown again"),
             ]
         ),
     )

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.panel import Panel
+from rich.text import Text
 
 from resolveflow.adapters.github_fake import FakeGitHubServer
 from resolveflow.adapters.githubkit_client import GitHubKitClient
-from resolveflow.cli.output import console, emit, table
+from resolveflow.cli.output import console, emit, exact, table
 from resolveflow.config import Settings
 from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.records import Role
@@ -36,12 +36,16 @@ COMMENT = (
 
 def _step(as_json: bool, title: str, detail: str = "") -> None:
     if not as_json:
-        console.print(f"\n[bold cyan]▸ {title}[/bold cyan]" + (f"\n  {detail}" if detail else ""))
+        console.print(Text("\n▸ " + title, style="bold cyan"))
+        if detail:
+            console.print("  " + detail)
 
 
 def _refused(as_json: bool, what: str, exc: ResolveFlowError) -> str:
     if not as_json:
-        console.print(f"  [green]refused as it should be[/green] ({what}): {exc.message}")
+        console.print(
+            Text.assemble(("  refused as it should be", "green"), f" ({what}): {exc.message}")
+        )
     return exc.message
 
 
@@ -68,7 +72,7 @@ def demo(
 
             shutil.rmtree(home, ignore_errors=True)
     summary["home"] = str(home) if keep else None
-    emit(summary, as_json, lambda: console.print("\n[bold green]demo complete[/bold green]"))
+    emit(summary, as_json, lambda: console.print(Text("\ndemo complete", style="bold green")))
 
 
 def _walkthrough(app: App, fake: FakeGitHubServer, as_json: bool) -> dict[str, Any]:
@@ -89,7 +93,7 @@ def _walkthrough(app: App, fake: FakeGitHubServer, as_json: bool) -> dict[str, A
     )
     _step(as_json, "rita proposes a comment and a label", f"digest {proposal.digest}")
     if not as_json:
-        console.print(Panel(COMMENT, title="the exact comment under review", title_align="left"))
+        console.print(exact(COMMENT, "the exact comment under review"))
 
     refusals = []
     for who, principal, digest in [
@@ -121,13 +125,7 @@ def _walkthrough(app: App, fake: FakeGitHubServer, as_json: bool) -> dict[str, A
     )
     posted = fake.comments(REPO, ISSUE)
     if not as_json:
-        console.print(
-            Panel(
-                posted[-1]["body"],
-                title="as posted on GitHub (marker included)",
-                title_align="left",
-            )
-        )
+        console.print(exact(posted[-1]["body"], "as posted on GitHub (marker included)"))
         table(
             "audit trail",
             ["at", "actor", "event"],

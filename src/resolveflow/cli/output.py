@@ -9,10 +9,14 @@ from typing import Any
 from uuid import UUID
 
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# Markup is off: everything printed may contain text from GitHub or people, and "[...]" in it
+# must show as typed. Styling is done with Text objects instead.
+console = Console(highlight=False, markup=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 
 def _default(value: Any) -> Any:
@@ -35,11 +39,19 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
     for column in columns:
         grid.add_column(column)
     for row in rows:
-        grid.add_row(*("" if cell is None else str(cell) for cell in row))
+        # Cells hold data from GitHub and people: never let Rich read them as markup.
+        grid.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
     console.print(grid)
 
 
 def fields(pairs: Sequence[tuple[str, Any]]) -> None:
     width = max(len(name) for name, _ in pairs)
     for name, value in pairs:
-        console.print(f"[bold]{name.ljust(width)}[/bold]  {'' if value is None else value}")
+        line = Text(name.ljust(width), style="bold")
+        line.append("  " + ("" if value is None else str(value)))
+        console.print(line, soft_wrap=True)  # ids and digests must stay copyable
+
+
+def exact(text: str, title: str) -> Panel:
+    """A panel showing ``text`` verbatim (no markup, no emoji codes): what will be posted."""
+    return Panel(Text(text), title=title, title_align="left")

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.panel import Panel
 
 from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.cli.output import console, emit, exact, fields, table
 from resolveflow.domain.actions import check_digest_format
 from resolveflow.domain.errors import InvalidInput
 from resolveflow.service import executions as execution_service
@@ -41,13 +40,12 @@ def _render(view: dict[str, Any]) -> None:
         ]
     )
     if action["comment"] is not None:
-        console.print(
-            Panel(
-                action["comment"], title="comment, exactly as it will be posted", title_align="left"
-            )
-        )
+        console.print(exact(action["comment"], "comment, exactly as it will be posted"))
     if view["decision"] is None and view["version"] == view["latest_version"]:
-        console.print(f"approve with: resolveflow approve {view['id']} --digest {view['digest']}")
+        console.print(
+            f"approve with: resolveflow approve {view['id']} --digest {view['digest']}",
+            soft_wrap=True,
+        )
 
 
 @proposals_app.command("create")

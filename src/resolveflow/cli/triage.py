@@ -6,10 +6,9 @@ import time
 from typing import Any
 
 import typer
-from rich.panel import Panel
 
 from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, err_console, fields, table
+from resolveflow.cli.output import console, emit, err_console, exact, fields, table
 from resolveflow.service import runs as run_service
 from resolveflow.workflows.runs import parse_issue_reference
 
@@ -41,16 +40,11 @@ def _render_run(view: dict[str, Any]) -> None:
         action = proposal["action"]
         console.print(f"labels: {', '.join(action['labels']) or '(none)'}")
         if action["comment"]:
-            console.print(
-                Panel(
-                    action["comment"],
-                    title="comment, exactly as it will be posted",
-                    title_align="left",
-                )
-            )
+            console.print(exact(action["comment"], "comment, exactly as it will be posted"))
         if proposal["decision"] is None:
             console.print(
-                f"approve with: resolveflow approve {view['run_id']} --digest {view['digest']}"
+                f"approve with: resolveflow approve {view['run_id']} --digest {view['digest']}",
+                soft_wrap=True,
             )
     elif view["detail"].get("notes"):
         console.print("notes: " + "; ".join(view["detail"]["notes"]))
