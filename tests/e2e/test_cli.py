@@ -256,3 +256,20 @@ def test_text_that_looks_like_markup_is_shown_exactly(cli: Cli) -> None:
     shown = cli.run("proposals", "show", created["id"], token=alex).stdout
     assert text in shown
     assert f"resolveflow approve {created['id']} --digest {created['digest']}" in shown
+
+
+def test_policy_check_accepts_the_documented_example_and_names_errors(
+    cli: Cli, tmp_path: Path
+) -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "triage.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", doc, re.DOTALL)
+    assert example is not None
+    good = tmp_path / "policy.toml"
+    good.write_text(example.group(1))
+    checked = cli.json("policy", "check", str(good), "--repo", "huggingface/datasets")
+    assert checked["effective"]["rules"][0]["name"] == "docs"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[defaults]\nci_lable = "x"\n')
+    cli.fails("policy", "check", str(bad), match="defaults.ci_lable")

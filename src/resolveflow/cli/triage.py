@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, exact, fields, table
+from resolveflow.domain.triage_policy import parse_policy
 from resolveflow.service import runs as run_service
 from resolveflow.workflows.runs import parse_issue_reference
 
@@ -121,3 +123,30 @@ def resume(
         opened.run_controller().resume(actor, target)
         view = run_service.describe_run(opened.db, actor, target)
     emit(view, as_json, lambda: _render_run(view))
+
+
+policy_app = typer.Typer(help="The triage policy file.", no_args_is_help=True)
+
+
+@policy_app.command("check")
+def policy_check(
+    path: Path = typer.Argument(..., help="A policy TOML file."),
+    repository: str | None = typer.Option(None, "--repo", help="Show the policy for OWNER/REPO."),
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Validate a policy file; with --repo, show the effective policy for that repository."""
+    policy = parse_policy(common.read_text_file(path), str(path))
+    effective = policy.for_repository(repository) if repository else None
+    data = {
+        "valid": True,
+        "repositories": sorted(policy.repositories),
+        "effective": effective.model_dump(mode="json") if effective else None,
+    }
+    emit(
+        data,
+        as_json,
+        lambda: console.print(
+            f"{path}: valid; repositories: {', '.join(data['repositories']) or '(defaults only)'}"
+            + (f"\n{effective.model_dump_json(indent=2)}" if effective else "")
+        ),
+    )
