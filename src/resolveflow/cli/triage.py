@@ -137,16 +137,17 @@ def policy_check(
     """Validate a policy file; with --repo, show the effective policy for that repository."""
     policy = parse_policy(common.read_text_file(path), str(path))
     effective = policy.for_repository(repository) if repository else None
+    repositories = sorted(policy.repositories)
     data = {
         "valid": True,
-        "repositories": sorted(policy.repositories),
+        "repositories": repositories,
         "effective": effective.model_dump(mode="json") if effective else None,
     }
     emit(
         data,
         as_json,
         lambda: console.print(
-            f"{path}: valid; repositories: {', '.join(data['repositories']) or '(defaults only)'}"
+            f"{path}: valid; repositories: {', '.join(repositories) or '(defaults only)'}"
             + (f"\n{effective.model_dump_json(indent=2)}" if effective else "")
         ),
     )
