@@ -52,16 +52,30 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(default=300.0, gt=0)
 
     # --- retrieval (owned by the retrieval work; keep edits inside this block) ---------------
-    embedder: Literal["local", "openai"] = "local"
+    # Chosen on the dev sets; figures and reasons in docs/retrieval.md.
+    embedder: Literal["local", "openai", "fake"] = "local"
     embedding_max_seq_length: int = Field(default=128, ge=16, le=512)
-    embedding_quantize: bool = False
+    embedding_quantize: bool = True
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
     openai_embeddings_base_url: str | None = None
     openai_embeddings_api_key: SecretStr | None = None
     openai_embeddings_model: str = "text-embedding-3-small"
-    openai_embeddings_dimensions: int | None = None
+    openai_embeddings_dimensions: int | None = Field(default=None, ge=1, le=2000)
     embedding_timeout_seconds: float = Field(default=30.0, gt=0)
+    fusion_method: Literal["rrf", "weighted"] = "weighted"
+    fusion_vector_weight: float = Field(default=0.9, ge=0)
+    fusion_lexical_weight: float = Field(default=0.1, ge=0)
+    fusion_rrf_k: int = Field(default=60, ge=1)
+    search_candidates: int = Field(default=50, ge=5, le=1000)
+    search_exact_max_chunks: int = Field(default=20_000, ge=0)
+    hnsw_ef_search_min: int = Field(default=100, ge=10, le=1000)
+    hnsw_ef_search_max: int = Field(default=1000, ge=10, le=1000)
+    label_min_probability: float = Field(default=0.35, ge=0, le=1)
+    index_rate_limit_max_waits: int = Field(default=10, ge=0)
     # --- end of retrieval block ---------------------------------------------------------------
+
+    # --- web, webhooks, worker, sign-in (owned by the web work; keep edits inside this block) --
+    # --- end of web block ---------------------------------------------------------------------
 
     log_level: str = "WARNING"
 
