@@ -22,8 +22,13 @@ from langgraph.types import interrupt
 
 from resolveflow.adapters.github import GitHub
 from resolveflow.domain.errors import ResolveFlowError
-from resolveflow.domain.evidence import normalize
-from resolveflow.domain.triage import INVESTIGATION_NOT_CONFIGURED, classify, propose
+from resolveflow.domain.evidence import IssueEvidence, normalize
+from resolveflow.domain.triage import (
+    INVESTIGATION_NOT_CONFIGURED,
+    ProposedAction,
+    classify,
+    propose,
+)
 from resolveflow.domain.triage_policy import Classification, PolicyFile
 from resolveflow.execution.gate import Executor
 from resolveflow.service import evidence as evidence_service
@@ -45,6 +50,8 @@ class TriageState(TypedDict, total=False):
     reason: str
     branch: str
     route_reason: str | None
+    investigation: dict[str, Any] | None
+    investigation_action: dict[str, Any] | None
     proposal_id: str | None
     digest: str | None
     approval_id: str | None
@@ -59,6 +66,8 @@ class TriageDeps:
     github: GitHub
     policy: Callable[[], PolicyFile]
     executor: Callable[[], Executor]
+    # The ai_investigation step, when configured: (state, evidence) -> outcome (see _investigate).
+    investigator: Callable[[dict[str, Any], IssueEvidence], dict[str, Any]] | None = None
 
 
 def build_triage_graph(
@@ -161,13 +170,26 @@ def _classify(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 
 
 def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
-    # The diagnosis step (retrieval + model + review) is not configured yet: a person decides.
-    steps.audit_run(
-        deps.db, state, "run.routed", to="human_review", reason=INVESTIGATION_NOT_CONFIGURED
-    )
+    if deps.investigator is None:
+        # No diagnosis step (retrieval + model + review) is configured: a person decides.
+        steps.audit_run(
+            deps.db, state, "run.routed", to="human_review", reason=INVESTIGATION_NOT_CONFIGURED
+        )
+        return {
+            "branch": Classification.HUMAN_REVIEW.value,
+            "route_reason": INVESTIGATION_NOT_CONFIGURED,
+        }
+    evidence = normalize(state.get("raw") or {})
+    try:
+        outcome = deps.investigator(dict(state), evidence)
+    except ResolveFlowError as exc:
+        return {"error": f"the investigation failed: {exc.message}"}
+    # outcome: {"investigation": JSON for the record, "action": {"comment", "labels", "notes"},
+    #           "escalated": bool, "reason": str}
     return {
-        "branch": Classification.HUMAN_REVIEW.value,
-        "route_reason": INVESTIGATION_NOT_CONFIGURED,
+        "investigation": outcome.get("investigation"),
+        "investigation_action": outcome["action"],
+        "route_reason": outcome.get("reason"),
     }
 
 
@@ -176,7 +198,15 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     policy = deps.policy().for_repository(state["repository"])
     result = classify(evidence, policy)
     branch = Classification(state["branch"])
-    action = propose(evidence, result, policy, branch)
+    investigated = state.get("investigation_action")
+    if branch is Classification.AI_INVESTIGATION and investigated is not None:
+        action = ProposedAction(
+            comment=investigated.get("comment"),
+            labels=tuple(investigated.get("labels") or ()),
+            notes=tuple(investigated.get("notes") or ()),
+        )
+    else:
+        action = propose(evidence, result, policy, branch)
     try:
         proposal = steps.create_run_proposal(deps.db, state, action)
     except ResolveFlowError as exc:
