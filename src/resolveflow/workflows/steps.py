@@ -68,7 +68,9 @@ def record_snapshot(db: Database, state: Any, raw: dict[str, Any], facts: dict[s
         )
 
 
-def create_run_proposal(db: Database, state: Any, action: ProposedAction) -> Proposal | None:
+def create_run_proposal(
+    db: Database, state: Any, action: ProposedAction, author_kind: str = "workflow"
+) -> Proposal | None:
     """Record the classification, then propose on behalf of the run's requester (or nothing)."""
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
@@ -109,7 +111,7 @@ def create_run_proposal(db: Database, state: Any, action: ProposedAction) -> Pro
         labels=list(action.labels),
         note="; ".join(action.notes) or None,
         run_id=run_id,
-        author_kind="workflow",
+        author_kind=author_kind,
     )
     with db.tenant(tenant_id) as conn:
         run_store.set_status(

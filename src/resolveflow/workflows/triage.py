@@ -207,8 +207,9 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         )
     else:
         action = propose(evidence, result, policy, branch)
+    author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     try:
-        proposal = steps.create_run_proposal(deps.db, state, action)
+        proposal = steps.create_run_proposal(deps.db, state, action, author_kind=author)
     except ResolveFlowError as exc:
         return {"error": f"could not create the proposal: {exc.message}"}
     update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
