@@ -173,7 +173,7 @@ def test_two_processes_resuming_the_same_run_post_once(embedded_cli, fake_github
     codes = sorted(proc.returncode for proc in resumers)
     for proc, (_, err) in zip(resumers, outputs, strict=True):
         if proc.returncode != 0:
-            assert "already being resumed" in err or "not awaiting approval" in err, err
+            assert "already being resumed" in err or "has finished" in err, err
             assert "Traceback" not in err
     assert codes[0] == 0
     assert len(fake_github.comments(REPO, 5394)) == 1

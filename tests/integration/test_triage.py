@@ -286,3 +286,73 @@ def test_a_run_of_another_tenant_cannot_be_seen_or_decided(triage: Triage) -> No
             other.approver(triage.db), uuid.UUID(view["run_id"]), view["digest"]
         )
     assert triage.fake.writes_received == 0
+
+
+def test_a_run_waiting_on_an_unknown_execution_settles_when_a_person_resolves_it(
+    triage: Triage,
+) -> None:
+    from resolveflow.adapters.github_fake import Status as FaultStatus
+    from resolveflow.service import executions as execution_service
+
+    view = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
+    triage.fake.inject(
+        FaultStatus(502, body="<html>oops</html>", content_type="text/html"), path=r"/labels$"
+    )
+    done = triage.approve(view)
+    assert done["status"] == "executing"
+    execution_id = uuid.UUID(done["proposal"]["execution"]["id"])
+    execution_service.resolve(
+        triage.db,
+        triage.world.approver(triage.db),
+        execution_id,
+        was_sent=False,
+        note="checked: not there",
+    )
+    assert triage.view(view["run_id"])["status"] == "failed"
+
+
+def test_a_decision_is_refused_unless_the_run_is_waiting_for_one(triage: Triage) -> None:
+    from resolveflow.domain.errors import InvalidTransition
+
+    view = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
+    approver = triage.world.approver(triage.db)
+    triage.controller.reject(approver, uuid.UUID(view["run_id"]), "not now")
+    edited = proposal_service.edit_proposal(
+        triage.db, triage.world.requester(triage.db), uuid.UUID(view["proposal_id"]), labels=["bug"]
+    )
+    with pytest.raises(InvalidTransition, match="not waiting for a decision"):
+        triage.controller.approve(approver, uuid.UUID(view["run_id"]), edited.digest)
+    assert proposal_service.describe(triage.db, approver, edited.id)["execution"] is None
+    assert triage.fake.writes_received == 0
+
+
+def test_hostile_and_broken_links_neither_fail_nor_steer_the_run(triage: Triage) -> None:
+    record = hf_records("issues")["5270"]
+    old_failure = triage.fake.add_workflow_run(REPO, "CI", conclusion="failure")
+    body = (
+        record["body"] + "\n\nsee https://github.com/huggingface/datasets/actions/runs/999999\n\x00"
+    )
+    number = seed_issue(triage.fake, {**record, "body": body})
+    triage.fake.add_comment_directly(
+        REPO,
+        number,
+        f"it is CI: https://github.com/{REPO}/actions/runs/{old_failure}",
+        "passer-by",
+        author_association="NONE",
+    )
+    view = triage.start(number)
+    assert view["status"] == "awaiting_approval"
+    assert (view["classification"], view["rule"]) == ("human_review", "fallback")
+    notes = view["detail"]["notes"]
+    assert any("999999 could not be read (404)" in note for note in notes)
+
+
+def test_a_sixty_four_kilobyte_body_of_newlines_is_classified_promptly(triage: Triage) -> None:
+    import time
+
+    number = seed_issue(triage.fake, {**hf_records("issues")["381"], "body": "\n" * 65_000})
+    started = time.perf_counter()
+    view = triage.start(number)
+    # Generous bound: the quadratic regexes took about 90 s per pass on this body.
+    assert time.perf_counter() - started < 20
+    assert view["classification"] == "ai_investigation"

@@ -223,3 +223,16 @@ def test_linked_runs_only_for_this_repository_and_bounded() -> None:
     assert linked_runs(repo, [text]) == ([39, 40], [67, 12])
     many = " ".join(f"/huggingface/datasets/actions/runs/{n}" for n in range(100))
     assert len(linked_runs(repo, [many])[0]) == MAX_LINKED_RUNS
+
+
+def test_a_deterministic_policy_rule_without_failing_ci_proposes_no_ci_comment() -> None:
+    policy = parse_policy(
+        '[[repositories."acme/widgets".rules]]\nname = "ci"\nwhen_label = "bug"\n'
+        'classification = "deterministic"\n'
+    ).for_repository("acme/widgets")
+    evidence = normalize(raw(LONG_REPORT, labels=["bug"]))
+    result = classify(evidence, policy)
+    assert result.classification is Classification.DETERMINISTIC
+    action = propose(evidence, result, policy, result.classification)
+    assert action.comment is None and action.labels == ("ci-failure",)
+    assert any("no failing check" in note for note in action.notes)

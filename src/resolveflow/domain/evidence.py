@@ -67,6 +67,7 @@ class RawEvidence(BaseModel):
     comments: list[RawComment]
     check_runs: list[RawCheckRun]
     repository_labels: list[str]
+    notes: list[str] = []
 
 
 class Fact(BaseModel):
@@ -94,6 +95,7 @@ class IssueEvidence(BaseModel):
     check_runs: tuple[RawCheckRun, ...]
     repository_labels: tuple[str, ...]
     facts: dict[str, Fact]
+    notes: tuple[str, ...] = ()
 
     @property
     def failing_checks(self) -> list[RawCheckRun]:
@@ -131,6 +133,7 @@ def normalize(raw: dict[str, Any]) -> IssueEvidence:
         comments=tuple(data.comments),
         check_runs=tuple(data.check_runs),
         repository_labels=tuple(data.repository_labels),
+        notes=tuple(data.notes),
         facts={
             "has_failing_ci": has_failing_ci(data.check_runs),
             "is_information_sparse": is_information_sparse(issue.body),
@@ -149,18 +152,20 @@ def has_failing_ci(check_runs: list[RawCheckRun]) -> Fact:
 # --- information sparsity -------------------------------------------------------------------
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
-_CHECKBOX = re.compile(r"^\s*[-*]\s*\[[ xX]\]\s.*$", re.MULTILINE)
-_NO_RESPONSE = re.compile(r"^\s*_?no response_?\s*$", re.MULTILINE | re.IGNORECASE)
+# Line-anchored patterns use [ \t] rather than \s: with MULTILINE, "^\s*" can run across
+# newlines and makes the scan quadratic in the number of lines (90 s on a 64 KB body of newlines).
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
+_CHECKBOX = re.compile(r"^[ \t]*[-*][ \t]*\[[ xX]\][ \t].*$", re.MULTILINE)
+_NO_RESPONSE = re.compile(r"^[ \t]*_?no response_?[ \t]*$", re.MULTILINE | re.IGNORECASE)
 _CODE_BLOCK = re.compile(r"```|~~~|^(?: {4}|\t)\S", re.MULTILINE)
 _STACK_TRACE = re.compile(
-    r"Traceback \(most recent call last\)|^\s+File \".+\", line \d+|^\s+at [\w.$]+\(|"
+    r"Traceback \(most recent call last\)|^[ \t]+File \".+\", line \d+|^[ \t]+at [\w.$]+\(|"
     r"\b\w+(?:Error|Exception):",
     re.MULTILINE,
 )
 _VERSION = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\b|\bversion\b", re.IGNORECASE)
 _REPRO = re.compile(
-    r"^\s*\d+[.)]\s+\S|\bsteps? to reproduce\b|\bto reproduce\b|\breproduc(?:e|ible|tion)\b",
+    r"^[ \t]*\d+[.)][ \t]+\S|\bsteps? to reproduce\b|\bto reproduce\b|\breproduc(?:e|ible|tion)\b",
     re.MULTILINE | re.IGNORECASE,
 )
 
@@ -173,9 +178,13 @@ def strip_boilerplate(body: str) -> str:
     return " ".join(text.split())
 
 
+SCAN_CHARS = 100_000  # bodies can be 1 MB; the signals are decided well within this prefix
+
+
 def is_information_sparse(body: str) -> Fact:
     """Sparse: under SPARSE_MAX_CHARS characters once template boilerplate is removed, AND no code
     block, stack trace, version number or reproduction steps anywhere in the body."""
+    body = body[:SCAN_CHARS]
     content = strip_boilerplate(body)
     signals = [
         name

@@ -83,8 +83,10 @@ def propose(
         wanted.insert(0, policy.triage_label)
     labels = _usable_labels(wanted, policy.labels_for(branch), evidence, notes)
     comment = None
-    if branch is Classification.DETERMINISTIC:
+    if branch is Classification.DETERMINISTIC and evidence.failing_checks:
         comment = failing_checks_comment(evidence)
+    elif branch is Classification.DETERMINISTIC:
+        notes.append("no failing check to report, so no CI comment")
     elif branch is Classification.HUMAN_REVIEW and policy.comment_on_human_review:
         comment = (
             "Thanks for the report. A maintainer will take a look; ResolveFlow found no failing "
@@ -120,7 +122,7 @@ def inline(text: str, limit: int = 120) -> str:
 
 
 def _safe_url(url: str) -> str | None:
-    return url if re.match(r"^https?://[^\s<>()\"']+$", url) else None
+    return url if re.fullmatch(r"https?://[^\s<>()\"']+", url) else None
 
 
 def failing_checks_comment(evidence: IssueEvidence) -> str:

@@ -7,7 +7,7 @@ sees either the old or the new version, never a mix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,7 +38,7 @@ class ChunkRow:
     ordinal: int
     section: str  # head | body | comment
     text: str
-    embedding: Sequence[float]
+    embedding: Iterable[float]
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class CrawlCursor:
     finished_at: datetime | None
 
 
-def vector_literal(values: Sequence[float]) -> str:
+def vector_literal(values: Iterable[float]) -> str:
     """pgvector's text form. Seven significant digits is float32 precision."""
     return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
 
@@ -138,6 +138,17 @@ def document_hashes(
         {"tenant_id": tenant_id, "source": source, "external_ids": external_ids},
     ).fetchall()
     return {row["external_id"]: row["content_hash"] for row in rows}
+
+
+def document_versions(
+    conn: Connection, tenant_id: UUID, source: str, external_ids: list[str]
+) -> dict[str, datetime | None]:
+    """The source's update time each stored document was indexed at."""
+    rows = conn.execute(
+        q("retrieval", "document_versions"),
+        {"tenant_id": tenant_id, "source": source, "external_ids": external_ids},
+    ).fetchall()
+    return {row["external_id"]: row["source_updated_at"] for row in rows}
 
 
 def replace_document(
@@ -237,7 +248,7 @@ def update_chunk_vectors(
     space_id: int,
     dims: int,
     ids: list[int],
-    embeddings: Sequence[Sequence[float]],
+    embeddings: Sequence[Iterable[float]],
 ) -> None:
     conn.execute(
         q("retrieval", "update_chunk_vectors"),

@@ -13,7 +13,14 @@ from uuid import UUID
 
 from langgraph.types import Command
 
-from resolveflow.domain.errors import InvalidInput, NotAuthorized, NotFound, RunBusy
+from resolveflow.domain.errors import (
+    InvalidInput,
+    InvalidTransition,
+    NotAuthorized,
+    NotFound,
+    ResolveFlowError,
+    RunBusy,
+)
 from resolveflow.domain.records import Principal, Role
 from resolveflow.execution.gate import new_owner_id
 from resolveflow.service import proposals as proposal_service
@@ -98,8 +105,36 @@ class RunController:
             "requested_by": str(principal.id),
         }
         with self._leased(principal.tenant_id, run_id):
-            self.graph.invoke(state, self._config(run_id))
+            self._drive(principal.tenant_id, run_id, state)
         return run_id
+
+    def _drive(self, tenant_id: UUID, run_id: UUID, value: Any) -> None:
+        """Run the graph; an unexpected failure ends the run ``failed`` with a reason, never
+        leaves it ``running`` with none."""
+        try:
+            self.graph.invoke(value, self._config(run_id))
+        except Exception as exc:
+            reason = (
+                exc.message
+                if isinstance(exc, ResolveFlowError)
+                else (f"internal error: {type(exc).__name__}: {exc}")
+            )
+            logger.exception("triage run failed", extra={"run": str(run_id)})
+            with self.db.tenant(tenant_id) as conn:
+                run = run_store.run_by_id(conn, tenant_id, run_id)
+                if run["status"] in ("running", "awaiting_approval"):
+                    run_store.set_status(conn, tenant_id, run_id, "failed", {"error": reason})
+                    audit.record(
+                        conn,
+                        tenant_id=tenant_id,
+                        actor="workflow:triage",
+                        event="run.failed",
+                        subject_type="run",
+                        subject_id=run_id,
+                        run_id=run_id,
+                        details={"error": reason},
+                    )
+            raise ResolveFlowError(f"run {run_id} failed: {reason}") from exc
 
     def find(self, principal: Principal, run_or_proposal: UUID) -> tuple[UUID | None, UUID]:
         """(run id, proposal id to decide) for a run id or a proposal id, in the principal's tenant."""
@@ -124,10 +159,11 @@ class RunController:
                 self.db, principal, proposal_id, digest, self.approval_ttl_seconds
             )
         with self._leased(principal.tenant_id, run_id):
+            self._require_paused(principal.tenant_id, run_id)
             result = proposal_service.approve(
                 self.db, principal, proposal_id, digest, self.approval_ttl_seconds
             )
-            self._resume(run_id, result.approval.id)
+            self._resume(principal.tenant_id, run_id, result.approval.id)
         return result
 
     def reject(self, principal: Principal, run_or_proposal: UUID, reason: str) -> Any:
@@ -135,37 +171,57 @@ class RunController:
         if run_id is None:
             return proposal_service.reject(self.db, principal, proposal_id, reason)
         with self._leased(principal.tenant_id, run_id):
+            self._require_paused(principal.tenant_id, run_id)
             rejection = proposal_service.reject(self.db, principal, proposal_id, reason)
-            self._resume(run_id, rejection.id)
+            self._resume(principal.tenant_id, run_id, rejection.id)
         return rejection
 
+    def _require_paused(self, tenant_id: UUID, run_id: UUID) -> None:
+        """Decisions on a run's proposal are taken only while the run waits at its pause;
+        otherwise an approval could create an execution that no run step accounts for."""
+        with self.db.tenant(tenant_id) as conn:
+            run = run_store.run_by_id(conn, tenant_id, run_id)
+        snapshot = self.graph.get_state(self._config(run_id))
+        if run["status"] != "awaiting_approval" or tuple(snapshot.next) != ("await_approval",):
+            raise InvalidTransition(
+                f"run {run_id} is not waiting for a decision (status {run['status']}); "
+                "see `resolveflow runs show`"
+            )
+
     def resume(self, principal: Principal, run_id: UUID) -> None:
-        """Continue a paused run whose proposal was already decided (after a crash, say)."""
+        """Continue a run that a crash interrupted: one stopped before its pause is driven on to
+        the pause; one whose proposal was decided meanwhile continues with that decision."""
         with self.db.tenant(principal.tenant_id) as conn:
             run = run_store.run_by_id(conn, principal.tenant_id, run_id)  # the tenant check
-            latest = run_store.latest_proposal_for_run(conn, principal.tenant_id, run_id)
-            decision = (
-                proposal_store.approval_for_proposal(conn, principal.tenant_id, latest.id)
-                if latest
-                else None
-            )
-        if run["status"] != "awaiting_approval":
-            raise InvalidInput(f"run {run_id} is {run['status']}, not awaiting approval")
-        if decision is None:
-            raise InvalidInput("the run's proposal has not been decided yet")
         with self._leased(principal.tenant_id, run_id):
-            self._resume(run_id, decision.id)
+            snapshot = self.graph.get_state(self._config(run_id))
+            waiting = tuple(snapshot.next)
+            if not waiting:
+                raise InvalidInput(f"run {run_id} has finished (status {run['status']})")
+            if waiting != ("await_approval",):
+                self._drive(principal.tenant_id, run_id, None)  # on from the last checkpoint
+                return
+            with self.db.tenant(principal.tenant_id) as conn:
+                latest = run_store.latest_proposal_for_run(conn, principal.tenant_id, run_id)
+                decision = (
+                    proposal_store.approval_for_proposal(conn, principal.tenant_id, latest.id)
+                    if latest
+                    else None
+                )
+            if decision is None:
+                raise InvalidInput("the run's proposal has not been decided yet")
+            self._resume(principal.tenant_id, run_id, decision.id)
 
     def resume_with(self, principal: Principal, run_id: UUID, value: Any) -> None:
         """Resume with an arbitrary value (tests use this to forge one); the graph checks it."""
         with self.db.tenant(principal.tenant_id) as conn:
             run_store.run_by_id(conn, principal.tenant_id, run_id)
         with self._leased(principal.tenant_id, run_id):
-            self.graph.invoke(Command(resume=value), self._config(run_id))
+            self._drive(principal.tenant_id, run_id, Command(resume=value))
 
-    def _resume(self, run_id: UUID, approval_id: UUID) -> None:
+    def _resume(self, tenant_id: UUID, run_id: UUID, approval_id: UUID) -> None:
         snapshot = self.graph.get_state(self._config(run_id))
-        if not snapshot.next:
-            logger.info("run already finished; nothing to resume", extra={"run": str(run_id)})
+        if tuple(snapshot.next) != ("await_approval",):
+            logger.info("run is not paused; nothing to resume", extra={"run": str(run_id)})
             return
-        self.graph.invoke(Command(resume={"approval_id": str(approval_id)}), self._config(run_id))
+        self._drive(tenant_id, run_id, Command(resume={"approval_id": str(approval_id)}))

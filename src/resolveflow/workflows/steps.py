@@ -74,6 +74,10 @@ def create_run_proposal(
     """Record the classification, then propose on behalf of the run's requester (or nothing)."""
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
+        existing = run_store.latest_proposal_for_run(conn, tenant_id, run_id)
+        if existing is not None:
+            # The node is re-running after a crash between its commit and the checkpoint.
+            return existing
         run_store.insert_classification(
             conn,
             tenant_id=tenant_id,

@@ -9,6 +9,7 @@ re-verifies everything from the database, so a forged resume value cannot cause 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -186,27 +187,44 @@ def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         return {"error": f"the investigation failed: {exc.message}"}
     # outcome: {"investigation": JSON for the record, "action": {"comment", "labels", "notes"},
     #           "escalated": bool, "reason": str}
+    action = outcome.get("action")
+    if not isinstance(action, dict):
+        return {"error": "the investigation returned no action"}
     return {
         "investigation": outcome.get("investigation"),
-        "investigation_action": outcome["action"],
+        "investigation_action": action,
         "route_reason": outcome.get("reason"),
     }
 
 
 def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     evidence = normalize(state.get("raw") or {})
-    policy = deps.policy().for_repository(state["repository"])
+    try:
+        policy = deps.policy().for_repository(state["repository"])
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
     result = classify(evidence, policy)
     branch = Classification(state["branch"])
     investigated = state.get("investigation_action")
     if branch is Classification.AI_INVESTIGATION and investigated is not None:
+        # Whatever the investigation suggests, only labels that exist in the repository and are
+        # not on the issue yet survive (the review's permission gate also checks the policy).
+        existing, present = set(evidence.repository_labels), set(evidence.labels)
+        labels = [
+            label
+            for label in investigated.get("labels") or ()
+            if isinstance(label, str) and label in existing and label not in present
+        ]
+        comment = investigated.get("comment")
         action = ProposedAction(
-            comment=investigated.get("comment"),
-            labels=tuple(investigated.get("labels") or ()),
-            notes=tuple(investigated.get("notes") or ()),
+            comment=comment if isinstance(comment, str) else None,
+            labels=tuple(dict.fromkeys(labels)),
+            notes=tuple(str(note) for note in investigated.get("notes") or ()),
         )
     else:
         action = propose(evidence, result, policy, branch)
+    if evidence.notes:  # e.g. linked runs that could not be read: the reviewer should know
+        action = dataclasses.replace(action, notes=action.notes + evidence.notes)
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     try:
         proposal = steps.create_run_proposal(deps.db, state, action, author_kind=author)

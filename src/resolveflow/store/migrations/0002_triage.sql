@@ -29,6 +29,27 @@ $$;
 CREATE TRIGGER runs_status_guard BEFORE UPDATE ON runs
     FOR EACH ROW EXECUTE FUNCTION rf_guard_run_status();
 
+-- A run waiting on its execution settles when the execution does, whoever finished it (the run's
+-- own resume, a background executor, reconciliation or a person).
+CREATE FUNCTION rf_settle_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE runs r
+    SET status = CASE WHEN NEW.state IN ('sent', 'partial') THEN 'completed' ELSE 'failed' END,
+        detail = r.detail || jsonb_build_object('execution_state', NEW.state)
+    FROM proposals p
+    WHERE p.id = NEW.proposal_id AND p.tenant_id = NEW.tenant_id AND r.id = p.run_id
+      AND r.tenant_id = NEW.tenant_id AND r.status = 'executing';
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER executions_settle_run AFTER UPDATE OF state ON executions
+    FOR EACH ROW WHEN (NEW.state IN ('sent', 'partial', 'failed', 'not_sent')
+                       AND OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION rf_settle_run();
+
 CREATE INDEX runs_by_status ON runs (tenant_id, status, created_at DESC);
 
 CREATE TABLE evidence_snapshots (

@@ -41,6 +41,10 @@ SELECT greatest(reltuples, 0)::bigint AS estimate FROM pg_class WHERE oid = 'chu
 SELECT external_id, content_hash FROM documents
 WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = ANY(%(external_ids)s)
 
+-- name: document_versions
+SELECT external_id, source_updated_at FROM documents
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = ANY(%(external_ids)s)
+
 -- name: upsert_document
 INSERT INTO documents (
     tenant_id, source, external_id, kind, title, url, state, labels, created_at, closed_at,

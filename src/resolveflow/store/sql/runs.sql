@@ -34,6 +34,7 @@ INSERT INTO run_classifications (run_id, tenant_id, classification, rule, reason
                                  route_reason)
 VALUES (%(run_id)s, %(tenant_id)s, %(classification)s, %(rule)s, %(reason)s, %(branch)s,
         %(route_reason)s)
+ON CONFLICT (run_id) DO NOTHING
 
 -- name: latest_proposal_for_run
 -- The newest version of the run's proposal (edits make new versions in the same lineage).

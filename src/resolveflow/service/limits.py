@@ -1,0 +1,62 @@
+"""Per-principal daily caps (runs started, model calls), counted in the database.
+
+The count and the check are one SQL statement, so concurrent requests cannot overshoot. Days are
+UTC days. A refused request counts nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+
+from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.domain.records import Principal
+from resolveflow.store import web as web_store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+
+class LimitKind(StrEnum):
+    RUNS = "runs"
+    MODEL_CALLS = "model_calls"
+
+
+_SETTING = {
+    LimitKind.RUNS: "RESOLVEFLOW_LIMIT_RUNS_PER_DAY",
+    LimitKind.MODEL_CALLS: "RESOLVEFLOW_LIMIT_MODEL_CALLS_PER_DAY",
+}
+_WHAT = {LimitKind.RUNS: "runs started", LimitKind.MODEL_CALLS: "model calls"}
+
+
+class LimitExceeded(ResolveFlowError):
+    """A daily limit was reached; try again tomorrow (UTC) or ask an operator to raise it."""
+
+
+def consume(
+    db: Database, principal: Principal, kind: LimitKind, limit: int, *, setting: str | None = None
+) -> int:
+    """Count one use of ``kind`` for ``principal`` today; raise ``LimitExceeded`` at the cap."""
+    with db.tenant(principal.tenant_id) as conn:
+        used = web_store.consume_usage(
+            conn,
+            tenant_id=principal.tenant_id,
+            principal_id=principal.id,
+            kind=kind.value,
+            limit=limit,
+        )
+    if used is None:
+        logger.info(
+            "daily limit reached", extra={"principal": principal.subject, "kind": kind.value}
+        )
+        raise LimitExceeded(
+            f"daily limit reached: {principal.subject} may have {limit} {_WHAT[kind]} per day "
+            f"({setting or _SETTING[kind]}); the count starts again at 00:00 UTC"
+        )
+    return used
+
+
+def usage(db: Database, principal: Principal) -> dict[str, int]:
+    with db.tenant(principal.tenant_id) as conn:
+        counts = web_store.usage_today(conn, principal.tenant_id, principal.id)
+    return {kind.value: counts.get(kind.value, 0) for kind in LimitKind}

@@ -1,0 +1,97 @@
+"""Model calls, investigation records and the per-principal daily budget of model calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+
+@dataclass(frozen=True)
+class ModelCallRow:
+    tenant_id: UUID
+    run_id: UUID | None
+    principal_id: UUID | None
+    purpose: str  # diagnosis | critique
+    provider: str
+    model: str
+    served_model: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: float
+    attempts: int
+    outcome: str
+    error: str | None
+
+
+def reserve_model_call(conn: Connection, tenant_id: UUID, principal_id: UUID, limit: int) -> bool:
+    """Count one call against today's budget; False (and nothing counted) when it is spent."""
+    row = conn.execute(
+        q("investigation", "reserve_model_call"),
+        {"tenant_id": tenant_id, "principal_id": principal_id, "limit": limit},
+    ).fetchone()
+    return row is not None
+
+
+def calls_today(conn: Connection, tenant_id: UUID, principal_id: UUID) -> int:
+    row = conn.execute(
+        q("investigation", "calls_today"), {"tenant_id": tenant_id, "principal_id": principal_id}
+    ).fetchone()
+    return int(row["calls"]) if row else 0
+
+
+def insert_model_call(conn: Connection, call: ModelCallRow) -> None:
+    conn.execute(q("investigation", "insert_model_call"), vars(call))
+
+
+def model_calls_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("investigation", "model_calls_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
+    ).fetchall()
+
+
+def insert_investigation(
+    conn: Connection,
+    *,
+    tenant_id: UUID,
+    run_id: UUID,
+    provider: str,
+    model: str | None,
+    relevance_floor: float,
+    snippets: list[dict[str, Any]],
+    diagnosis: dict[str, Any] | None,
+    critique: str | None,
+    gates: list[dict[str, Any]],
+    outcome: str,
+    reason: str,
+) -> UUID:
+    row = conn.execute(
+        q("investigation", "insert_investigation"),
+        {
+            "tenant_id": tenant_id,
+            "run_id": run_id,
+            "provider": provider,
+            "model": model,
+            "relevance_floor": relevance_floor,
+            "snippets": Jsonb(snippets),
+            "diagnosis": Jsonb(diagnosis) if diagnosis is not None else None,
+            "critique": critique,
+            "gates": Jsonb(gates),
+            "outcome": outcome,
+            "reason": reason,
+        },
+    ).fetchone()
+    assert row is not None
+    investigation_id: UUID = row["id"]
+    return investigation_id
+
+
+def investigations_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("investigation", "investigations_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
+    ).fetchall()

@@ -1,0 +1,103 @@
+"""The background-job queue: procrastinate's tables in the application's own Postgres.
+
+Jobs are deferred on the caller's connection, inside the caller's transaction, so a job exists
+exactly when the record that asked for it was committed (a webhook delivery, an approval). The
+worker (``resolveflow.worker``) runs them. ``setup_queue`` installs procrastinate's schema once,
+as the owner, and lets the runtime role use it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+import procrastinate
+from procrastinate.schema import SchemaManager
+from procrastinate import exceptions as queue_errors
+
+from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+logger = logging.getLogger(__name__)
+
+QUEUE = "resolveflow"
+_SETUP_LOCK = 0x52465155455545  # "RFQUEUE": concurrent setups install the schema once
+
+# Task names: the worker registers functions under these; everyone else defers by name.
+HANDLE_DELIVERY = "resolveflow.handle_delivery"
+START_WEBHOOK_RUN = "resolveflow.start_webhook_run"
+UPDATE_INDEX = "resolveflow.update_index"
+RESUME_RUN = "resolveflow.resume_run"
+EXECUTE = "resolveflow.execute"
+MAINTENANCE = "resolveflow.maintenance"
+
+
+class QueueConnector(procrastinate.PsycopgConnector):
+    """The worker's async connector; synchronous deferral always uses the caller's connection.
+
+    procrastinate would otherwise hand a synchronous caller its async connector once the worker
+    has opened it, which cannot run on an external connection.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._deferrer = procrastinate.SyncPsycopgConnector()
+
+    def get_sync_connector(self) -> procrastinate.BaseConnector:
+        return self._deferrer
+
+
+def queue_app(connector: procrastinate.BaseConnector | None = None) -> procrastinate.App:
+    """A procrastinate app; without a connector it can only defer on an external connection."""
+    return procrastinate.App(connector=connector or QueueConnector())
+
+
+_DEFERRER = queue_app()
+
+
+def defer(
+    conn: Connection,
+    task: str,
+    *,
+    queueing_lock: str | None = None,
+    lock: str | None = None,
+    schedule_in_seconds: float | None = None,
+    **kwargs: str | int | bool | None,
+) -> int | None:
+    """Queue ``task`` in ``conn``'s transaction. Returns the job id, or ``None`` when a job with
+    the same ``queueing_lock`` is already waiting (nothing new is needed then)."""
+    options: dict[str, Any] = {"queue": QUEUE, "connection": conn}
+    if queueing_lock is not None:
+        options["queueing_lock"] = queueing_lock
+    if lock is not None:
+        options["lock"] = lock
+    if schedule_in_seconds is not None:
+        options["schedule_in"] = {"seconds": schedule_in_seconds}
+    try:
+        with conn.transaction():  # a savepoint: a queueing-lock clash keeps the caller's work
+            job_id = _DEFERRER.configure_task(task, **options).defer(**kwargs)
+    except queue_errors.AlreadyEnqueued:
+        return None
+    except queue_errors.ConnectorException as exc:
+        raise ResolveFlowError(f"could not queue {task}: {exc.__cause__ or exc}") from exc
+    logger.info("job queued", extra={"task": task, "job": job_id})
+    return cast(int, job_id)
+
+
+def setup_queue(conn: Connection) -> None:
+    """Install procrastinate's schema (first time only) and grant the runtime role its use.
+
+    Idempotent; run as the owner (the migration hook, or ``serve``/``worker``/``demo`` at start).
+    """
+    with conn.transaction():
+        conn.execute(q("web", "queue_lock"), {"key": _SETUP_LOCK})
+        row = conn.execute(q("web", "queue_installed")).fetchone()
+        if not (row and row["installed"]):
+            conn.execute(SchemaManager.get_schema())
+            logger.info("job queue schema installed")
+        conn.execute(q("web", "grant_queue_tables"))
+
+
+def jobs_by_task(conn: Connection, task: str) -> list[dict[str, Any]]:
+    return conn.execute(q("web", "jobs_by_task"), {"task_name": task}).fetchall()
