@@ -16,7 +16,7 @@ from resolveflow.service import admin
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import upgrade
-from resolveflow.wiring import setup_checkpoints
+from resolveflow.wiring import setup_libraries
 
 pytest_plugins = ["fixtures_github"]
 
@@ -51,7 +51,7 @@ def template_db(pg_server: object) -> str:
         autocommit=True,
         row_factory=psycopg.rows.dict_row,
     ) as conn:
-        upgrade(conn, after=setup_checkpoints)
+        upgrade(conn, after=setup_libraries)
     return name
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 from psycopg_pool import ConnectionPool
 
@@ -14,11 +15,14 @@ from resolveflow.adapters.github import GitHub
 from resolveflow.config import Settings
 from resolveflow.domain.errors import ConfigError
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
-from resolveflow.execution.gate import Executor, GateSettings
+from resolveflow.execution.gate import ApproverTokenLookup, Executor, GateSettings
 from resolveflow.execution.reconcile import Reconciler
+from resolveflow.store import web as web_store
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
 from resolveflow.store.migrate import upgrade
+from resolveflow.store.queue import setup_queue
+from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.workflows.checkpoints import checkpoint_saver
 from resolveflow.workflows.runs import RunController
 from resolveflow.workflows.triage import TriageDeps, build_triage_graph
@@ -72,10 +76,27 @@ class App:
         return self._github
 
     def executor(self) -> Executor:
-        return Executor(self.db, self.github, gate_settings(self.settings))
+        return Executor(
+            self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
+        )
 
     def reconciler(self) -> Reconciler:
-        return Reconciler(self.db, self.github, gate_settings(self.settings))
+        return Reconciler(
+            self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
+        )
+
+    def token_lookup(self) -> ApproverTokenLookup | None:
+        """Approvers who signed in with GitHub have their token stored encrypted; the executor
+        posts what they approved with it, so GitHub shows who posted."""
+        key = self.settings.token_encryption_key
+        if key is None:
+            return None
+        cipher = TokenCipher(key.get_secret_value())
+
+        def lookup(conn: Connection, tenant_id: UUID, principal_id: UUID) -> str | None:
+            return web_store.user_token(conn, cipher, tenant_id, principal_id)
+
+        return lookup
 
     def policy(self) -> PolicyFile:
         path = self.settings.policy_file
@@ -112,7 +133,7 @@ def migrate(url: str) -> list[str]:
     both as the owner; the runtime role is then granted use of the checkpoint tables."""
     probe = Database(url)
     with probe.owner_connection() as conn:
-        return [m.version for m in upgrade(conn, after=setup_checkpoints)]
+        return [m.version for m in upgrade(conn, after=setup_libraries)]
 
 
 @contextmanager
@@ -135,6 +156,13 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
             app.close()
 
 
+def setup_libraries(conn: Connection) -> None:
+    """Schema that libraries own (LangGraph's checkpoints, procrastinate's queue), as the owner,
+    under the migration lock."""
+    setup_checkpoints(conn)
+    setup_queue(conn)
+
+
 def setup_checkpoints(conn: Connection) -> None:
     """The saver's setup is idempotent (it keeps its own migration table)."""
     from resolveflow.store.queries import q
@@ -143,3 +171,58 @@ def setup_checkpoints(conn: Connection) -> None:
     granted = conn.execute(q("runs", "checkpoint_tables_granted")).fetchone()
     if not (granted and granted["granted"]):
         conn.execute(q("runs", "grant_checkpoint_tables"))
+
+
+# --- retrieval ----------------------------------------------------------------------------------
+
+# Imported here rather than at the top: this block is the retrieval work's only edit of the file.
+from resolveflow.adapters.embedder import Embedder  # noqa: E402
+from resolveflow.retrieval.fusion import FusionParams  # noqa: E402
+from resolveflow.retrieval.search import SearchParams  # noqa: E402
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The configured embedder (local MiniLM by default). Models load lazily on first use."""
+    if settings.embedder == "fake":
+        from resolveflow.adapters.embedder_fake import HashingEmbedder
+
+        return HashingEmbedder()
+    if settings.embedder == "openai":
+        from resolveflow.adapters.embedder_openai import OpenAIEmbedder
+
+        if not settings.openai_embeddings_base_url:
+            raise ConfigError(
+                "RESOLVEFLOW_EMBEDDER=openai needs RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
+            )
+        key = settings.openai_embeddings_api_key
+        return OpenAIEmbedder(
+            settings.openai_embeddings_base_url,
+            key.get_secret_value() if key else None,
+            settings.openai_embeddings_model,
+            dimensions=settings.openai_embeddings_dimensions,
+            timeout_seconds=settings.embedding_timeout_seconds,
+        )
+    from resolveflow.adapters.embedder_local import LocalMiniLM
+
+    return LocalMiniLM(
+        max_seq_length=settings.embedding_max_seq_length,
+        quantize=settings.embedding_quantize,
+        batch_size=settings.embedding_batch_size,
+    )
+
+
+def search_params(settings: Settings) -> SearchParams:
+    return SearchParams(
+        fusion=FusionParams(
+            method=settings.fusion_method,
+            vector_weight=settings.fusion_vector_weight,
+            lexical_weight=settings.fusion_lexical_weight,
+            rrf_k=settings.fusion_rrf_k,
+        ),
+        candidates=settings.search_candidates,
+        exact_max_chunks=settings.search_exact_max_chunks,
+        ef_search_min=settings.hnsw_ef_search_min,
+        ef_search_max=settings.hnsw_ef_search_max,
+        max_terms=settings.search_max_terms,
+        max_term_share=settings.search_max_term_share,
+    )

@@ -147,3 +147,28 @@ def test_policy_change_between_approval_and_execution_fails_closed(
     assert "refused before sending" in (execution.detail or "")
     assert fake_github.writes_received == 0
     assert attempt_outcomes(db, world, execution.id) == []
+
+
+def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
+    db: Database, fake_github: FakeGitHubServer, github_client
+) -> None:
+    from resolveflow.config import Settings
+    from resolveflow.store import web as web_store
+    from resolveflow.store.token_cipher import TokenCipher
+    from resolveflow.wiring import App
+
+    key = TokenCipher.generate_key()
+    fake_github.register_token("gho_alex_from_oauth", "alex-on-github")
+    world = make_world(db)
+    approver = world.approver(db)
+    with db.tenant(world.tenant.id) as conn:
+        web_store.save_user_token(
+            conn, TokenCipher(key), tenant_id=world.tenant.id, principal_id=approver.id,
+            github_login="alex-on-github", token="gho_alex_from_oauth",
+        )
+    app = App(settings=Settings(token_encryption_key=key), db=db, _github=github_client)
+    _, approved = propose_and_approve(db, world, comment="posted as alex")
+    app.executor().run_due()
+    [posted] = fake_github.comments(REPO, 1)
+    assert posted["user"]["login"] == "alex-on-github"
+    assert attempt_outcomes(db, world, approved.execution.id) == [("comment", "sent")]

@@ -50,4 +50,5 @@ def normalize(vectors: Vectors) -> Vectors:
     """L2-normalise rows; an all-zero row stays zero rather than becoming NaN."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32)
+    result: Vectors = (vectors / norms).astype(np.float32)
+    return result

@@ -39,4 +39,5 @@ class HashingEmbedder:
         return normalize(np.stack([self._one(text) for text in texts]))
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector

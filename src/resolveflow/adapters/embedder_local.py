@@ -62,7 +62,7 @@ class LocalMiniLM:
             started = time.perf_counter()
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             model = SentenceTransformer(str(get_model_path()), device="cpu")
             model.max_seq_length = self.max_seq_length
             if self.quantize:
@@ -72,7 +72,7 @@ class LocalMiniLM:
                     # torch deprecates eager-mode quantization in favour of torchao; it still
                     # works in the pinned torch and torchao is not a dependency.
                     warnings.simplefilter("ignore")
-                    model = torch.ao.quantization.quantize_dynamic(
+                    model = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
                         model, {torch.nn.Linear}, dtype=torch.qint8
                     )
             logger.info(
@@ -105,4 +105,5 @@ class LocalMiniLM:
         return normalize(np.asarray(vectors, dtype=np.float32))
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector

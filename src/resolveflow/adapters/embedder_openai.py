@@ -73,7 +73,8 @@ class OpenAIEmbedder:
         return normalize(np.concatenate(parts))
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector
 
     def _request(self, texts: list[str]) -> Vectors:
         body: dict[str, Any] = {"model": self._model, "input": texts}

@@ -13,7 +13,7 @@ from resolveflow.domain.records import Role
 from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import status, upgrade
-from resolveflow.wiring import database_url, setup_checkpoints
+from resolveflow.wiring import database_url, setup_libraries
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
@@ -27,7 +27,7 @@ repos_app = typer.Typer(help="The repositories a tenant may act on.", no_args_is
 def db_upgrade(as_json: bool = common.JsonOption) -> None:
     """Apply pending migrations (idempotent)."""
     with Database(database_url(common.settings())).owner_connection() as conn:
-        applied = [m.version + "_" + m.name for m in upgrade(conn, after=setup_checkpoints)]
+        applied = [m.version + "_" + m.name for m in upgrade(conn, after=setup_libraries)]
     emit(
         {"applied": applied},
         as_json,

@@ -121,7 +121,7 @@ class Snippet:
         }
 
 
-_ISSUE_URL = re.compile(r"/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$")
+_ISSUE_URL = re.compile(r"/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$", re.IGNORECASE)
 
 
 def url_issue(url: str | None) -> tuple[str, int] | None:

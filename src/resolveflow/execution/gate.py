@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import executions as execution_store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.context import execution_context
+from resolveflow.store.context import ExecutionContext, execution_context
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
@@ -74,14 +75,36 @@ class Prepared:
     attempt_id: UUID | None  # the comment attempt, when it was started with the claim
 
 
+# (connection, tenant id, approver id) -> the approver's own GitHub token, e.g. decrypted from
+# the sign-in store; consulted when the principal row carries none.
+ApproverTokenLookup = Callable[[Connection, UUID, UUID], str | None]
+
+
+def approver_token(
+    conn: Connection, context: ExecutionContext, lookup: ApproverTokenLookup | None
+) -> str | None:
+    """The token to write (and to check authorship) with: the approver's own, if they have one."""
+    if context.approver_github_token:
+        return context.approver_github_token
+    if lookup is None or context.approver is None:
+        return None
+    return lookup(conn, context.approver.tenant_id, context.approver.id)
+
+
 class Executor:
     def __init__(
-        self, db: Database, github: GitHub, settings: GateSettings, owner: str | None = None
+        self,
+        db: Database,
+        github: GitHub,
+        settings: GateSettings,
+        owner: str | None = None,
+        token_lookup: ApproverTokenLookup | None = None,
     ) -> None:
         self.db = db
         self.github = github
         self.settings = settings
         self.owner = owner or new_owner_id()
+        self.token_lookup = token_lookup
         self.record = Recorder(db, self.owner, settings)
 
     # --- entry points --------------------------------------------------------------------
@@ -197,7 +220,7 @@ class Executor:
         if execution.digest != context.proposal.digest:
             raise NotAuthorized("the execution's digest differs from the proposal's")
         check_repository_allowed(action, context.allowed_repositories)
-        token = context.approver_github_token
+        token = approver_token(conn, context, self.token_lookup)
         return Verified(action=action, token=token, credential="approver" if token else "service")
 
     def _send_comment(

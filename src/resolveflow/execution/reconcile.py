@@ -20,7 +20,12 @@ from resolveflow.domain.actions import (
 )
 from resolveflow.domain.errors import ProviderError
 from resolveflow.domain.records import Execution, ExecutionState
-from resolveflow.execution.gate import GateSettings, new_owner_id
+from resolveflow.execution.gate import (
+    ApproverTokenLookup,
+    GateSettings,
+    approver_token,
+    new_owner_id,
+)
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store import tenants as tenant_store
@@ -41,8 +46,14 @@ class Settled:
 
 class Reconciler:
     def __init__(
-        self, db: Database, github: GitHub, settings: GateSettings, owner: str | None = None
+        self,
+        db: Database,
+        github: GitHub,
+        settings: GateSettings,
+        owner: str | None = None,
+        token_lookup: ApproverTokenLookup | None = None,
     ) -> None:
+        self.token_lookup = token_lookup
         self.db = db
         self.github = github
         self.settings = settings
@@ -78,11 +89,12 @@ class Reconciler:
             context = execution_context(conn, execution)
             comment_tried = store.step_attempted(conn, execution, "comment")
             labels_tried = store.step_attempted(conn, execution, "labels")
+            token = approver_token(conn, context, self.token_lookup)
         action = parse_action(context.proposal.action)
         if not comment_tried and not labels_tried:
             return self._requeue(execution, "no request had left; returned to the queue")
         try:
-            return self._settle(execution, action, labels_tried, context.approver_github_token)
+            return self._settle(execution, action, labels_tried, token)
         except ProviderError as exc:
             return self._leave_unknown(execution, f"could not check GitHub: {exc.message}")
 

@@ -6,8 +6,8 @@ Returns plain JSON (graph state must be JSON); ``domain.evidence.normalize`` val
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 

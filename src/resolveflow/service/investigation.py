@@ -15,17 +15,15 @@ a database (backtests, the safety suite) counts nothing and writes nothing.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from resolveflow.adapters.llm import ChatModel, Completion, Usage
+from resolveflow.adapters.llm import ChatModel
 from resolveflow.domain.diagnosis import (
     Diagnosis,
-    ModelError,
     Snippet,
     critique_messages,
     diagnosis_messages,
@@ -51,6 +49,7 @@ from resolveflow.domain.review import (
 from resolveflow.domain.triage import ProposedAction
 from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
 from resolveflow.retrieval.records import Hit
+from resolveflow.service.model_calls import CallBook, CallRecord, budgeted_call
 from resolveflow.store import audit
 from resolveflow.store import investigations as store
 from resolveflow.store.database import Database
@@ -81,77 +80,6 @@ class InvestigationConfig:
     top_k: int = 5
     daily_model_calls: int = 200
     max_related: int = 5
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    purpose: str
-    provider: str
-    model: str
-    served_model: str | None
-    usage: Usage
-    latency_ms: float
-    attempts: int
-    outcome: str
-    error: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "purpose": self.purpose,
-            "provider": self.provider,
-            "model": self.model,
-            "prompt_tokens": self.usage.prompt_tokens,
-            "completion_tokens": self.usage.completion_tokens,
-            "latency_ms": round(self.latency_ms, 1),
-            "attempts": self.attempts,
-            "outcome": self.outcome,
-            "error": self.error,
-        }
-
-
-@dataclass
-class CallBook:
-    """Budget and records of model calls for one run; ``db=None`` is shadow mode."""
-
-    db: Database | None
-    tenant_id: UUID
-    principal_id: UUID | None = None
-    run_id: UUID | None = None
-    daily_limit: int = 200
-    records: list[CallRecord] = field(default_factory=list)
-
-    def reserve(self) -> bool:
-        if self.db is None or self.principal_id is None:
-            return True
-        with self.db.tenant(self.tenant_id) as conn:
-            return store.reserve_model_call(
-                conn, self.tenant_id, self.principal_id, self.daily_limit
-            )
-
-    def record(self, call: CallRecord) -> None:
-        self.records.append(call)
-        logger.info("model call", extra=call.as_json())
-        if self.db is None:
-            return
-        with self.db.tenant(self.tenant_id) as conn:
-            store.insert_model_call(
-                conn,
-                store.ModelCallRow(
-                    tenant_id=self.tenant_id,
-                    run_id=self.run_id,
-                    principal_id=self.principal_id,
-                    purpose=call.purpose,
-                    provider=call.provider,
-                    model=call.model,
-                    served_model=call.served_model,
-                    prompt_tokens=call.usage.prompt_tokens,
-                    completion_tokens=call.usage.completion_tokens,
-                    latency_ms=call.latency_ms,
-                    attempts=call.attempts,
-                    outcome=call.outcome,
-                    error=call.error,
-                ),
-            )
 
 
 @dataclass(frozen=True)
@@ -284,13 +212,13 @@ def assess(
         )
         return _finish(issue, policy, model, config, snippets, None, verdict, book)
     messages = diagnosis_messages(issue, snippets, sorted(rules.allowed_labels))
-    answer = _call(book, model, "diagnosis", lambda: model.structured(messages, Diagnosis))
+    answer = budgeted_call(book, model, "diagnosis", lambda: model.structured(messages, Diagnosis))
     if isinstance(answer, Review):
         return _finish(issue, policy, model, config, snippets, None, answer, book)
     diagnosis = answer.value
     critique: str | None = None
     notes: tuple[str, ...] = ()
-    said = _call(
+    said = budgeted_call(
         book, model, "critique", lambda: model.text(critique_messages(issue, snippets, diagnosis))
     )
     if isinstance(said, Review):
@@ -305,56 +233,6 @@ def assess(
     )
     verdict = review(draft, snippets, issue, rules, critique=critique, notes=notes)
     return _finish(issue, policy, model, config, snippets, diagnosis, verdict, book, draft)
-
-
-def _call(book: CallBook, model: ChatModel, purpose: str, call: Any) -> Completion[Any] | Review:
-    """Make one budgeted, recorded call; a failure becomes an escalation (fail closed)."""
-    if not book.reserve():
-        reason = (
-            f"the daily budget of {book.daily_limit} model calls of the person who started "
-            "this run is spent"
-        )
-        book.record(
-            CallRecord(
-                purpose, model.provider, model.model, None, Usage(), 0.0, 0, "budget_spent", reason
-            )
-        )
-        return not_reviewable("budget", reason)
-    started = time.perf_counter()
-    try:
-        completion: Completion[Any] = call()
-    except ModelError as exc:
-        elapsed = (time.perf_counter() - started) * 1000
-        usage = exc.context.get("usage")
-        book.record(
-            CallRecord(
-                purpose,
-                model.provider,
-                model.model,
-                None,
-                usage if isinstance(usage, Usage) else Usage(),
-                elapsed,
-                int(exc.context.get("attempts", 1)),
-                exc.outcome,
-                exc.message,
-            )
-        )
-        return not_reviewable("model_output", f"{purpose}: {exc.message}")
-    elapsed = (time.perf_counter() - started) * 1000
-    book.record(
-        CallRecord(
-            purpose,
-            model.provider,
-            model.model,
-            completion.served_model,
-            completion.usage,
-            elapsed,
-            completion.attempts,
-            "ok",
-            None,
-        )
-    )
-    return completion
 
 
 def _finish(

@@ -107,7 +107,7 @@ def parse_delivery(delivery_id: str | None, event: str | None, body: bytes) -> D
     return Delivery(
         delivery_id=delivery_id,
         event=event,
-        action=action if isinstance(action, str) and len(action) <= 100 else None,
+        action=action if isinstance(action, str) and _EVENT.match(action) else None,
         repository=repository.lower()
         if isinstance(repository, str) and _REPOSITORY.match(repository)
         else None,

@@ -203,8 +203,26 @@ def replace_document(
     return document_id
 
 
+def lexical_query(
+    conn: Connection, tenant_id: UUID, text: str, max_terms: int, max_term_chunks: int
+) -> tuple[list[str], str]:
+    """The full-text branch's terms for ``text`` (its rarest in the tenant's index) and their OR
+    as tsquery text."""
+    row = conn.execute(
+        q("retrieval", "lexical_query"),
+        {
+            "tenant_id": tenant_id,
+            "query_text": text,
+            "max_terms": max_terms,
+            "max_term_chunks": max_term_chunks,
+        },
+    ).fetchone()
+    return (list(row["terms"]), str(row["tsq"])) if row else ([], "")
+
+
 def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
-    return conn.execute(q("retrieval", "hybrid_candidates"), params).fetchall()
+    # Never a prepared (generic) plan: the plan depends on how rare the query's terms are.
+    return conn.execute(q("retrieval", "hybrid_candidates"), params, prepare=False).fetchall()
 
 
 def set_ef_search(conn: Connection, ef_search: int) -> None:

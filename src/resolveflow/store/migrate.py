@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
-from collections.abc import Callable
 from typing import Any
 
 import psycopg

@@ -9,11 +9,11 @@ as the owner, and lets the runtime role use it.
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import Any
 
 import procrastinate
-from procrastinate.schema import SchemaManager
 from procrastinate import exceptions as queue_errors
+from procrastinate.schema import SchemaManager
 
 from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.store.database import Connection
@@ -82,7 +82,7 @@ def defer(
     except queue_errors.ConnectorException as exc:
         raise ResolveFlowError(f"could not queue {task}: {exc.__cause__ or exc}") from exc
     logger.info("job queued", extra={"task": task, "job": job_id})
-    return cast(int, job_id)
+    return job_id
 
 
 def setup_queue(conn: Connection) -> None:

@@ -21,7 +21,8 @@ from resolveflow.domain.evidence import IssueEvidence
 from resolveflow.domain.triage_policy import PolicyFile
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.service import investigation as service
-from resolveflow.service.investigation import CallBook, InvestigationConfig, Retriever
+from resolveflow.service.investigation import InvestigationConfig, Retriever
+from resolveflow.service.model_calls import CallBook
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)

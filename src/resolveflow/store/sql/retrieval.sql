@@ -92,22 +92,30 @@ SELECT %(tenant_id)s, %(document_id)s, 'fixes', %(source)s, u.target
 FROM unnest(%(targets)s::text[]) AS u (target)
 ON CONFLICT DO NOTHING
 
+-- name: lexical_query
+SELECT terms, rf_terms_tsquery(terms)::text AS tsq
+FROM rf_query_terms(%(tenant_id)s, %(query_text)s, %(max_terms)s, %(max_term_chunks)s) AS terms
+
 -- name: hybrid_candidates
 -- One statement, so both branches and the document rows come from one snapshot: a document
--- re-indexed meanwhile appears once, either before or after, never missing or twice.
-WITH query AS (
-    SELECT rf_or_query(%(query_text)s) AS tsq, %(query_vector)s::vector AS vec
-),
-vec AS (
+-- re-indexed meanwhile appears once, either before or after, never missing or twice. The query
+-- vector and tsquery are bind parameters at every use (not a CTE), so the planner sees their
+-- values.
+WITH vec AS (
     SELECT n.chunk_id, n.distance,
            row_number() OVER (ORDER BY n.distance, n.chunk_id) AS vrank
     FROM rf_nearest_chunks(%(tenant_id)s, %(space_id)s, %(query_vector)s::vector,
                            %(vector_limit)s, %(as_of)s::timestamptz, %(exact)s) AS n
 ),
 lex AS (
-    SELECT c.id AS chunk_id, ts_rank(c.tsv, query.tsq, 1) AS score
-    FROM chunks c, query
-    WHERE c.tenant_id = %(tenant_id)s AND c.space_id = %(space_id)s AND c.tsv @@ query.tsq
+    -- Candidates from the btree inverted index (usable under RLS), ranked by ts_rank.
+    SELECT c.id AS chunk_id, ts_rank(c.tsv, %(tsq)s::tsquery, 1) AS score
+    FROM chunks c
+    WHERE c.id IN (
+            SELECT t.chunk_id FROM chunk_terms t
+            WHERE t.tenant_id = %(tenant_id)s AND t.lexeme = ANY(%(terms)s::text[])
+        )
+      AND c.tenant_id = %(tenant_id)s AND c.space_id = %(space_id)s
       AND (%(as_of)s::timestamptz IS NULL OR c.created_at < %(as_of)s::timestamptz)
     ORDER BY score DESC, c.id
     LIMIT %(lexical_limit)s
@@ -120,9 +128,11 @@ candidates AS (
     FROM vec v FULL JOIN lex_ranked l ON l.chunk_id = v.chunk_id
 )
 SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
-       coalesce(k.distance, c.embedding <=> query.vec) AS distance, k.vrank,
-       coalesce(k.score, CASE WHEN c.tsv @@ query.tsq THEN ts_rank(c.tsv, query.tsq, 1) ELSE 0 END)
-           AS lexical_score,
+       coalesce(k.distance, c.embedding <=> %(query_vector)s::vector) AS distance, k.vrank,
+       coalesce(
+           k.score,
+           CASE WHEN c.tsv @@ %(tsq)s::tsquery THEN ts_rank(c.tsv, %(tsq)s::tsquery, 1) ELSE 0 END
+       ) AS lexical_score,
        k.lrank,
        d.source, d.external_id, d.kind, d.title, d.url, d.state, d.labels, d.created_at,
        d.closed_at, d.runbook_tag,
@@ -135,7 +145,6 @@ SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
            ORDER BY p.created_at, p.external_id
        ) AS resolved_by
 FROM candidates k
-CROSS JOIN query
 JOIN chunks c ON c.id = k.chunk_id
 JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
 WHERE c.tenant_id = %(tenant_id)s

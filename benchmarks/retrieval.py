@@ -1,0 +1,187 @@
+"""Retrieval benchmarks (opt-in, not part of the test suite).
+
+    python benchmarks/retrieval.py ingest [--reports 600] [--variants 128-int8,128-fp32,256-fp32]
+    python benchmarks/retrieval.py search [--sizes 10000,100000] [--queries 200]
+
+``ingest``: real issue reports (shared/data/hf-datasets) through the one upsert path with the local
+MiniLM embedder; documents/s, chunks/s and the embedder's share of the time, per setting of
+sequence length and int8 dynamic quantization.
+
+``search``: synthetic text at scale (Zipf-distributed words from a fixed vocabulary), embedded by
+the hashing embedder in 384 dimensions (so the built-in HNSW index is used; embedding 100k chunks
+with MiniLM would take a quarter of an hour on 2 cores and measures the model, not the index).
+One tenant per size. Hybrid search latency (database part; the query embedding is reported
+separately) p50/p95, and at the largest size HNSW recall@10 against exact search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from uuid import UUID
+
+from resolveflow.adapters.embedder import Embedder
+from resolveflow.adapters.embedder_fake import HashingEmbedder
+from resolveflow.adapters.embedder_local import LocalMiniLM
+from resolveflow.retrieval.fusion import FusionParams
+from resolveflow.retrieval.ingest import Indexer
+from resolveflow.retrieval.records import SourceDocument
+from resolveflow.retrieval.search import Searcher, SearchParams
+from resolveflow.retrieval.sources import read_corpus
+from resolveflow.service import admin
+from resolveflow.store.database import Database
+from resolveflow.store.embedded import embedded_database_url
+from resolveflow.wiring import migrate
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def open_db() -> tuple[Database, str]:
+    home = Path(tempfile.mkdtemp(prefix="rf-bench-retrieval-"))
+    url = embedded_database_url(home)
+    migrate(url)
+    return Database(url, max_size=4, statement_timeout_ms=600_000).open(), url
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+# --- ingestion --------------------------------------------------------------------------------
+
+
+def ingest(args: argparse.Namespace) -> None:
+    corpus = DATA / "hf-datasets" / "issues.jsonl"
+    if not corpus.exists():
+        raise SystemExit(f"needs {corpus} (shared/data beside the checkout)")
+    reports = list(read_corpus(corpus, "bench"))[: args.reports]
+    db, _ = open_db()
+    results = []
+    for variant in args.variants.split(","):
+        seq, kind = variant.split("-")
+        embedder = LocalMiniLM(max_seq_length=int(seq), quantize=kind == "int8", batch_size=32)
+        embedder.embed_documents(["load the model before timing"])
+        tenant = admin.add_tenant(db, f"ingest-{seq}-{kind}").id
+        stats = Indexer(db, embedder).upsert(tenant, reports)
+        row = {
+            "variant": variant,
+            "reports": stats.documents,
+            "chunks": stats.chunks,
+            "seconds": round(stats.seconds, 2),
+            "reports_per_s": round(stats.documents / stats.seconds, 1),
+            "chunks_per_s": round(stats.chunks / stats.seconds, 1),
+            "embedder_share": round(stats.embed_seconds / stats.seconds, 3),
+        }
+        results.append(row)
+        print(json.dumps(row))
+    db.close()
+
+
+# --- search at scale ----------------------------------------------------------------------------
+
+
+def vocabulary(size: int, rng: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 9))))
+    return sorted(words)
+
+
+def zipf_text(words: list[str], cumulative: list[float], n: int, rng: random.Random) -> str:
+    return " ".join(rng.choices(words, cum_weights=cumulative, k=n))
+
+
+def synthetic(n: int, words: list[str], weights: list[float], rng: random.Random, tag: str):  # type: ignore[no-untyped-def]
+    for i in range(n):
+        yield SourceDocument(
+            source="synthetic",
+            external_id=f"{tag}-{i}",
+            kind="issue",
+            title=zipf_text(words, weights, 6, rng),
+            body=zipf_text(words, weights, 40, rng),
+            created_at=T0 + timedelta(seconds=i),
+        )
+
+
+def timed_searches(
+    searcher: Searcher, tenant: UUID, queries: list[str]
+) -> tuple[list[float], list[float], list[list[str]]]:
+    database_ms, embed_ms, results = [], [], []
+    for query in queries:
+        hits = searcher.search(tenant, query, k=10)
+        assert searcher.last_timing is not None
+        database_ms.append(searcher.last_timing.database_ms)
+        embed_ms.append(searcher.last_timing.embed_ms)
+        results.append([hit.external_id for hit in hits])
+    return database_ms, embed_ms, results
+
+
+def search(args: argparse.Namespace) -> None:
+    rng = random.Random(7)
+    words = vocabulary(20_000, rng)
+    weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
+    embedder: Embedder = HashingEmbedder(384)
+    db, _ = open_db()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    queries = [zipf_text(words, weights, rng.randint(4, 8), rng) for _ in range(args.queries)]
+    for size in sizes:
+        tenant = admin.add_tenant(db, f"size-{size}").id
+        started = time.perf_counter()
+        stats = Indexer(db, embedder, batch_size=500).upsert(
+            tenant, synthetic(size, words, weights, rng, str(size))
+        )
+        load_s = time.perf_counter() - started
+        with db.unscoped() as conn:
+            conn.execute("ANALYZE chunks")
+        hybrid = Searcher(db, embedder, SearchParams())
+        timed_searches(hybrid, tenant, queries[:20])  # warm the caches
+        database_ms, embed_ms, _ = timed_searches(hybrid, tenant, queries)
+        row: dict[str, object] = {
+            "chunks": stats.chunks,
+            "load_seconds": round(load_s, 1),
+            "path": "exact" if size <= SearchParams().exact_max_chunks else "hnsw",
+            "hybrid_p50_ms": round(statistics.median(database_ms), 2),
+            "hybrid_p95_ms": round(percentile(database_ms, 95), 2),
+            "query_embed_p50_ms": round(statistics.median(embed_ms), 2),
+        }
+        if size == max(sizes):
+            vector_only = FusionParams("weighted", 1.0, 0.0)
+            approximate = Searcher(db, embedder, SearchParams(vector_only, exact_max_chunks=0))
+            exact = Searcher(db, embedder, SearchParams(vector_only, exact_max_chunks=10**9))
+            hnsw_ms, _, found = timed_searches(approximate, tenant, queries)
+            exact_ms, _, truth = timed_searches(exact, tenant, queries)
+            overlap = [len(set(a) & set(b)) / 10 for a, b in zip(found, truth, strict=True)]
+            row.update(
+                hnsw_recall_at_10=round(statistics.mean(overlap), 4),
+                vector_hnsw_p95_ms=round(percentile(hnsw_ms, 95), 2),
+                vector_exact_p95_ms=round(percentile(exact_ms, 95), 2),
+            )
+        print(json.dumps(row))
+    db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    p_ingest = sub.add_parser("ingest")
+    p_ingest.add_argument("--reports", type=int, default=600)
+    p_ingest.add_argument("--variants", default="128-int8,128-fp32,256-fp32")
+    p_search = sub.add_parser("search")
+    p_search.add_argument("--sizes", default="10000,100000")
+    p_search.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    ingest(args) if args.what == "ingest" else search(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp) through the official client.
+
+Structured calls send ``response_format = json_schema`` (strict) and validate the answer again
+here: a server may ignore the schema. The client's own retries are off so that every wait is ours
+and bounded: a 429 is waited out for its Retry-After when that is at most ``max_wait_seconds``,
+a 5xx, a timeout or a dropped connection is retried after a short backoff, at most
+``max_retries`` times; invalid output is asked again at most ``invalid_output_attempts`` times in
+all. Model calls only read, so a retry can never duplicate an effect. The API key is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel
+
+from resolveflow.adapters.llm import (
+    Completion,
+    Usage,
+    as_openai_messages,
+    parse_structured,
+    strict_schema,
+)
+from resolveflow.domain.diagnosis import (
+    ChatMessage,
+    ModelError,
+    ModelOutputInvalid,
+    ModelRefused,
+    ModelTimeout,
+    ModelUnavailable,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+BACKOFF_SECONDS = 0.5
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAIChatModel:
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        *,
+        timeout_seconds: float = 60.0,
+        max_retries: int = 2,
+        max_wait_seconds: float = 30.0,
+        invalid_output_attempts: int = 2,
+        temperature: float | None = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        # A local server needs no key, but the client insists on one.
+        self._client = openai.OpenAI(
+            api_key=api_key or "not-needed",
+            base_url=base_url,
+            timeout=timeout_seconds,
+            max_retries=0,
+        )
+        self._model = model
+        self._max_retries = max(0, max_retries)
+        self._max_wait = max_wait_seconds
+        self._invalid_attempts = max(1, invalid_output_attempts)
+        self._temperature = temperature
+        self._sleep = sleep
+
+    @property
+    def provider(self) -> str:
+        return "openai"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _create(self, messages: Sequence[ChatMessage], **extra: Any) -> tuple[Any, int]:
+        """One answer, after the bounded retries; (response, requests sent)."""
+        sent = 0
+        while True:
+            sent += 1
+            retry = sent <= self._max_retries
+            try:
+                kwargs: dict[str, Any] = {"model": self._model, **extra}
+                if self._temperature is not None:
+                    kwargs["temperature"] = self._temperature
+                response = self._client.chat.completions.create(
+                    messages=as_openai_messages(messages),  # type: ignore[arg-type]
+                    **kwargs,
+                )
+                return response, sent
+            except openai.RateLimitError as exc:
+                wait = _retry_after(exc)
+                if not retry or wait is None or wait > self._max_wait:
+                    raise ModelUnavailable(
+                        f"the model endpoint is rate limited (Retry-After {wait}s)",
+                        attempts=sent,
+                    ) from None
+                logger.info("model rate limited, waiting", extra={"seconds": wait})
+                self._sleep(wait)
+            except openai.InternalServerError as exc:
+                if not retry:
+                    raise ModelUnavailable(
+                        f"the model endpoint kept failing ({exc.status_code})", attempts=sent
+                    ) from None
+                self._sleep(BACKOFF_SECONDS * 2 ** (sent - 1))
+            except openai.APITimeoutError:
+                if not retry:
+                    raise ModelTimeout(
+                        f"the model did not answer in time ({sent} request(s))", attempts=sent
+                    ) from None
+            except openai.APIConnectionError:
+                if not retry:
+                    raise ModelUnavailable(
+                        "the model endpoint could not be reached", attempts=sent
+                    ) from None
+                self._sleep(BACKOFF_SECONDS * 2 ** (sent - 1))
+            except openai.APIStatusError as exc:
+                raise ModelUnavailable(
+                    f"the model endpoint refused the request ({exc.status_code})", attempts=sent
+                ) from None
+            except openai.APIError as exc:
+                raise ModelError(
+                    f"the model endpoint answered oddly: {type(exc).__name__}"
+                ) from None
+
+    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": schema.__name__,
+                "schema": strict_schema(schema),
+                "strict": True,
+            },
+        }
+        usage, sent = Usage(), 0
+        last: ModelOutputInvalid | None = None
+        for _ in range(self._invalid_attempts):
+            response, n = self._create(messages, response_format=response_format)
+            sent += n
+            usage = usage + _usage(response)
+            message = _message(response)
+            if getattr(message, "refusal", None):
+                raise ModelRefused(
+                    f"the model refused: {str(message.refusal)[:200]}", attempts=sent
+                )
+            try:
+                value = parse_structured(message.content, schema)
+            except ModelOutputInvalid as exc:
+                last = exc
+                logger.info("invalid model output", extra={"reason": exc.message})
+                continue
+            return Completion(value, usage, sent, getattr(response, "model", None))
+        assert last is not None
+        raise ModelOutputInvalid(
+            f"{last.message} (after {self._invalid_attempts} attempts)", attempts=sent, usage=usage
+        )
+
+    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
+        response, sent = self._create(messages)
+        message = _message(response)
+        if getattr(message, "refusal", None):
+            raise ModelRefused(f"the model refused: {str(message.refusal)[:200]}", attempts=sent)
+        if not message.content:
+            raise ModelOutputInvalid("the answer was empty", attempts=sent)
+        return Completion(message.content, _usage(response), sent, getattr(response, "model", None))
+
+
+def _message(response: Any) -> Any:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ModelOutputInvalid("the answer had no choices")
+    return choices[0].message
+
+
+def _usage(response: Any) -> Usage:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return Usage()
+    return Usage(getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))

@@ -1,0 +1,142 @@
+"""Commands of the investigation work: ``backtest``, ``eval safety`` and ``eval floor``.
+
+``register(app)`` adds ``backtest`` to the main app; ``add_eval_commands(eval_app)`` adds the two
+evaluations to the existing ``eval`` group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.text import Text
+
+from resolveflow.cli import common
+from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.domain.errors import InvalidInput
+from resolveflow.domain.triage_policy import parse_policy
+from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backtest
+from resolveflow.evals.floor import calibrate
+from resolveflow.evals.safety import run_safety_suite
+from resolveflow.retrieval.sources import parse_time
+from resolveflow.wiring import build_embedder, search_params
+from resolveflow.workflows.investigate import build_model, investigation_config
+
+
+def register(app: typer.Typer) -> None:
+    app.command("backtest")(backtest)
+
+
+def add_eval_commands(eval_app: typer.Typer) -> None:
+    eval_app.command("safety")(eval_safety)
+    eval_app.command("floor")(eval_floor)
+
+
+def eval_safety(as_json: bool = common.JsonOption) -> None:
+    """Scripted compromised-model cases the code must stop; anything below 100% fails."""
+    report = run_safety_suite()
+    data = report.as_json()
+
+    def render() -> None:
+        fields([("passed", f"{report.passed} of {report.total}")])
+        for failure in report.failures:
+            console.print(Text(f"FAILED {failure['case']}: " + "; ".join(failure["problems"])))
+
+    emit(data, as_json, render)
+    if report.passed != report.total:
+        raise typer.Exit(1)
+
+
+def eval_floor(
+    corpus: Path = typer.Option(..., "--corpus", help="JSONL corpus."),
+    pairs: Path = typer.Option(..., "--pairs", help="TSV of related (duplicate) pairs."),
+    negatives: Path | None = typer.Option(
+        None, "--negatives", help="Another corpus: its best hits here are real but unrelated."
+    ),
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Relevance of related pairs, random pairs and another corpus's best hits, per floor."""
+    result = calibrate(build_embedder(common.settings()), corpus, pairs, negatives)
+
+    def render() -> None:
+        names = list(result["distributions"])
+        table(
+            f"share at or above each floor ({result['space']})",
+            ["floor", *names],
+            [[row["floor"], *(row[n] for n in names)] for row in result["share_at_or_above"]],
+        )
+
+    emit(result, as_json, render)
+
+
+def backtest(
+    corpus: list[Path] = typer.Option(
+        ..., "--corpus", help="JSONL corpus (repeat for issues and pull requests)."
+    ),
+    since: str = typer.Option(..., "--since", help="Replay the issues created from DATE on."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N issues."),
+    fix_links: Path | None = typer.Option(
+        None, "--fix-links", help="TSV issue<TAB>pr: which pull request fixed which issue."
+    ),
+    policy_file: Path | None = typer.Option(None, "--policy", help="A triage policy (TOML)."),
+    items: bool = typer.Option(False, "--items", help="Include every replayed issue (JSON)."),
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Replay triage on past issues in shadow mode (nothing is proposed or sent)."""
+    moment = parse_time(since, where="--since")
+    if moment is None:
+        raise InvalidInput("--since needs a date such as 2023-01-01")
+    links = read_fix_links(fix_links) if fix_links else None
+    policy = None
+    if policy_file is not None:
+        try:
+            policy = parse_policy(policy_file.read_text(encoding="utf-8"), str(policy_file))
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {policy_file}: {exc.strerror}") from None
+    with common.app() as opened:
+        settings = opened.settings
+        model = build_model(settings)
+        try:
+            report = run_backtest(
+                opened.db,
+                build_embedder(settings),
+                corpus,
+                moment,
+                limit=limit,
+                fix_links=links,
+                model=model,
+                config=investigation_config(settings),
+                params=search_params(settings),
+                policy=policy,
+            )
+        finally:
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
+    emit(report.as_json(items=items), as_json, lambda: _render(report))
+
+
+def _render(report: BacktestReport) -> None:
+    data = report.as_json()
+    labels, fixes = data["labels"], data["fix_links"]
+    rows: list[tuple[str, object]] = [
+        ("replayed", data["replayed"]),
+        ("model", data["provider"]),
+        ("classification", ", ".join(f"{k} {v}" for k, v in data["classification"].items())),
+        ("proposal rate", f"{data['proposal_rate']:.1%} ({data['proposals']})"),
+        (
+            "escalation rate",
+            f"{data['escalation_rate']:.1%} of {data['investigated']} investigated",
+        ),
+        ("label precision", f"{labels['precision']:.1%}"),
+        ("label recall", f"{labels['recall']:.1%}"),
+        ("abstained", labels["abstained"]),
+    ]
+    if fixes is not None:
+        rows.append(
+            ("cited issue fixed by the same PR", f"{fixes['rate']:.1%} of {fixes['issues']} issues")
+        )
+    fields(rows)
+
+
+__all__ = ["add_eval_commands", "register"]

@@ -1,0 +1,96 @@
+"""Duplicate-report retrieval, measured through the product's own index and search.
+
+Protocol: each pair's later-created report is the query; only reports created before it are
+candidates (the search's as-of filter), and the query itself is excluded. The query text is the
+report's title and body, exactly what triage would search with.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from resolveflow.adapters.embedder import Embedder
+from resolveflow.domain.errors import InvalidInput
+from resolveflow.evals.metrics import RankingReport, ranking_report
+from resolveflow.evals.scratch import scratch_tenant
+from resolveflow.retrieval.ingest import Indexer, IngestStats
+from resolveflow.retrieval.records import SourceDocument
+from resolveflow.retrieval.search import Searcher, SearchParams
+from resolveflow.retrieval.sources import read_corpus
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "eval"
+DEPTH = 10  # R@10 needs the top ten
+
+
+@dataclass(frozen=True)
+class DuplicateResult:
+    report: RankingReport
+    ranks: list[int | None]
+    pairs_skipped: int
+    ingest: IngestStats
+
+
+def read_pairs(path: Path) -> list[tuple[str, str]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    pairs: list[tuple[str, str]] = []
+    for number, line in enumerate(lines, start=1):
+        fields = line.strip().split("\t")
+        if not line.strip() or (number == 1 and fields[0] == "id_a"):
+            continue
+        if len(fields) != 2:
+            raise InvalidInput(f"{path.name} line {number}: expected two tab-separated ids")
+        pairs.append((fields[0].strip(), fields[1].strip()))
+    return pairs
+
+
+def query_and_target(
+    a: SourceDocument, b: SourceDocument
+) -> tuple[SourceDocument, SourceDocument] | None:
+    if a.created_at is None or b.created_at is None or a.created_at == b.created_at:
+        return None  # no "later" report: the protocol cannot place this pair
+    return (a, b) if a.created_at > b.created_at else (b, a)
+
+
+def evaluate_duplicates(
+    db: Database,
+    embedder: Embedder,
+    corpus: Path,
+    pairs_file: Path,
+    params: SearchParams | None = None,
+) -> DuplicateResult:
+    documents = {doc.external_id: doc for doc in read_corpus(corpus, SOURCE)}
+    pairs = read_pairs(pairs_file)
+    queries: list[tuple[SourceDocument, SourceDocument]] = []
+    for a, b in pairs:
+        if a not in documents or b not in documents:
+            raise InvalidInput(f"pair {a}-{b}: both ids must be in {corpus.name}")
+        placed = query_and_target(documents[a], documents[b])
+        if placed is not None:
+            queries.append(placed)
+    with scratch_tenant(db) as tenant_id:
+        ingest = Indexer(db, embedder).upsert(tenant_id, documents.values())
+        searcher = Searcher(db, embedder, params)
+        ranks: list[int | None] = []
+        for query, target in queries:
+            hits = searcher.search(
+                tenant_id,
+                f"{query.title}\n\n{query.body}",
+                k=DEPTH,
+                as_of=query.created_at,
+                exclude=(SOURCE, query.external_id),
+            )
+            found = [hit.external_id for hit in hits]
+            ranks.append(
+                found.index(target.external_id) + 1 if target.external_id in found else None
+            )
+    report = ranking_report(ranks)
+    logger.info("duplicates evaluated", extra=report.as_json())
+    return DuplicateResult(report, ranks, len(pairs) - len(queries), ingest)

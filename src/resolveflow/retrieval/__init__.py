@@ -1,0 +1,1 @@
+"""Retrieval: chunking, the one upsert path, hybrid search, relevance, label suggestion."""

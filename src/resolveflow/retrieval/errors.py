@@ -1,0 +1,19 @@
+"""Retrieval's own errors (all ResolveFlowError subclasses, like every error we raise)."""
+
+from __future__ import annotations
+
+from resolveflow.domain.errors import ConfigError
+
+
+class EmbeddingSpaceMismatch(ConfigError):
+    """The index was built with another embedder: run `resolveflow index rebuild`."""
+
+    @classmethod
+    def between(cls, indexed: str, configured: str) -> EmbeddingSpaceMismatch:
+        return cls(
+            f"this tenant's index holds vectors of {indexed} but the configured embedder makes "
+            f"{configured}: run `resolveflow index rebuild` (or configure the embedder the index "
+            "was built with)",
+            indexed=indexed,
+            configured=configured,
+        )

@@ -1,0 +1,86 @@
+"""Fusing the vector and full-text branches into one ranking of documents. Pure.
+
+Both branches return chunks; a document's branch score is that of its best chunk, and its branch
+rank is its position among documents by that score. Two methods:
+
+- ``rrf``: weighted reciprocal rank fusion, ``w_v / (k + rank_v) + w_l / (k + rank_l)``; equal
+  weights and k = 60 is the classic baseline.
+- ``weighted``: a convex combination of scores, ``w_v * cosine + w_l * lexical / max_lexical``,
+  where the lexical score is scaled by the best lexical score of this query (ts_rank has no fixed
+  range). Cosine is known for every candidate, so a document found only by words is still placed
+  by meaning.
+
+The method and weights in use were chosen on the dev sets (docs/retrieval.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Method = Literal["rrf", "weighted"]
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    method: Method = "weighted"
+    vector_weight: float = 0.8
+    lexical_weight: float = 0.2
+    rrf_k: int = 60
+
+
+@dataclass
+class DocumentCandidate:
+    document_id: Any
+    best: dict[str, Any]  # the chunk row with the highest cosine
+    cosine: float
+    lexical: float
+    vector_rank: int | None = None
+    lexical_rank: int | None = None
+    fused: float = 0.0
+
+
+def group_by_document(rows: Sequence[dict[str, Any]]) -> list[DocumentCandidate]:
+    docs: dict[Any, DocumentCandidate] = {}
+    in_vector: set[Any] = set()
+    in_lexical: set[Any] = set()
+    for row in rows:
+        cosine = 1.0 - float(row["distance"])
+        lexical = float(row["lexical_score"] or 0.0)
+        key = row["document_id"]
+        if row["vrank"] is not None:
+            in_vector.add(key)
+        if row["lrank"] is not None:
+            in_lexical.add(key)
+        doc = docs.get(key)
+        if doc is None:
+            docs[key] = DocumentCandidate(key, row, cosine, lexical)
+            continue
+        if cosine > doc.cosine or (cosine == doc.cosine and row["chunk_id"] < doc.best["chunk_id"]):
+            doc.best, doc.cosine = row, cosine
+        doc.lexical = max(doc.lexical, lexical)
+    ordered = sorted(docs.values(), key=lambda d: (-d.cosine, str(d.document_id)))
+    for rank, doc in enumerate((d for d in ordered if d.document_id in in_vector), start=1):
+        doc.vector_rank = rank
+    ordered = sorted(docs.values(), key=lambda d: (-d.lexical, str(d.document_id)))
+    for rank, doc in enumerate((d for d in ordered if d.document_id in in_lexical), start=1):
+        doc.lexical_rank = rank
+    return list(docs.values())
+
+
+def fuse(candidates: list[DocumentCandidate], params: FusionParams) -> list[DocumentCandidate]:
+    """Score every candidate and return them best first (ties broken by document id)."""
+    if params.method == "rrf":
+        for doc in candidates:
+            doc.fused = 0.0
+            if doc.vector_rank is not None:
+                doc.fused += params.vector_weight / (params.rrf_k + doc.vector_rank)
+            if doc.lexical_rank is not None:
+                doc.fused += params.lexical_weight / (params.rrf_k + doc.lexical_rank)
+    else:
+        top_lexical = max((doc.lexical for doc in candidates), default=0.0)
+        for doc in candidates:
+            lexical = doc.lexical / top_lexical if top_lexical > 0 else 0.0
+            doc.fused = params.vector_weight * doc.cosine + params.lexical_weight * lexical
+    return sorted(candidates, key=lambda d: (-d.fused, str(d.document_id)))

@@ -1,0 +1,174 @@
+"""Label suggestion learned from a repository's own labelled history.
+
+One logistic regression per topical label (balanced classes) on TF-IDF word features of title and
+body; the single most probable label is proposed when its probability reaches a floor, otherwise
+nothing is proposed (abstention). Labels that are not topical (duplicate, good first issue, help
+wanted, wontfix, ...) are excluded by policy, labels with too few examples cannot be learned, and
+only labels that exist in the repository may be proposed. Method and parameters were chosen on
+the hf-datasets dev split (docs/retrieval.md); the triage workflow calls the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+
+from resolveflow.retrieval.chunking import normalize_text
+from resolveflow.store import documents as store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+NON_TOPICAL = frozenset(
+    {
+        "duplicate",
+        "good first issue",
+        "good second issue",
+        "help wanted",
+        "wontfix",
+        "won't fix",
+        "invalid",
+        "hacktoberfest",
+        "stale",
+        "needs triage",
+        "needs-triage",
+    }
+)
+MIN_EXAMPLES = 3  # a label seen fewer times cannot be learned
+TEXT_CHARS = 5000
+REGULARIZATION_C = 3.0
+DEFAULT_MIN_PROBABILITY = 0.35
+
+
+def topical(labels: Iterable[str]) -> set[str]:
+    return {label for label in labels if label.strip().lower() not in NON_TOPICAL}
+
+
+def training_text(title: str, body: str) -> str:
+    return normalize_text(f"{title}\n{body}")[:TEXT_CHARS]
+
+
+@dataclass(frozen=True)
+class LabelSuggestion:
+    label: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    labels: frozenset[str]
+
+
+class LabelModel:
+    """Trained per-label classifiers over one shared vocabulary."""
+
+    def __init__(self, vectorizer: Any, labels: list[str], classifiers: list[Any]) -> None:
+        self._vectorizer = vectorizer
+        self.labels = labels
+        self._classifiers = classifiers
+
+    @classmethod
+    def train(cls, examples: Sequence[Example]) -> LabelModel:
+        from sklearn.feature_extraction.text import (  # type: ignore[import-untyped]
+            TfidfVectorizer,
+        )
+        from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+
+        usable = [e for e in examples if topical(e.labels)]
+        counts = Counter(label for e in usable for label in topical(e.labels))
+        labels = sorted(label for label, n in counts.items() if n >= MIN_EXAMPLES)
+        if not usable or not labels:
+            return cls(None, [], [])
+        vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2, ngram_range=(1, 1))
+        try:
+            features = vectorizer.fit_transform([e.text for e in usable])
+        except ValueError:  # an empty vocabulary: nothing to learn from
+            return cls(None, [], [])
+        classifiers: list[Any] = []
+        for label in labels:
+            target = np.array([label in e.labels for e in usable])
+            if target.all():  # one class only: nothing to tell apart
+                classifiers.append(None)
+                continue
+            model = LogisticRegression(C=REGULARIZATION_C, class_weight="balanced", max_iter=3000)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(features, target)
+            classifiers.append(model)
+        logger.info("label model trained", extra={"examples": len(usable), "labels": len(labels)})
+        return cls(vectorizer, labels, classifiers)
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Shape (len(texts), len(labels))."""
+        if not self.labels or not texts:
+            return np.zeros((len(texts), len(self.labels)))
+        features = self._vectorizer.transform(list(texts))
+        columns = [
+            clf.predict_proba(features)[:, 1] if clf is not None else np.ones(len(texts))
+            for clf in self._classifiers
+        ]
+        return np.stack(columns, axis=1)
+
+    def suggest_many(
+        self,
+        texts: Sequence[str],
+        *,
+        allowed: set[str] | None = None,
+        min_probability: float = DEFAULT_MIN_PROBABILITY,
+    ) -> list[LabelSuggestion | None]:
+        """The single most probable allowed label per text, or None (abstain)."""
+        probabilities = self.probabilities(texts)
+        usable = np.array([allowed is None or label in allowed for label in self.labels])
+        results: list[LabelSuggestion | None] = []
+        for row in probabilities:
+            if not usable.any():
+                results.append(None)
+                continue
+            masked = np.where(usable, row, -1.0)
+            best = int(np.argmax(masked))
+            probability = float(masked[best])
+            results.append(
+                LabelSuggestion(self.labels[best], probability)
+                if probability >= min_probability
+                else None
+            )
+        return results
+
+
+def tenant_examples(
+    db: Database, tenant_id: UUID, *, before: datetime | None = None, source: str | None = None
+) -> list[Example]:
+    """The tenant's labelled issues (optionally of one source, created before a time)."""
+    with db.tenant(tenant_id) as conn:
+        rows = store.labelled_documents(conn, tenant_id, before=before, source=source)
+    return [
+        Example(training_text(row["title"], row["body"]), frozenset(row["labels"])) for row in rows
+    ]
+
+
+def suggest_label(
+    db: Database,
+    tenant_id: UUID,
+    title: str,
+    body: str,
+    *,
+    allowed: set[str] | None,
+    source: str | None = None,
+    before: datetime | None = None,
+    min_probability: float = DEFAULT_MIN_PROBABILITY,
+) -> LabelSuggestion | None:
+    """What triage proposes for one issue: trained on the tenant's history, limited to
+    ``allowed`` (the repository's label list)."""
+    model = LabelModel.train(tenant_examples(db, tenant_id, before=before, source=source))
+    return model.suggest_many(
+        [training_text(title, body)], allowed=allowed, min_probability=min_probability
+    )[0]

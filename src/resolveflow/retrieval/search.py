@@ -1,0 +1,174 @@
+"""Hybrid search within one tenant: pgvector cosine + Postgres full text, fused per document.
+
+The tenant filter applies before ranking in both branches. pgvector 0.6 has no iterative index
+scan, so an HNSW scan filtered by tenant could return fewer than the wanted rows (the index
+returns ``ef_search`` candidates across all tenants, then the filter drops the others). We use:
+
+- exact search (the tenant's rows only, by its btree index) when the tenant holds at most
+  ``exact_max_chunks`` chunks: exact, and a few milliseconds at that size;
+- otherwise HNSW with ``ef_search`` raised in proportion to the tenant's share of the table, and
+  exact search as a fallback if the filtered scan still comes back short.
+
+Everything a result needs is read by one SQL statement (one snapshot), see store/sql/retrieval.sql.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from resolveflow.adapters.embedder import Embedder
+from resolveflow.domain.errors import InvalidInput
+from resolveflow.retrieval.chunking import query_text
+from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
+from resolveflow.retrieval.ingest import check_space
+from resolveflow.retrieval.records import BranchScores, Hit
+from resolveflow.retrieval.relevance import relevance
+from resolveflow.store import documents as store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+MAX_K = 100
+LEXICAL_QUERY_CHARS = 2000
+MIN_TERM_CHUNKS = 50  # a whole issue as the query: its first ~300 words are plenty
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    fusion: FusionParams = field(default_factory=FusionParams)
+    candidates: int = 50  # chunks taken from each branch before fusion (at least 5 x k)
+    exact_max_chunks: int = 20_000
+    ef_search_min: int = 100
+    ef_search_max: int = 1000
+    max_terms: int = 24  # the rarest query terms the full-text branch ORs together
+    max_term_share: float = 0.05  # terms in more of the tenant's chunks than this are left out
+
+
+@dataclass(frozen=True)
+class SearchTiming:
+    embed_ms: float
+    database_ms: float
+    exact: bool
+    ef_search: int | None
+
+
+class Searcher:
+    def __init__(self, db: Database, embedder: Embedder, params: SearchParams | None = None):
+        self.db = db
+        self.embedder = embedder
+        self.params = params or SearchParams()
+        self.last_timing: SearchTiming | None = None
+
+    def search(
+        self,
+        tenant_id: UUID,
+        text: str,
+        *,
+        k: int = 10,
+        as_of: datetime | None = None,
+        exclude: tuple[str, str] | None = None,
+    ) -> list[Hit]:
+        """The ``k`` best documents for ``text``; ``as_of`` keeps only documents created before
+        it; ``exclude`` = (source, external id) drops that document (a query that is itself
+        indexed)."""
+        if not 1 <= k <= MAX_K:
+            raise InvalidInput(f"k must be between 1 and {MAX_K}")
+        cleaned = query_text(text)
+        if not cleaned:
+            raise InvalidInput("the search text is empty")
+        with self.db.tenant(tenant_id) as conn:
+            state = store.index_state(conn, tenant_id)
+        if state is None or state.chunk_count == 0:
+            return []
+        space = self.embedder.space
+        check_space(state, space)
+        started = time.perf_counter()
+        vector = self.embedder.embed_query(cleaned)
+        embed_ms = (time.perf_counter() - started) * 1000
+        wanted = max(self.params.candidates, 5 * (k + (1 if exclude else 0)))
+        params: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "space_id": state.space.id,
+            "query_vector": store.vector_literal(vector),
+            "vector_limit": wanted,
+            "lexical_limit": wanted,
+            "as_of": as_of,
+        }
+        # Small indexes keep every term: pruning is for cost, and there is none to save.
+        max_term_chunks = max(MIN_TERM_CHUNKS, int(self.params.max_term_share * state.chunk_count))
+        started = time.perf_counter()
+        exact = state.chunk_count <= self.params.exact_max_chunks
+        ef_search: int | None = None
+        with self.db.tenant(tenant_id) as conn:
+            params["terms"], params["tsq"] = store.lexical_query(
+                conn,
+                tenant_id,
+                cleaned[:LEXICAL_QUERY_CHARS],
+                self.params.max_terms,
+                max_term_chunks,
+            )
+            if not exact:
+                share = state.chunk_count / max(store.table_rows_estimate(conn), state.chunk_count)
+                ef_search = _ef_search(wanted, share, self.params)
+                store.set_ef_search(conn, ef_search)
+            rows = store.hybrid_candidates(conn, {**params, "exact": exact})
+            vector_rows = sum(1 for row in rows if row["vrank"] is not None)
+            if not exact and vector_rows < min(wanted, state.chunk_count):
+                # The filtered index scan came back short: rank this tenant's rows exactly.
+                logger.info(
+                    "hnsw scan short, exact fallback",
+                    extra={"got": vector_rows, "wanted": wanted, "ef_search": ef_search},
+                )
+                rows = store.hybrid_candidates(conn, {**params, "exact": True})
+                exact = True
+        database_ms = (time.perf_counter() - started) * 1000
+        self.last_timing = SearchTiming(embed_ms, database_ms, exact, ef_search)
+        if exclude is not None:
+            rows = [r for r in rows if (r["source"], r["external_id"]) != exclude]
+        ranked = fuse(group_by_document(rows), self.params.fusion)[:k]
+        return [_hit(doc.best, doc, space) for doc in ranked]
+
+
+def _ef_search(wanted: int, share: float, params: SearchParams) -> int:
+    """Enough candidates that ``wanted`` of them are likely this tenant's."""
+    needed = math.ceil(2 * wanted / max(share, 1e-6))
+    return int(min(params.ef_search_max, max(params.ef_search_min, needed)))
+
+
+def _hit(row: dict[str, Any], doc: Any, space: Any) -> Hit:
+    return Hit(
+        document_id=row["document_id"],
+        chunk_id=int(row["chunk_id"]),
+        source=row["source"],
+        external_id=row["external_id"],
+        kind=row["kind"],
+        title=row["title"],
+        url=row["url"],
+        state=row["state"],
+        labels=tuple(row["labels"] or ()),
+        created_at=row["created_at"],
+        closed_at=row["closed_at"],
+        runbook_tag=row["runbook_tag"],
+        section=row["section"],
+        snippet=_snippet(row["text"]),
+        scores=BranchScores(
+            cosine=doc.cosine,
+            vector_rank=doc.vector_rank,
+            lexical=doc.lexical,
+            lexical_rank=doc.lexical_rank,
+        ),
+        fused=doc.fused,
+        relevance=relevance(space, doc.cosine),
+        resolved_by=tuple(row["resolved_by"] or ()),
+    )
+
+
+def _snippet(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

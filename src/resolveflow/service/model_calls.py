@@ -1,0 +1,147 @@
+"""Model calls of one run: counted against the principal's daily budget, then recorded.
+
+A call is reserved before it is made (one conditional UPSERT, so concurrent runs cannot overspend)
+and recorded afterwards with provider, model, tokens, latency, attempts and outcome. Any model
+failure, and a spent budget, becomes an escalation (the branch fails closed). A ``CallBook``
+without a database (backtests, the safety suite) counts nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from resolveflow.adapters.llm import ChatModel, Completion, Usage
+from resolveflow.domain.diagnosis import ModelError
+from resolveflow.domain.review import Review, not_reviewable
+from resolveflow.store import investigations as store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    purpose: str
+    provider: str
+    model: str
+    served_model: str | None
+    usage: Usage
+    latency_ms: float
+    attempts: int
+    outcome: str
+    error: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "purpose": self.purpose,
+            "provider": self.provider,
+            "model": self.model,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "latency_ms": round(self.latency_ms, 1),
+            "attempts": self.attempts,
+            "outcome": self.outcome,
+            "error": self.error,
+        }
+
+
+@dataclass
+class CallBook:
+    """Budget and records of model calls for one run; ``db=None`` is shadow mode."""
+
+    db: Database | None
+    tenant_id: UUID
+    principal_id: UUID | None = None
+    run_id: UUID | None = None
+    daily_limit: int = 200
+    records: list[CallRecord] = field(default_factory=list)
+
+    def reserve(self) -> bool:
+        if self.db is None or self.principal_id is None:
+            return True
+        with self.db.tenant(self.tenant_id) as conn:
+            return store.reserve_model_call(
+                conn, self.tenant_id, self.principal_id, self.daily_limit
+            )
+
+    def record(self, call: CallRecord) -> None:
+        self.records.append(call)
+        logger.info("model call", extra=call.as_json())
+        if self.db is None:
+            return
+        with self.db.tenant(self.tenant_id) as conn:
+            store.insert_model_call(
+                conn,
+                store.ModelCallRow(
+                    tenant_id=self.tenant_id,
+                    run_id=self.run_id,
+                    principal_id=self.principal_id,
+                    purpose=call.purpose,
+                    provider=call.provider,
+                    model=call.model,
+                    served_model=call.served_model,
+                    prompt_tokens=call.usage.prompt_tokens,
+                    completion_tokens=call.usage.completion_tokens,
+                    latency_ms=call.latency_ms,
+                    attempts=call.attempts,
+                    outcome=call.outcome,
+                    error=call.error,
+                ),
+            )
+
+
+def budgeted_call(
+    book: CallBook, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
+) -> Completion[Any] | Review:
+    """Make one budgeted, recorded call; a failure becomes an escalation (fail closed)."""
+    if not book.reserve():
+        reason = (
+            f"the daily budget of {book.daily_limit} model calls of the person who started "
+            "this run is spent"
+        )
+        book.record(
+            CallRecord(
+                purpose, model.provider, model.model, None, Usage(), 0.0, 0, "budget_spent", reason
+            )
+        )
+        return not_reviewable("budget", reason)
+    started = time.perf_counter()
+    try:
+        completion: Completion[Any] = call()
+    except ModelError as exc:
+        elapsed = (time.perf_counter() - started) * 1000
+        usage = exc.context.get("usage")
+        book.record(
+            CallRecord(
+                purpose,
+                model.provider,
+                model.model,
+                None,
+                usage if isinstance(usage, Usage) else Usage(),
+                elapsed,
+                int(exc.context.get("attempts", 1)),
+                exc.outcome,
+                exc.message,
+            )
+        )
+        return not_reviewable("model_output", f"{purpose}: {exc.message}")
+    elapsed = (time.perf_counter() - started) * 1000
+    book.record(
+        CallRecord(
+            purpose,
+            model.provider,
+            model.model,
+            completion.served_model,
+            completion.usage,
+            elapsed,
+            completion.attempts,
+            "ok",
+            None,
+        )
+    )
+    return completion

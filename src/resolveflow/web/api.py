@@ -1,0 +1,211 @@
+"""The JSON API (``/api/v1``): runs, proposals, decisions, executions, search and the audit trail.
+
+Authenticate with ``Authorization: Bearer rf_...`` (the same API tokens as the CLI) or a browser
+session (then unsafe requests need ``X-CSRF-Token``). Decisions are recorded at once and carried
+out by the worker, so approve and reject answer 202.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from resolveflow.service import decisions, limits, views
+from resolveflow.service import executions as execution_service
+from resolveflow.service import proposals as proposal_service
+from resolveflow.service import runs as run_service
+from resolveflow.web.security import Viewer, check_csrf, identify, wired
+from resolveflow.workflows.runs import parse_issue_reference
+
+router = APIRouter(prefix="/api/v1", tags=["api"])
+
+RunStatus = Literal[
+    "running", "awaiting_approval", "executing", "completed", "no_action", "rejected", "failed"
+]
+ExecutionStateName = Literal[
+    "pending", "sending", "sent", "partial", "failed", "unknown", "not_sent"
+]
+Json = dict[str, Any]
+
+
+def viewer(request: Request) -> Viewer:
+    found = identify(request)
+    check_csrf(request, found)
+    return found
+
+
+ViewerDep = Annotated[Viewer, Depends(viewer)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartRun(_Body):
+    issue: str = Field(min_length=3, max_length=300, examples=["acme/widgets#42"])
+
+
+class Approve(_Body):
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$", description="The SHA-256 you reviewed.")
+
+
+class Reject(_Body):
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class Edit(_Body):
+    comment: str | None = Field(default=None, max_length=65_000, description="'' drops it.")
+    labels: list[Annotated[str, Field(min_length=1, max_length=50)]] | None = Field(
+        default=None, max_length=50
+    )
+
+
+class Resolve(_Body):
+    was_sent: bool = Field(description="What you saw on GitHub.")
+    note: str | None = Field(default=None, max_length=2000)
+
+
+def _decided(result: decisions.Decided) -> Json:
+    return {
+        "decision": result.decision,
+        "run_id": str(result.run_id) if result.run_id else None,
+        "proposal_id": str(result.proposal_id),
+        "approval_id": str(result.approval_id),
+        "execution_id": str(result.execution_id) if result.execution_id else None,
+        "queued": result.job_id is not None,
+    }
+
+
+@router.get("/me")
+def me(request: Request, who: ViewerDep) -> Json:
+    principal = who.principal
+    return {
+        "id": str(principal.id),
+        "tenant_id": str(principal.tenant_id),
+        "subject": principal.subject,
+        "roles": sorted(role.value for role in principal.roles),
+        "via": who.via,
+        "usage_today": limits.usage(wired(request).db, principal),
+    }
+
+
+@router.get("/runs")
+def list_runs(
+    request: Request,
+    who: ViewerDep,
+    status: RunStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> list[Json]:
+    return run_service.list_runs(wired(request).db, who.principal, status, limit)
+
+
+@router.post("/runs", status_code=201)
+def start_run(request: Request, who: ViewerDep, body: StartRun) -> Json:
+    """Start a triage run now (counts against the daily cap of runs)."""
+    app = wired(request)
+    decisions.reject_nul(body.issue)
+    repository, number = parse_issue_reference(body.issue)
+    limits.consume(app.db, who.principal, limits.LimitKind.RUNS, app.settings.limit_runs_per_day)
+    run_id = request.app.state.web.controller().start(who.principal, repository, number)
+    return views.run_page(app.db, who.principal, run_id, app.settings.approval_ttl_seconds)
+
+
+@router.get("/runs/{run_id}")
+def show_run(request: Request, who: ViewerDep, run_id: UUID) -> Json:
+    """The run: evidence, classification and rule, proposal, digest, approval checks, timeline."""
+    app = wired(request)
+    return views.run_page(app.db, who.principal, run_id, app.settings.approval_ttl_seconds)
+
+
+@router.post("/runs/{run_or_proposal}/approve", status_code=202)
+@router.post("/proposals/{run_or_proposal}/approve", status_code=202)
+def approve(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Approve) -> Json:
+    app = wired(request)
+    return _decided(
+        decisions.approve(
+            app.db,
+            who.principal,
+            run_or_proposal,
+            body.digest,
+            app.settings.approval_ttl_seconds,
+            app.settings.run_lease_seconds,
+        )
+    )
+
+
+@router.post("/runs/{run_or_proposal}/reject", status_code=202)
+@router.post("/proposals/{run_or_proposal}/reject", status_code=202)
+def reject(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Reject) -> Json:
+    return _decided(
+        decisions.reject(wired(request).db, who.principal, run_or_proposal, body.reason)
+    )
+
+
+@router.post("/runs/{run_or_proposal}/edit", status_code=201)
+@router.post("/proposals/{run_or_proposal}/edit", status_code=201)
+def edit(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Edit) -> Json:
+    """A new version of the latest proposal, with its own digest; it needs its own approval."""
+    db = wired(request).db
+    proposal = decisions.edit(
+        db, who.principal, run_or_proposal, comment=body.comment, labels=body.labels
+    )
+    return proposal_service.describe(db, who.principal, proposal.id)
+
+
+@router.get("/proposals")
+def list_proposals(
+    request: Request, who: ViewerDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> list[Json]:
+    return proposal_service.list_proposals(wired(request).db, who.principal, limit)
+
+
+@router.get("/proposals/{proposal_id}")
+def show_proposal(request: Request, who: ViewerDep, proposal_id: UUID) -> Json:
+    return proposal_service.describe(wired(request).db, who.principal, proposal_id)
+
+
+@router.get("/executions")
+def list_executions(
+    request: Request,
+    who: ViewerDep,
+    state: ExecutionStateName | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> list[Json]:
+    return execution_service.list_executions(wired(request).db, who.principal, state, limit)
+
+
+@router.get("/executions/{execution_id}")
+def show_execution(request: Request, who: ViewerDep, execution_id: UUID) -> Json:
+    return execution_service.show_execution(wired(request).db, who.principal, execution_id)
+
+
+@router.post("/executions/{execution_id}/resolve")
+def resolve(request: Request, who: ViewerDep, execution_id: UUID, body: Resolve) -> Json:
+    """Settle an ``unknown`` execution after looking at GitHub; nothing is ever resent."""
+    state = decisions.resolve(
+        wired(request).db, who.principal, execution_id, was_sent=body.was_sent, note=body.note
+    )
+    return {"id": str(execution_id), "state": state}
+
+
+@router.get("/search")
+def search(
+    request: Request,
+    who: ViewerDep,
+    q: Annotated[str, Query(min_length=1, max_length=4000)],
+    k: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> list[Json]:
+    """Hybrid search over the tenant's index."""
+    decisions.reject_nul(q)
+    searcher = request.app.state.web.searcher()
+    return [hit.as_json() for hit in searcher.search(who.principal.tenant_id, q, k=k)]
+
+
+@router.get("/audit")
+def audit_trail(
+    request: Request, who: ViewerDep, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+) -> list[Json]:
+    return views.audit_trail(wired(request).db, who.principal, limit)

@@ -1,0 +1,205 @@
+"""The pages: sign-in, the inbox, a run, executions and the audit trail (Jinja2, htmx-boosted).
+
+Every form posts with the session's CSRF token and answers with a redirect (303) back to a page,
+so the pages work without JavaScript too; htmx only makes them smoother (boosted navigation,
+inbox filters, and the run page following its execution until it settles).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from resolveflow.domain.errors import AuthenticationFailed, InvalidInput
+from resolveflow.service import decisions, views
+from resolveflow.service import executions as execution_service
+from resolveflow.web.security import Viewer, check_csrf, identify, wired
+
+router = APIRouter(include_in_schema=False)
+
+NOTICES = {
+    "approved": "Approved. The worker posts it; this page follows along.",
+    "rejected": "Rejected. Nothing will be posted.",
+    "edited": "A new version was written; it needs its own approval.",
+    "resolved": "Recorded. Nothing was resent.",
+}
+_SETTLED_RUN = {"completed", "no_action", "rejected", "failed"}
+_SETTLED_EXECUTION = {"sent", "partial", "failed", "not_sent", "unknown"}
+
+
+def _render(request: Request, template: str, viewer: Viewer | None, **values: Any) -> Response:
+    templates = request.app.state.templates
+    notice = NOTICES.get(request.query_params.get("notice", ""))
+    response: Response = templates.TemplateResponse(
+        request, template, {"viewer": viewer, "notice": notice, **values}
+    )
+    return response
+
+
+def _back(path: str, notice: str) -> RedirectResponse:
+    return RedirectResponse(f"{path}?notice={notice}", status_code=303)
+
+
+def _form_viewer(request: Request, csrf_token: str) -> Viewer:
+    viewer = identify(request)
+    check_csrf(request, viewer, csrf_token)
+    return viewer
+
+
+@router.get("/")
+def home() -> RedirectResponse:
+    return RedirectResponse("/inbox", status_code=303)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request) -> Response:
+    try:
+        identify(request)
+        return RedirectResponse("/inbox", status_code=303)
+    except AuthenticationFailed:
+        pass
+    settings = wired(request).settings
+    return _render(
+        request,
+        "login.html",
+        None,
+        oauth=bool(settings.github_oauth_client_id),
+        signed_out=request.query_params.get("signed_out") == "1",
+    )
+
+
+@router.get("/inbox", response_class=HTMLResponse)
+def inbox(
+    request: Request,
+    repository: str = "",
+    classification: str = "",
+    status: str = "awaiting_approval",
+) -> Response:
+    viewer = identify(request)
+    data = views.inbox(
+        wired(request).db,
+        viewer.principal,
+        status=status or None,
+        repository=repository or None,
+        classification=classification or None,
+    )
+    template = "_inbox_rows.html" if request.headers.get("HX-Target") == "inbox-rows" else None
+    return _render(request, template or "inbox.html", viewer, **data)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: UUID) -> Response:
+    viewer = identify(request)
+    app = wired(request)
+    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval_ttl_seconds)
+    return _render(request, "run.html", viewer, run=view, **_progress(view))
+
+
+@router.get("/runs/{run_id}/status", response_class=HTMLResponse)
+def run_status(request: Request, run_id: UUID) -> Response:
+    viewer = identify(request)
+    app = wired(request)
+    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval_ttl_seconds)
+    return _render(request, "_run_status.html", viewer, run=view, **_progress(view))
+
+
+def _progress(view: dict[str, Any]) -> dict[str, Any]:
+    proposal = view.get("proposal") or {}
+    execution = proposal.get("execution") or {}
+    state = execution.get("state")
+    following = bool(proposal.get("decision")) and not (
+        view["status"] in _SETTLED_RUN or state in _SETTLED_EXECUTION
+    )
+    return {"following": following, "execution_state": state}
+
+
+@router.post("/runs/{run_id}/approve")
+def approve(
+    request: Request, run_id: UUID, digest: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    app = wired(request)
+    decisions.approve(
+        app.db,
+        viewer.principal,
+        run_id,
+        digest.strip(),
+        app.settings.approval_ttl_seconds,
+        app.settings.run_lease_seconds,
+    )
+    return _back(f"/runs/{run_id}", "approved")
+
+
+@router.post("/runs/{run_id}/reject")
+def reject(
+    request: Request, run_id: UUID, reason: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    app = wired(request)
+    decisions.reject(app.db, viewer.principal, run_id, reason, app.settings.run_lease_seconds)
+    return _back(f"/runs/{run_id}", "rejected")
+
+
+@router.post("/runs/{run_id}/edit")
+def edit(
+    request: Request,
+    run_id: UUID,
+    comment: str = Form(""),
+    labels: str = Form(""),
+    csrf_token: str = Form(""),
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    names = [name.strip() for name in labels.split(",") if name.strip()]
+    if len(comment) > 65_000 or len(names) > 50:
+        raise InvalidInput("the comment or the label list is too long")
+    decisions.edit(wired(request).db, viewer.principal, run_id, comment=comment, labels=names)
+    return _back(f"/runs/{run_id}", "edited")
+
+
+@router.get("/executions", response_class=HTMLResponse)
+def executions_page(request: Request, state: str = "") -> Response:
+    viewer = identify(request)
+    known = {"pending", "sending", "sent", "partial", "failed", "unknown", "not_sent"}
+    rows = execution_service.list_executions(
+        wired(request).db, viewer.principal, state if state in known else None
+    )
+    return _render(request, "executions.html", viewer, executions=rows, state=state)
+
+
+@router.get("/executions/{execution_id}", response_class=HTMLResponse)
+def execution_page(request: Request, execution_id: UUID) -> Response:
+    viewer = identify(request)
+    view = execution_service.show_execution(wired(request).db, viewer.principal, execution_id)
+    return _render(request, "execution.html", viewer, execution=view)
+
+
+@router.post("/executions/{execution_id}/resolve")
+def resolve(
+    request: Request,
+    execution_id: UUID,
+    outcome: str = Form(""),
+    note: str = Form(""),
+    csrf_token: str = Form(""),
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    if outcome not in ("sent", "not_sent"):
+        raise InvalidInput("say whether it was sent or not")
+    decisions.resolve(
+        wired(request).db,
+        viewer.principal,
+        execution_id,
+        was_sent=outcome == "sent",
+        note=note.strip()[:2000] or None,
+    )
+    return _back(f"/executions/{execution_id}", "resolved")
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(request: Request) -> Response:
+    viewer = identify(request)
+    return _render(
+        request, "audit.html", viewer, events=views.audit_trail(wired(request).db, viewer.principal)
+    )

@@ -1,0 +1,67 @@
+"""Serving the app with uvicorn: in the foreground (``resolveflow serve``) or on a thread (the
+demo and the browser tests), on 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import uvicorn
+
+from resolveflow.domain.errors import ConfigError
+from resolveflow.web.app import create_app
+from resolveflow.wiring import App
+
+logger = logging.getLogger(__name__)
+
+
+def _config(app: App, host: str, port: int, sandbox: str | None) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(app, sandbox=sandbox),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=10,
+    )
+
+
+def serve(app: App, host: str, port: int, sandbox: str | None = None) -> None:
+    uvicorn.Server(_config(app, host, port, sandbox)).run()
+
+
+class ServerThread:
+    """uvicorn on a daemon thread; ``url`` is known once ``start()`` returns."""
+
+    def __init__(
+        self, app: App, host: str = "127.0.0.1", port: int = 0, sandbox: str | None = None
+    ) -> None:
+        self._server = uvicorn.Server(_config(app, host, port, sandbox))
+        self._thread = threading.Thread(
+            target=self._server.run, name="resolveflow-web", daemon=True
+        )
+        self.url = ""
+
+    def start(self, timeout: float = 20.0) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ConfigError("the web server did not start (is the port taken?)")
+            time.sleep(0.02)
+        host, port = self._server.servers[0].sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{port}"
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,170 @@
+"""The worker's jobs, on procrastinate over the application's Postgres.
+
+- ``handle_delivery``: maps a webhook delivery to tenants, queues their runs and index updates.
+  Retried: both are deduplicated (run claims, queueing locks).
+- ``start_webhook_run``: one triage run for (delivery, tenant). Never retried: the claim makes it
+  at-most-once.
+- ``update_index``: re-reads the issue and its comments and upserts them. Retried: an upsert.
+- ``resume_run``: continues a run whose proposal was decided (the gate posts once). Retried only
+  while another process holds the run.
+- ``execute``: claims and sends an approved action that has no run. Not retried: a pending
+  execution is picked up by maintenance.
+- ``maintenance`` (periodic): reconciles ``unknown`` and expired-lease executions, drains due
+  executions, resumes stalled runs.
+
+No job ever resends an ``unknown`` action: that is the executor gate's rule, and only
+reconciliation (reading GitHub) or a person settles one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+from uuid import UUID
+
+import procrastinate
+from psycopg import AsyncConnection
+
+from resolveflow.adapters.embedder import Embedder
+from resolveflow.domain.errors import InvalidInput, NotFound, RunBusy
+from resolveflow.retrieval.ingest import Indexer
+from resolveflow.service import webhooks
+from resolveflow.store import queue
+from resolveflow.store import tenants as tenant_store
+from resolveflow.store import web as web_store
+from resolveflow.store.queries import q
+from resolveflow.wiring import App, build_embedder
+from resolveflow.workflows.runs import RunController
+
+logger = logging.getLogger(__name__)
+
+STALLED_AFTER_SECONDS = 30.0
+_SAFE_RETRY = procrastinate.RetryStrategy(max_attempts=6, exponential_wait=2)
+_BUSY_RETRY = procrastinate.RetryStrategy(
+    max_attempts=10, exponential_wait=2, retry_exceptions={RunBusy}
+)
+
+
+class Jobs:
+    """The job bodies, sharing one wired ``App`` (and lazily its graph and embedder)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._controller: RunController | None = None
+        self._embedder: Embedder | None = None
+
+    def controller(self) -> RunController:
+        with self._lock:
+            if self._controller is None:
+                self._controller = self.app.run_controller()
+            return self._controller
+
+    def indexer(self) -> Indexer:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = build_embedder(self.app.settings)
+            return Indexer(self.app.db, self._embedder)
+
+    # --- bodies ----------------------------------------------------------------------------
+
+    def handle_delivery(self, delivery_id: str) -> int:
+        return webhooks.fan_out(
+            self.app.db, delivery_id, auto_triage=self.app.settings.webhook_auto_triage
+        )
+
+    def start_webhook_run(self, delivery_id: str, tenant_id: str) -> str | None:
+        run_id = webhooks.start_webhook_run(
+            self.app.db,
+            self.controller().start,
+            delivery_id=delivery_id,
+            tenant_id=UUID(tenant_id),
+            runs_per_day=self.app.settings.limit_webhook_runs_per_day,
+        )
+        logger.info("webhook run", extra={"delivery": delivery_id, "run": str(run_id)})
+        return str(run_id) if run_id else None
+
+    def update_index(self, tenant_id: str, repository: str, issue_number: int) -> bool:
+        return webhooks.index_issue(
+            self.indexer(), self.app.github, UUID(tenant_id), repository, issue_number
+        )
+
+    def resume_run(self, tenant_id: str, run_id: str, principal_id: str) -> str:
+        tenant, run = UUID(tenant_id), UUID(run_id)
+        with self.app.db.tenant(tenant) as conn:
+            principal = tenant_store.principal_by_id(conn, tenant, UUID(principal_id))
+        if principal is None:
+            raise NotFound("the principal who decided no longer exists")
+        try:
+            self.controller().resume(principal, run)
+        except InvalidInput as exc:  # already resumed by someone else: nothing left to do
+            logger.info("nothing to resume", extra={"run": run_id, "reason": exc.message})
+            return "nothing to do"
+        return "resumed"
+
+    def execute(self, tenant_id: str, execution_id: str) -> str:
+        final = self.app.executor().execute_one(UUID(tenant_id), UUID(execution_id))
+        return final.state.value
+
+    def maintenance(self) -> dict[str, int]:
+        settings = self.app.settings
+        settled = self.app.reconciler().run(min_age_seconds=settings.reconcile_interval_seconds)
+        executed = self.app.executor().run_due()
+        resumed = self.resume_stalled()
+        return {"reconciled": len(settled), "executed": executed, "resumed": resumed}
+
+    def resume_stalled(self, min_age_seconds: float = STALLED_AFTER_SECONDS) -> int:
+        """Runs decided long enough ago that their resume job must have been lost."""
+        db = self.app.db
+        with db.unscoped() as conn:
+            tenants = tenant_store.list_tenants(conn)
+        resumed = 0
+        for tenant in tenants:
+            with db.tenant(tenant.id) as conn:
+                stalled = web_store.stalled_runs(conn, tenant.id, min_age_seconds)
+            for row in stalled:
+                try:
+                    self.resume_run(str(tenant.id), str(row["id"]), str(row["decided_by"]))
+                    resumed += 1
+                except RunBusy:
+                    continue
+        return resumed
+
+
+async def _as_runtime_role(conn: AsyncConnection[Any]) -> None:
+    # The worker's own connections also run as the non-superuser role, like the pool's.
+    await conn.execute(q("web", "set_runtime_role"))
+    await conn.commit()
+
+
+def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
+    """A procrastinate app whose tasks run ``jobs`` (made from ``app`` when not given)."""
+    body = jobs or Jobs(app)
+    settings = app.settings
+    connector = queue.QueueConnector(
+        conninfo=app.db.url,
+        min_size=1,
+        max_size=settings.worker_concurrency + 2,
+        timeout=settings.db_connect_timeout_seconds,
+        configure=_as_runtime_role,
+        kwargs={"connect_timeout": max(1, int(settings.db_connect_timeout_seconds))},
+    )
+    proc = procrastinate.App(connector=connector)
+
+    def task(name: str, retry: procrastinate.RetryStrategy | None = None) -> Any:
+        return proc.task(name=name, queue=queue.QUEUE, retry=retry or False)
+
+    task(queue.HANDLE_DELIVERY, _SAFE_RETRY)(body.handle_delivery)
+    task(queue.START_WEBHOOK_RUN)(body.start_webhook_run)
+    task(queue.UPDATE_INDEX, _SAFE_RETRY)(body.update_index)
+    task(queue.RESUME_RUN, _BUSY_RETRY)(body.resume_run)
+    task(queue.EXECUTE)(body.execute)
+
+    def maintenance(timestamp: int) -> dict[str, int]:
+        return body.maintenance()
+
+    proc.periodic(cron=settings.worker_reconcile_cron, periodic_id="maintenance")(
+        task(queue.MAINTENANCE)(maintenance)
+    )
+    return proc
