@@ -6,26 +6,25 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from psycopg_pool import ConnectionPool
-
-from resolveflow.adapters.github import GitHub
 from resolveflow.config import Settings
 from resolveflow.domain.errors import ConfigError
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.execution.gate import ApproverTokenLookup, Executor, GateSettings
 from resolveflow.execution.reconcile import Reconciler
-from resolveflow.store import web as web_store
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
 from resolveflow.store.migrate import upgrade
-from resolveflow.store.queue import setup_queue
-from resolveflow.store.token_cipher import TokenCipher
-from resolveflow.workflows.checkpoints import checkpoint_saver
-from resolveflow.workflows.runs import RunController
-from resolveflow.workflows.triage import TriageDeps, build_triage_graph
+
+if TYPE_CHECKING:
+    # Heavy imports (LangGraph, procrastinate, cryptography) stay out of every CLI start-up;
+    # the functions below import them when they are first needed.
+    from psycopg_pool import ConnectionPool
+
+    from resolveflow.adapters.github import GitHub
+    from resolveflow.workflows.runs import RunController
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +90,9 @@ class App:
         key = self.settings.token_encryption_key
         if key is None:
             return None
+        from resolveflow.store import web as web_store
+        from resolveflow.store.token_cipher import TokenCipher
+
         cipher = TokenCipher(key.get_secret_value())
 
         def lookup(conn: Connection, tenant_id: UUID, principal_id: UUID) -> str | None:
@@ -110,6 +112,10 @@ class App:
 
     def run_controller(self) -> RunController:
         """The triage graph with its Postgres checkpointer, and the run lease around it."""
+        from resolveflow.workflows.checkpoints import checkpoint_saver
+        from resolveflow.workflows.runs import RunController
+        from resolveflow.workflows.triage import TriageDeps, build_triage_graph
+
         if self._checkpoint_pool is None:
             self._checkpoint_pool = self.db.autocommit_pool()
         deps = TriageDeps(
@@ -159,6 +165,8 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
 def setup_libraries(conn: Connection) -> None:
     """Schema that libraries own (LangGraph's checkpoints, procrastinate's queue), as the owner,
     under the migration lock."""
+    from resolveflow.store.queue import setup_queue
+
     setup_checkpoints(conn)
     setup_queue(conn)
 
@@ -166,6 +174,7 @@ def setup_libraries(conn: Connection) -> None:
 def setup_checkpoints(conn: Connection) -> None:
     """The saver's setup is idempotent (it keeps its own migration table)."""
     from resolveflow.store.queries import q
+    from resolveflow.workflows.checkpoints import checkpoint_saver
 
     checkpoint_saver(conn).setup()
     granted = conn.execute(q("runs", "checkpoint_tables_granted")).fetchone()

@@ -10,9 +10,9 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, exact, fields, table
+from resolveflow.domain.references import parse_issue_reference
 from resolveflow.domain.triage_policy import parse_policy
 from resolveflow.service import runs as run_service
-from resolveflow.workflows.runs import parse_issue_reference
 
 runs_app = typer.Typer(help="Triage runs.", no_args_is_help=True)
 

@@ -13,12 +13,12 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from resolveflow.domain.references import parse_issue_reference
 from resolveflow.service import decisions, limits, views
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
 from resolveflow.web.security import Viewer, check_csrf, identify, wired
-from resolveflow.workflows.runs import parse_issue_reference
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
 
