@@ -1,7 +1,8 @@
 """Retrieval benchmarks (opt-in, not part of the test suite).
 
     python benchmarks/retrieval.py ingest [--reports 600] [--variants 128-int8,128-fp32,256-fp32]
-    python benchmarks/retrieval.py search [--sizes 10000,100000] [--queries 200]
+    python benchmarks/retrieval.py search [--sizes 10000,100000] [--queries 200] [--home DIR]
+    python benchmarks/retrieval.py recall [--queries 200]
 
 ``ingest``: real issue reports (shared/data/hf-datasets) through the one upsert path with the local
 MiniLM embedder; documents/s, chunks/s and the embedder's share of the time, per setting of
@@ -12,6 +13,9 @@ the hashing embedder in 384 dimensions (so the built-in HNSW index is used; embe
 with MiniLM would take a quarter of an hour on 2 cores and measures the model, not the index).
 One tenant per size. Hybrid search latency (database part; the query embedding is reported
 separately) p50/p95, and at the largest size HNSW recall@10 against exact search.
+
+``recall``: HNSW recall@10 against exact search on real MiniLM vectors (hf-datasets issues and pull
+requests, about 12k chunks), for three ``ef_search`` floors.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import random
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
@@ -44,8 +49,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def open_db() -> tuple[Database, str]:
-    home = Path(tempfile.mkdtemp(prefix="rf-bench-retrieval-"))
+def open_db(home: Path | None = None) -> tuple[Database, str]:
+    home = home or Path(tempfile.mkdtemp(prefix="rf-bench-retrieval-"))
     url = embedded_database_url(home)
     migrate(url)
     return Database(url, max_size=4, statement_timeout_ms=600_000).open(), url
@@ -131,23 +136,31 @@ def search(args: argparse.Namespace) -> None:
     words = vocabulary(20_000, rng)
     weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
     embedder: Embedder = HashingEmbedder(384)
-    db, _ = open_db()
+    db, _ = open_db(args.home)
     sizes = [int(s) for s in args.sizes.split(",")]
+    existing = {t.name: t.id for t in admin.list_tenants(db)}
     queries = [zipf_text(words, weights, rng.randint(4, 8), rng) for _ in range(args.queries)]
     for size in sizes:
-        tenant = admin.add_tenant(db, f"size-{size}").id
         started = time.perf_counter()
-        stats = Indexer(db, embedder, batch_size=500).upsert(
-            tenant, synthetic(size, words, weights, rng, str(size))
-        )
+        if f"size-{size}" in existing:  # --home of an earlier run: reuse its index
+            tenant = existing[f"size-{size}"]
+            chunks = size
+        else:
+            tenant = admin.add_tenant(db, f"size-{size}").id
+            chunks = (
+                Indexer(db, embedder, batch_size=500)
+                .upsert(tenant, synthetic(size, words, weights, rng, str(size)))
+                .chunks
+            )
         load_s = time.perf_counter() - started
         with db.unscoped() as conn:
             conn.execute("ANALYZE chunks")
-        hybrid = Searcher(db, embedder, SearchParams())
+        tuned = SearchParams(ef_search_min=args.ef_search_min, max_term_share=args.max_term_share)
+        hybrid = Searcher(db, embedder, tuned)
         timed_searches(hybrid, tenant, queries[:20])  # warm the caches
         database_ms, embed_ms, _ = timed_searches(hybrid, tenant, queries)
         row: dict[str, object] = {
-            "chunks": stats.chunks,
+            "chunks": chunks,
             "load_seconds": round(load_s, 1),
             "path": "exact" if size <= SearchParams().exact_max_chunks else "hnsw",
             "hybrid_p50_ms": round(statistics.median(database_ms), 2),
@@ -156,8 +169,12 @@ def search(args: argparse.Namespace) -> None:
         }
         if size == max(sizes):
             vector_only = FusionParams("weighted", 1.0, 0.0)
-            approximate = Searcher(db, embedder, SearchParams(vector_only, exact_max_chunks=0))
-            exact = Searcher(db, embedder, SearchParams(vector_only, exact_max_chunks=10**9))
+            approximate = Searcher(
+                db, embedder, replace(tuned, fusion=vector_only, exact_max_chunks=0)
+            )
+            exact = Searcher(
+                db, embedder, replace(tuned, fusion=vector_only, exact_max_chunks=10**9)
+            )
             hnsw_ms, _, found = timed_searches(approximate, tenant, queries)
             exact_ms, _, truth = timed_searches(exact, tenant, queries)
             overlap = [len(set(a) & set(b)) / 10 for a, b in zip(found, truth, strict=True)]
@@ -170,6 +187,46 @@ def search(args: argparse.Namespace) -> None:
     db.close()
 
 
+def recall(args: argparse.Namespace) -> None:
+    """HNSW recall@10 against exact search on real MiniLM vectors (hf-datasets issues and pull
+    requests), with the HNSW path forced."""
+    folder = DATA / "hf-datasets"
+    if not folder.exists():
+        raise SystemExit(f"needs {folder} (shared/data beside the checkout)")
+    documents = list(read_corpus(folder / "issues.jsonl", "hf")) + list(
+        read_corpus(folder / "pulls.jsonl", "hf")
+    )
+    embedder = LocalMiniLM(max_seq_length=128, quantize=True)
+    db, _ = open_db(args.home)
+    existing = {t.name: t.id for t in admin.list_tenants(db)}
+    tenant = existing.get("recall") or admin.add_tenant(db, "recall").id
+    stats = Indexer(db, embedder).upsert(tenant, documents)
+    with db.unscoped() as conn:
+        conn.execute("ANALYZE chunks")
+    rng = random.Random(11)
+    queries = [doc.title for doc in rng.sample(documents, args.queries) if doc.title.strip()]
+    vector_only = FusionParams("weighted", 1.0, 0.0)
+    for ef_min in (40, 100, 200):
+        params = SearchParams(vector_only, exact_max_chunks=0, ef_search_min=ef_min)
+        approximate = Searcher(db, embedder, params)
+        exact = Searcher(db, embedder, replace(params, exact_max_chunks=10**9))
+        hnsw_ms, _, found = timed_searches(approximate, tenant, queries)
+        exact_ms, _, truth = timed_searches(exact, tenant, queries)
+        overlap = [len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(found, truth, strict=True)]
+        print(
+            json.dumps(
+                {
+                    "chunks": stats.chunks or "reused",
+                    "ef_search_min": ef_min,
+                    "hnsw_recall_at_10": round(statistics.mean(overlap), 4),
+                    "hnsw_p95_ms": round(percentile(hnsw_ms, 95), 2),
+                    "exact_p95_ms": round(percentile(exact_ms, 95), 2),
+                }
+            )
+        )
+    db.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -179,8 +236,14 @@ def main() -> None:
     p_search = sub.add_parser("search")
     p_search.add_argument("--sizes", default="10000,100000")
     p_search.add_argument("--queries", type=int, default=200)
+    p_search.add_argument("--home", type=Path, default=None, help="reuse this database folder")
+    p_search.add_argument("--ef-search-min", type=int, default=SearchParams().ef_search_min)
+    p_search.add_argument("--max-term-share", type=float, default=SearchParams().max_term_share)
+    p_recall = sub.add_parser("recall")
+    p_recall.add_argument("--queries", type=int, default=200)
+    p_recall.add_argument("--home", type=Path, default=None, help="reuse this database folder")
     args = parser.parse_args()
-    ingest(args) if args.what == "ingest" else search(args)
+    {"ingest": ingest, "search": search, "recall": recall}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -118,8 +118,21 @@ class App:
 
         if self._checkpoint_pool is None:
             self._checkpoint_pool = self.db.autocommit_pool()
+        from resolveflow.workflows.investigate import build_investigator
+
+        investigator = build_investigator(
+            self.db,
+            self.settings,
+            self.policy,
+            embedder=build_embedder(self.settings),
+            search_params=search_params(self.settings),
+        )
         deps = TriageDeps(
-            db=self.db, github=self.github, policy=self.policy, executor=self.executor
+            db=self.db,
+            github=self.github,
+            policy=self.policy,
+            executor=self.executor,
+            investigator=investigator,
         )
         graph = build_triage_graph(deps, checkpoint_saver(self._checkpoint_pool))
         return RunController(

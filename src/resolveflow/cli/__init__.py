@@ -10,7 +10,16 @@ import click
 import typer
 from rich.text import Text
 
-from resolveflow.cli import admin, demo, executions, proposals, retrieval_cmds, triage, web_cmds
+from resolveflow.cli import (
+    admin,
+    demo,
+    executions,
+    investigation_cmds,
+    proposals,
+    retrieval_cmds,
+    triage,
+    web_cmds,
+)
 from resolveflow.cli.output import err_console
 from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.logging_setup import configure_logging
@@ -39,6 +48,8 @@ app.command("execute")(executions.execute)
 app.command("reconcile")(executions.reconcile)
 app.command("demo")(demo.demo)
 retrieval_cmds.register(app)
+investigation_cmds.register(app)
+investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
 web_cmds.register(app)
 
 

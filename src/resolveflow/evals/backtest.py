@@ -58,6 +58,7 @@ class Replayed:
     labels: tuple[str, ...]
     gold: tuple[str, ...]
     cited: tuple[str, ...]  # external ids of cited documents
+    reason: str | None = None  # the review's, for investigated issues
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +69,7 @@ class Replayed:
             "labels": list(self.labels),
             "gold": list(self.gold),
             "cited": list(self.cited),
+            "reason": self.reason,
         }
 
 
@@ -262,6 +264,7 @@ def _replay(
         tuple(sorted(topical(found.action.labels))),
         gold,
         cited,
+        found.reason,
     )
 
 

@@ -73,6 +73,9 @@ def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, 
             principal,
             [described["id"]] + ([described["execution"]["id"]] if described["execution"] else []),
         )
+    from resolveflow.service.investigation import investigation_view
+
+    view["investigation"] = investigation_view(db, principal.tenant_id, run_id)
     view["timeline"] = [
         {
             "at": e["at"].isoformat(),

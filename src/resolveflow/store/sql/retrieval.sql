@@ -126,6 +126,12 @@ lex_ranked AS (
 candidates AS (
     SELECT coalesce(v.chunk_id, l.chunk_id) AS chunk_id, v.distance, v.vrank, l.score, l.lrank
     FROM vec v FULL JOIN lex_ranked l ON l.chunk_id = v.chunk_id
+),
+-- The candidates' rows by primary key. Written as = ANY(ARRAY(...)) because under RLS the
+-- planner hash-joined the candidates against a scan of every chunk (measured 100 ms at 100k).
+picked AS (
+    SELECT c.* FROM chunks c
+    WHERE c.id = ANY (ARRAY(SELECT chunk_id FROM candidates)) AND c.tenant_id = %(tenant_id)s
 )
 SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
        coalesce(k.distance, c.embedding <=> %(query_vector)s::vector) AS distance, k.vrank,
@@ -145,9 +151,8 @@ SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
            ORDER BY p.created_at, p.external_id
        ) AS resolved_by
 FROM candidates k
-JOIN chunks c ON c.id = k.chunk_id
+JOIN picked c ON c.id = k.chunk_id
 JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
-WHERE c.tenant_id = %(tenant_id)s
 
 -- name: labelled_documents
 SELECT external_id, title, body, labels, created_at
