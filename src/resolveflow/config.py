@@ -96,7 +96,6 @@ class Settings(BaseSettings):
     github_webhook_secret: SecretStr | None = None
     webhook_auto_triage: bool = True
     limit_runs_per_day: int = Field(default=100, ge=0)
-    limit_model_calls_per_day: int = Field(default=500, ge=0)
     limit_webhook_runs_per_day: int = Field(default=1000, ge=0)
     worker_concurrency: int = Field(default=2, ge=1, le=64)
     worker_reconcile_cron: str = "* * * * *"

@@ -18,15 +18,13 @@ logger = logging.getLogger(__name__)
 
 
 class LimitKind(StrEnum):
+    # Model calls have their own budget, reserved before each call by the investigation
+    # (RESOLVEFLOW_MODEL_DAILY_CALLS_PER_PRINCIPAL): a spent budget escalates the run to a person.
     RUNS = "runs"
-    MODEL_CALLS = "model_calls"
 
 
-_SETTING = {
-    LimitKind.RUNS: "RESOLVEFLOW_LIMIT_RUNS_PER_DAY",
-    LimitKind.MODEL_CALLS: "RESOLVEFLOW_LIMIT_MODEL_CALLS_PER_DAY",
-}
-_WHAT = {LimitKind.RUNS: "runs started", LimitKind.MODEL_CALLS: "model calls"}
+_SETTING = {LimitKind.RUNS: "RESOLVEFLOW_LIMIT_RUNS_PER_DAY"}
+_WHAT = {LimitKind.RUNS: "runs started"}
 
 
 class LimitExceeded(ResolveFlowError):
