@@ -163,8 +163,12 @@ def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
     approver = world.approver(db)
     with db.tenant(world.tenant.id) as conn:
         web_store.save_user_token(
-            conn, TokenCipher(key), tenant_id=world.tenant.id, principal_id=approver.id,
-            github_login="alex-on-github", token="gho_alex_from_oauth",
+            conn,
+            TokenCipher(key),
+            tenant_id=world.tenant.id,
+            principal_id=approver.id,
+            github_login="alex-on-github",
+            token="gho_alex_from_oauth",
         )
     app = App(settings=Settings(token_encryption_key=key), db=db, _github=github_client)
     _, approved = propose_and_approve(db, world, comment="posted as alex")
