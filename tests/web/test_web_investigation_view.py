@@ -1,0 +1,103 @@
+"""The run page shows the investigation: gates green or red with reasons, cited snippets linked
+with their scores, the diagnosis; untrusted text in it stays inert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi.templating import Jinja2Templates
+
+import resolveflow.web as web_package
+from resolveflow.web.markdown import render
+
+TEMPLATES = Path(web_package.__file__).parent / "templates"
+
+
+def _view(investigation: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": "r1",
+        "status": "awaiting_approval",
+        "target": "acme/widgets#7",
+        "classification": "ai_investigation",
+        "rule": "is_information_sparse",
+        "reason": "short",
+        "branch": "ai_investigation",
+        "route_reason": "escalated",
+        "facts": {},
+        "detail": {},
+        "proposal": None,
+        "proposal_id": None,
+        "digest": None,
+        "timeline": [],
+        "issue": {
+            "title": "t",
+            "body": "",
+            "author": "a",
+            "url": "",
+            "state": "open",
+            "labels": [],
+        },
+        "comments": [],
+        "check_runs": [],
+        "gates": [],
+        "investigation": {"investigations": [investigation], "model_calls": []},
+    }
+
+
+def test_run_page_renders_the_investigation_inert_and_linked() -> None:
+    templates = Jinja2Templates(directory=str(TEMPLATES))
+    templates.env.filters["markdown"] = render
+    templates.env.globals["sandbox"] = False
+    investigation = {
+        "provider": "scripted",
+        "model": "m",
+        "relevance_floor": 0.15,
+        "outcome": "escalate",
+        "reason": "groundedness failed",
+        "diagnosis": {
+            "root_cause": "<script>alert(1)</script>",
+            "severity": "high",
+            "missing_info": [],
+            "recommended_next_steps": ["pin fsspec"],
+            "citations": ["S1"],
+            "suggested_labels": [],
+            "duplicate_of": None,
+        },
+        "critique": "<img src=x onerror=alert(2)>",
+        "gates": [
+            {"name": "groundedness", "passed": False, "reason": "S9 was not retrieved"},
+            {"name": "risk", "passed": True, "reason": "severity medium"},
+        ],
+        "snippets": [
+            {
+                "id": "S1",
+                "title": "<b>Hub timeout</b>",
+                "relevance": 0.8123,
+                "url": "https://github.com/acme/widgets/issues/3",
+                "resolved_by": ["5"],
+            },
+            {
+                "id": "S2",
+                "title": "evil",
+                "relevance": 0.2,
+                "url": "javascript:alert(3)",
+                "resolved_by": [],
+            },
+        ],
+    }
+    html = templates.env.get_template("run.html").render(
+        run=_view(investigation),
+        viewer=None,
+        notice=None,
+        following=False,
+        execution_state=None,
+        request=None,
+    )
+    assert 'id="investigation"' in html
+    assert "✘ groundedness</strong>: S9 was not retrieved" in html
+    assert "✔ risk</strong>" in html
+    assert '<a href="https://github.com/acme/widgets/issues/3"' in html and "0.81" in html
+    assert "javascript:alert(3)" not in html
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+    assert "<img src=x" not in html and "<b>Hub timeout</b>" not in html
