@@ -149,3 +149,14 @@ def test_abandoned_claim_with_no_attempt_goes_back_to_the_queue(
     make_executor(db, github_client).run_due()
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENT
     assert fake_github.writes_applied == 1
+
+
+def test_every_table_with_a_tenant_column_has_forced_row_level_security(superuser) -> None:
+    rows = superuser.execute(
+        "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' "
+        "WHERE n.nspname = 'public' AND c.relkind = 'r'"
+    ).fetchall()
+    assert len(rows) > 20
+    assert [name for name, rls, forced in rows if not (rls and forced)] == []

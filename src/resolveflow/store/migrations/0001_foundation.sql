@@ -197,14 +197,14 @@ CREATE INDEX audit_events_subject ON audit_events (tenant_id, subject_type, subj
 CREATE INDEX audit_events_run ON audit_events (run_id, id) WHERE run_id IS NOT NULL;
 
 -- Row-level security: the second line behind every query's own tenant predicate.
-DO $$
+-- Every tenant table gets the same treatment; later migrations call this for theirs.
+CREATE FUNCTION rf_isolate_tenant_tables(tables text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
 DECLARE
     t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY[
-        'principals', 'repositories', 'runs', 'proposals', 'approvals', 'executions',
-        'execution_attempts', 'attempt_outcomes', 'audit_events'
-    ] LOOP
+    FOREACH t IN ARRAY tables LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
         EXECUTE format(
@@ -213,6 +213,11 @@ BEGIN
     END LOOP;
 END
 $$;
+
+SELECT rf_isolate_tenant_tables(ARRAY[
+    'principals', 'repositories', 'runs', 'proposals', 'approvals', 'executions',
+    'execution_attempts', 'attempt_outcomes', 'audit_events'
+]);
 
 -- The runtime role: records that must never change get no UPDATE or DELETE at all.
 GRANT SELECT, INSERT ON tenants TO resolveflow_app;

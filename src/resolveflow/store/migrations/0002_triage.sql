@@ -79,19 +79,7 @@ CREATE TABLE run_leases (
     expires_at timestamptz NOT NULL
 );
 
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['evidence_snapshots', 'run_classifications', 'run_leases'] LOOP
-        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format(
-            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = rf_current_tenant()) '
-            'WITH CHECK (tenant_id = rf_current_tenant())', t);
-    END LOOP;
-END
-$$;
+SELECT rf_isolate_tenant_tables(ARRAY['evidence_snapshots', 'run_classifications', 'run_leases']);
 
 GRANT SELECT, INSERT ON evidence_snapshots, run_classifications TO resolveflow_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON run_leases TO resolveflow_app;

@@ -291,22 +291,10 @@ CREATE TABLE crawl_cursors (
     PRIMARY KEY (tenant_id, source)
 );
 
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY[
-        'retrieval_indexes', 'documents', 'chunks', 'document_links', 'crawl_cursors',
-        'term_stats', 'chunk_terms'
-    ] LOOP
-        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format(
-            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = rf_current_tenant()) '
-            'WITH CHECK (tenant_id = rf_current_tenant())', t);
-    END LOOP;
-END
-$$;
+SELECT rf_isolate_tenant_tables(ARRAY[
+    'retrieval_indexes', 'documents', 'chunks', 'document_links', 'crawl_cursors',
+    'term_stats', 'chunk_terms'
+]);
 
 GRANT SELECT, INSERT ON embedding_spaces TO resolveflow_app;
 GRANT SELECT, INSERT, UPDATE (space_id, chunk_count, updated_at) ON retrieval_indexes

@@ -62,19 +62,7 @@ CREATE TABLE model_call_budget (
     PRIMARY KEY (tenant_id, principal_id, day)
 );
 
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['model_calls', 'investigations', 'model_call_budget'] LOOP
-        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format(
-            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = rf_current_tenant()) '
-            'WITH CHECK (tenant_id = rf_current_tenant())', t);
-    END LOOP;
-END
-$$;
+SELECT rf_isolate_tenant_tables(ARRAY['model_calls', 'investigations', 'model_call_budget']);
 
 -- Calls and investigations are facts: written once, never changed.
 GRANT SELECT, INSERT ON model_calls, investigations TO resolveflow_app;

@@ -56,20 +56,7 @@ CREATE TABLE usage_counters (
     PRIMARY KEY (principal_id, day, kind)
 );
 
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['webhook_run_claims', 'web_sessions', 'user_github_tokens',
-                             'usage_counters'] LOOP
-        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format(
-            'CREATE POLICY tenant_isolation ON %I USING (tenant_id = rf_current_tenant()) '
-            'WITH CHECK (tenant_id = rf_current_tenant())', t);
-    END LOOP;
-END
-$$;
+SELECT rf_isolate_tenant_tables(ARRAY['webhook_run_claims', 'web_sessions', 'user_github_tokens', 'usage_counters']);
 
 GRANT SELECT, INSERT ON webhook_deliveries, webhook_run_claims TO resolveflow_app;
 GRANT SELECT, INSERT, UPDATE (ended_at) ON web_sessions TO resolveflow_app;
