@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +20,7 @@ from resolveflow.evals.labels import evaluate_labels
 from resolveflow.retrieval.github_crawl import CrawlStats, GitHubCrawler, source_name
 from resolveflow.retrieval.ingest import Indexer, IngestStats
 from resolveflow.retrieval.rebuild import rebuild
+from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import parse_time, read_corpus, read_docs_dir
 from resolveflow.service import admin
@@ -85,13 +86,7 @@ def index_file(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Index a JSONL corpus file."""
-    with common.app() as opened:
-        tenant_id = _tenant_id(opened, tenant)
-        indexer = Indexer(opened.db, build_embedder(opened.settings))
-        with _progress(f"indexing {path.name}", None) as advance:
-            stats = indexer.upsert(
-                tenant_id, read_corpus(path, source), lambda s: advance(s.documents)
-            )
+    stats = _index_documents(tenant, f"indexing {path.name}", read_corpus(path, source))
     _ingest_output(stats, as_json, {"source": source})
 
 
@@ -103,14 +98,19 @@ def index_docs(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Index Markdown and text files; front matter `runbook: TAG` marks a trusted runbook."""
+    stats = _index_documents(tenant, f"indexing {directory}", read_docs_dir(directory, source))
+    _ingest_output(stats, as_json, {"source": source})
+
+
+def _index_documents(
+    tenant: str | None, description: str, documents: Iterable[SourceDocument]
+) -> IngestStats:
+    """The one path from a document source into the index, with a progress bar."""
     with common.app() as opened:
         tenant_id = _tenant_id(opened, tenant)
         indexer = Indexer(opened.db, build_embedder(opened.settings))
-        with _progress(f"indexing {directory}", None) as advance:
-            stats = indexer.upsert(
-                tenant_id, read_docs_dir(directory, source), lambda s: advance(s.documents)
-            )
-    _ingest_output(stats, as_json, {"source": source})
+        with _progress(description, None) as advance:
+            return indexer.upsert(tenant_id, documents, lambda s: advance(s.documents))
 
 
 @index_app.command("github")
