@@ -114,12 +114,15 @@ class Executor:
         processed = 0
         for tenant_id in tenant_ids if tenant_ids is not None else self._tenant_ids():
             while limit is None or processed < limit:
-                claimed = self._claim(tenant_id, None)
-                if claimed is None:
+                if self.execute_next(tenant_id) is None:
                     break
-                self._continue(claimed)
                 processed += 1
         return processed
+
+    def execute_next(self, tenant_id: UUID) -> Execution | None:
+        """Claim the tenant's next due execution and take it as far as it goes; None when none is due."""
+        claimed = self._claim(tenant_id, None)
+        return None if claimed is None else self._continue(claimed)
 
     def execute_one(self, tenant_id: UUID, execution_id: UUID) -> Execution:
         """Try to claim one execution; whoever loses the race just reads the current state."""
@@ -128,12 +131,6 @@ class Executor:
             with self.db.tenant(tenant_id) as conn:
                 return execution_store.execution_by_id(conn, tenant_id, execution_id)
         return self._continue(claimed)
-
-    def process(self, execution: Execution) -> Execution:
-        """Continue an execution this owner has already claimed (benchmarks, tests)."""
-        with self.db.tenant(execution.tenant_id) as conn:
-            prepared = self._prepare(conn, execution)
-        return self._continue(prepared)
 
     def _tenant_ids(self) -> list[UUID]:
         with self.db.unscoped() as conn:
@@ -148,7 +145,7 @@ class Executor:
         a crash afterwards leaves a started attempt for reconciliation to examine.
         """
         lease = self.settings.lease_seconds
-        with self.db.tenant(tenant_id) as conn:
+        with self.db.tenant(tenant_id, pipelined=True) as conn:
             if execution_id is None:
                 claimed = execution_store.claim_next_due(conn, tenant_id, self.owner, lease)
             else:
@@ -160,7 +157,6 @@ class Executor:
             return self._prepare(conn, claimed)
 
     def _prepare(self, conn: Connection, claimed: Execution) -> Prepared | Execution:
-        execution_store.lock_lineage_of_execution(conn, claimed)
         try:
             verified = self._verify(conn, claimed)
         except ResolveFlowError as exc:
@@ -174,6 +170,7 @@ class Executor:
                 owner=self.owner,
                 credential=verified.credential,
                 lease_seconds=self.settings.lease_seconds,
+                with_claim=True,
             )
         return Prepared(claimed, verified, attempt_id)
 

@@ -217,13 +217,6 @@ def resolve_by_person(
     )
 
 
-def lock_lineage_of_execution(conn: Connection, execution: Execution) -> None:
-    conn.execute(
-        q("executions", "lock_lineage_of_execution"),
-        {"tenant_id": execution.tenant_id, "id": execution.id},
-    )
-
-
 def lineage_sending(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> bool:
     row = conn.execute(
         q("executions", "lineage_sending"), {"tenant_id": tenant_id, "lineage_id": lineage_id}
@@ -239,9 +232,15 @@ def insert_attempt(
     owner: str,
     credential: str,
     lease_seconds: float,
+    with_claim: bool = False,
 ) -> UUID:
+    """Record that a request is about to leave; raises LeaseLost unless ``owner`` holds the lease.
+
+    ``with_claim``: the attempt is part of the transaction that just claimed the execution, whose
+    lease is therefore fresh and needs no renewal.
+    """
     row = conn.execute(
-        q("executions", "insert_attempt"),
+        q("executions", "insert_attempt_with_claim" if with_claim else "insert_attempt"),
         {
             "tenant_id": execution.tenant_id,
             "execution_id": execution.id,

@@ -18,25 +18,46 @@ LIMIT %(limit)s
 
 -- name: claim_next_due
 -- SKIP LOCKED lets many executors share the queue; the outer state test makes the claim conditional.
-UPDATE executions e
-SET state = 'sending', lease_owner = %(owner)s,
-    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
-WHERE e.id = (
-    SELECT id FROM executions
-    WHERE tenant_id = %(tenant_id)s AND state = 'pending' AND not_before <= clock_timestamp()
-    ORDER BY not_before, created_at
-    FOR UPDATE SKIP LOCKED
-    LIMIT 1
-) AND e.state = 'pending'
-RETURNING e.*
+-- The same statement then takes the lineage lock, which serializes the claim with proposal edits:
+-- an edit committed first is seen by the executor's next statement (a fresh snapshot), which
+-- re-reads the proposal and refuses the older version; a claim committed first makes the edit see
+-- a version being posted. Taking it here saves the executor a round trip per execution.
+WITH claimed AS (
+    UPDATE executions e
+    SET state = 'sending', lease_owner = %(owner)s,
+        lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+    WHERE e.id = (
+        SELECT id FROM executions
+        WHERE tenant_id = %(tenant_id)s AND state = 'pending' AND not_before <= clock_timestamp()
+        ORDER BY not_before, created_at
+        FOR UPDATE SKIP LOCKED
+        LIMIT 1
+    ) AND e.state = 'pending'
+    RETURNING e.*
+)
+SELECT claimed.*
+FROM claimed
+CROSS JOIN LATERAL (
+    SELECT pg_advisory_xact_lock(hashtextextended(p.lineage_id::text, 0))
+    FROM proposals p WHERE p.tenant_id = claimed.tenant_id AND p.id = claimed.proposal_id
+) AS lineage_lock
 
 -- name: claim_by_id
-UPDATE executions
-SET state = 'sending', lease_owner = %(owner)s,
-    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
-WHERE tenant_id = %(tenant_id)s AND id = %(id)s
-  AND state = 'pending' AND not_before <= clock_timestamp()
-RETURNING *
+-- As claim_next_due, for one execution.
+WITH claimed AS (
+    UPDATE executions
+    SET state = 'sending', lease_owner = %(owner)s,
+        lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+    WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+      AND state = 'pending' AND not_before <= clock_timestamp()
+    RETURNING *
+)
+SELECT claimed.*
+FROM claimed
+CROSS JOIN LATERAL (
+    SELECT pg_advisory_xact_lock(hashtextextended(p.lineage_id::text, 0))
+    FROM proposals p WHERE p.tenant_id = claimed.tenant_id AND p.id = claimed.proposal_id
+) AS lineage_lock
 
 -- name: take_over_for_reconcile
 -- A reconciler takes the lease of an execution whose owner vanished, or of an unknown one.
@@ -114,6 +135,16 @@ INSERT INTO execution_attempts (tenant_id, execution_id, step, owner, credential
 SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s FROM held
 RETURNING id, started_at
 
+-- name: insert_attempt_with_claim
+-- In the claiming transaction the lease was set a moment ago by this same owner, so renewing it
+-- would only write another row version; the owner and state are still checked.
+INSERT INTO execution_attempts (tenant_id, execution_id, step, owner, credential)
+SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s
+FROM executions
+WHERE tenant_id = %(tenant_id)s AND id = %(execution_id)s AND state = 'sending'
+  AND lease_owner = %(owner)s
+RETURNING id, started_at
+
 -- name: insert_outcome
 INSERT INTO attempt_outcomes (attempt_id, tenant_id, outcome, http_status, provider_ref, message)
 VALUES (%(attempt_id)s, %(tenant_id)s, %(outcome)s, %(http_status)s, %(provider_ref)s, %(message)s)
@@ -133,13 +164,6 @@ SELECT EXISTS (
     WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s AND a.step = %(step)s
       AND (o.outcome IS NULL OR o.outcome IN ('sent', 'unknown'))
 ) AS attempted
-
--- name: lock_lineage_of_execution
--- Serializes the claim with proposal edits: an edit committed first makes this claim see a newer
--- version (and refuse); a claim committed first makes the edit see a version being posted.
-SELECT pg_advisory_xact_lock(hashtextextended(p.lineage_id::text, 0))
-FROM executions e JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
-WHERE e.tenant_id = %(tenant_id)s AND e.id = %(id)s
 
 -- name: lineage_sending
 SELECT EXISTS (

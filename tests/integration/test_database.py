@@ -1,0 +1,86 @@
+"""The pool's transactions: pipelined ones keep all-or-nothing, dead connections are replaced."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from tests.conftest import World
+
+from resolveflow.domain.errors import AlreadyExists, StoreUnavailable
+from resolveflow.store import audit
+from resolveflow.store.database import Database
+
+
+def _events(db: Database, world: World, subject: str) -> int:
+    with db.tenant(world.tenant.id) as conn:
+        return len(audit.events_for(conn, world.tenant.id, [subject]))
+
+
+def _record(conn: psycopg.Connection, world: World, subject: str) -> None:  # type: ignore[type-arg]
+    audit.record(
+        conn,
+        tenant_id=world.tenant.id,
+        actor="test",
+        event="test.event",
+        subject_type="test",
+        subject_id=subject,
+    )
+
+
+def test_a_pipelined_transaction_commits_statements_whose_results_were_never_fetched(
+    db: Database, world: World
+) -> None:
+    with db.tenant(world.tenant.id, pipelined=True) as conn:
+        _record(conn, world, "kept-1")
+        _record(conn, world, "kept-1")
+    assert _events(db, world, "kept-1") == 2
+
+
+def test_a_failing_statement_rolls_back_a_pipelined_transaction_and_is_translated(
+    db: Database, world: World
+) -> None:
+    with pytest.raises(AlreadyExists), db.tenant(world.tenant.id, pipelined=True) as conn:
+        _record(conn, world, "lost-1")  # queued, never fetched
+        conn.execute("INSERT INTO tenants (name) VALUES (%s)", [world.tenant.name]).fetchall()
+    assert _events(db, world, "lost-1") == 0
+    # The connection went back to the pool in a usable state.
+    with db.tenant(world.tenant.id, pipelined=True) as conn:
+        _record(conn, world, "after-1")
+    assert _events(db, world, "after-1") == 1
+
+
+def _terminate_application_backends(superuser: psycopg.Connection) -> int:  # type: ignore[type-arg]
+    row = superuser.execute(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_an_idle_connection_killed_by_the_server_is_replaced_before_use(
+    database_url: str,
+    superuser: psycopg.Connection,
+    world: World,  # type: ignore[type-arg]
+) -> None:
+    with Database(database_url, max_size=1, check_idle_seconds=0.0) as database:
+        with database.tenant(world.tenant.id) as conn:
+            conn.execute("SELECT 1")
+        assert _terminate_application_backends(superuser) >= 1
+        with database.tenant(world.tenant.id) as conn:
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+
+
+def test_a_recently_used_connection_is_not_pinged_and_a_dead_one_fails_once(
+    database_url: str,
+    superuser: psycopg.Connection,
+    world: World,  # type: ignore[type-arg]
+) -> None:
+    with Database(database_url, max_size=1, check_idle_seconds=3600.0) as database:
+        with database.tenant(world.tenant.id) as conn:
+            conn.execute("SELECT 1")
+        assert _terminate_application_backends(superuser) >= 1
+        with pytest.raises(StoreUnavailable), database.tenant(world.tenant.id) as conn:
+            conn.execute("SELECT 1")
+        with database.tenant(world.tenant.id) as conn:
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
