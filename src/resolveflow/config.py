@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     embedder: Literal["local", "openai", "fake"] = "local"
     embedding_max_seq_length: int = Field(default=128, ge=16, le=512)
     embedding_quantize: bool = True
-    embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    embedding_batch_size: int = Field(default=16, ge=1, le=1024)
     openai_embeddings_base_url: str | None = None
     openai_embeddings_api_key: SecretStr | None = None
     openai_embeddings_model: str = "text-embedding-3-small"

@@ -29,7 +29,7 @@ DIMENSIONS = 384
 
 class LocalMiniLM:
     def __init__(
-        self, *, max_seq_length: int = 128, quantize: bool = True, batch_size: int = 32
+        self, *, max_seq_length: int = 128, quantize: bool = True, batch_size: int = 16
     ) -> None:
         self.max_seq_length = max_seq_length
         self.quantize = quantize

@@ -21,8 +21,10 @@ from resolveflow.adapters.embedder import Embedder, Vectors
 from resolveflow.domain.errors import InvalidInput
 from resolveflow.evals.duplicates import query_and_target, read_pairs
 from resolveflow.retrieval.chunking import (
+    DEFAULT_VECTORS_PER_REPORT,
     chunk_document,
     embedding_text,
+    gets_vector,
     normalize_text,
     query_text,
 )
@@ -48,6 +50,8 @@ def embed_corpus(embedder: Embedder, docs: list[SourceDocument]) -> Embedded:
     for i, doc in enumerate(docs):
         title = normalize_text(doc.title)
         for chunk in chunk_document(title, doc.body, doc.comments):
+            if not gets_vector(doc.kind, chunk.ordinal, DEFAULT_VECTORS_PER_REPORT):
+                continue
             texts.append(embedding_text(title, chunk.section, chunk.text))
             owner.append(i)
     queries = embedder.embed_documents([query_text(f"{d.title}\n\n{d.body}") for d in docs])

@@ -31,6 +31,19 @@ _USER_AGENT = re.compile(r"^\s*user[ -]agent:.*$", re.IGNORECASE | re.MULTILINE)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
+# Kinds whose every chunk gets its own vector: a runbook's sections are separate answers.
+# An issue's or pull request's meaning is mostly in its title and first paragraphs (and the
+# embedder only reads 128 tokens of any chunk), so its later chunks are found by their words and
+# by meaning through the head's vector: a third of the embedding work (docs/retrieval.md).
+EMBED_EVERY_CHUNK_KINDS = frozenset({"runbook", "doc"})
+DEFAULT_VECTORS_PER_REPORT = 1
+
+
+def gets_vector(kind: str, ordinal: int, vectors_per_report: int) -> bool:
+    """Whether a document's chunk at ``ordinal`` is embedded (else it is lexical only)."""
+    return kind in EMBED_EVERY_CHUNK_KINDS or ordinal < vectors_per_report
+
+
 @dataclass(frozen=True)
 class Chunk:
     ordinal: int

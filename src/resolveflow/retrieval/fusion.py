@@ -33,7 +33,7 @@ class FusionParams:
 @dataclass
 class DocumentCandidate:
     document_id: Any
-    best: dict[str, Any]  # the chunk row with the highest cosine
+    best: dict[str, Any]  # the chunk row with the highest cosine (then lexical score)
     cosine: float
     lexical: float
     vector_rank: int | None = None
@@ -57,7 +57,7 @@ def group_by_document(rows: Sequence[dict[str, Any]]) -> list[DocumentCandidate]
         if doc is None:
             docs[key] = DocumentCandidate(key, row, cosine, lexical)
             continue
-        if cosine > doc.cosine or (cosine == doc.cosine and row["chunk_id"] < doc.best["chunk_id"]):
+        if _better_chunk(row, cosine, lexical, doc):
             doc.best, doc.cosine = row, cosine
         doc.lexical = max(doc.lexical, lexical)
     ordered = sorted(docs.values(), key=lambda d: (-d.cosine, str(d.document_id)))
@@ -67,6 +67,15 @@ def group_by_document(rows: Sequence[dict[str, Any]]) -> list[DocumentCandidate]
     for rank, doc in enumerate((d for d in ordered if d.document_id in in_lexical), start=1):
         doc.lexical_rank = rank
     return list(docs.values())
+
+
+def _better_chunk(
+    row: dict[str, Any], cosine: float, lexical: float, doc: DocumentCandidate
+) -> bool:
+    """Best chunk: highest cosine; a chunk without its own vector shares its head's cosine, so
+    ties go to the chunk whose words match better, then to the earlier chunk."""
+    best_lexical = float(doc.best["lexical_score"] or 0.0)
+    return (cosine, lexical, -row["chunk_id"]) > (doc.cosine, best_lexical, -doc.best["chunk_id"])
 
 
 def fuse(candidates: list[DocumentCandidate], params: FusionParams) -> list[DocumentCandidate]:

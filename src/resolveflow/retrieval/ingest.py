@@ -1,9 +1,10 @@
 """The one way documents enter the index: ``Indexer.upsert``.
 
 Every path (GitHub crawl, JSONL corpus, docs folder, evaluation, and later the webhook) calls it.
-Per batch: chunk each document, skip those whose content hash is unchanged, embed all new chunks
-in one embedder call (outside any transaction), then write the batch in one transaction, each
-document replaced whole (row upserted, chunks and links deleted and re-inserted).
+Per batch: chunk each document, skip those whose content hash is unchanged, embed the new chunks
+that get a vector in one embedder call (outside any transaction, on a helper thread while the
+previous batch is written), then write the batch in one transaction, each document replaced whole
+(row upserted, chunks and links deleted and re-inserted).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -19,9 +21,11 @@ import psycopg
 from resolveflow.adapters.embedder import Embedder, EmbeddingSpace
 from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.retrieval.chunking import (
+    DEFAULT_VECTORS_PER_REPORT,
     Chunk,
     chunk_document,
     embedding_text,
+    gets_vector,
     normalize_text,
 )
 from resolveflow.retrieval.errors import EmbeddingSpaceMismatch
@@ -79,10 +83,18 @@ def check_space(state: store.IndexState | None, space: EmbeddingSpace) -> None:
 
 
 class Indexer:
-    def __init__(self, db: Database, embedder: Embedder, *, batch_size: int = DEFAULT_BATCH):
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        *,
+        batch_size: int = DEFAULT_BATCH,
+        vectors_per_report: int = DEFAULT_VECTORS_PER_REPORT,
+    ):
         self.db = db
         self.embedder = embedder
         self.batch_size = batch_size
+        self.vectors_per_report = vectors_per_report
 
     def prepare(self, tenant_id: UUID) -> int:
         """Bind the tenant's index to the embedder's space (first use) or check it matches."""
@@ -106,19 +118,40 @@ class Indexer:
         documents: Iterable[SourceDocument],
         on_batch: Callable[[IngestStats], None] | None = None,
     ) -> IngestStats:
-        """Index ``documents`` for the tenant; returns what was done."""
+        """Index ``documents`` for the tenant; returns what was done once all of it is written.
+
+        The next batch is chunked and embedded on a helper thread while this one is written:
+        the model (which releases the GIL) and Postgres then use the two cores at once. Writes
+        stay in input order, one transaction per batch.
+        """
         space_id = self.prepare(tenant_id)
         total = IngestStats()
-        for batch in _batches(documents, self.batch_size):
-            done = self._upsert_batch(tenant_id, space_id, batch)
-            total.add(done)
-            if on_batch is not None:
-                on_batch(done)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rf-embed") as helper:
+            ahead: Future[_Prepared] | None = None
+            for batch in _batches(documents, self.batch_size):
+                following = helper.submit(self._prepare_batch, tenant_id, batch)
+                if ahead is not None:
+                    self._finish(tenant_id, space_id, ahead.result(), total, on_batch)
+                ahead = following
+            if ahead is not None:
+                self._finish(tenant_id, space_id, ahead.result(), total, on_batch)
         return total
 
-    def _upsert_batch(
-        self, tenant_id: UUID, space_id: int, batch: list[SourceDocument]
-    ) -> IngestStats:
+    def _finish(
+        self,
+        tenant_id: UUID,
+        space_id: int,
+        prepared: _Prepared,
+        total: IngestStats,
+        on_batch: Callable[[IngestStats], None] | None,
+    ) -> None:
+        done = self._write_batch(tenant_id, space_id, prepared)
+        total.add(done)
+        if on_batch is not None:
+            on_batch(done)
+
+    def _prepare_batch(self, tenant_id: UUID, batch: list[SourceDocument]) -> _Prepared:
+        """Skip unchanged documents, chunk the rest and embed the chunks that get a vector."""
         started = time.perf_counter()
         stats = IngestStats(documents=len(batch))
         latest = {(doc.source, doc.external_id): doc for doc in batch}  # last one wins
@@ -130,7 +163,6 @@ class Indexer:
                     conn, tenant_id, source, ids
                 ).items():
                     known[(source, external_id)] = digest
-        rows: list[store.DocumentRow] = []
         texts: list[str] = []
         pending: list[tuple[SourceDocument, str, list[Chunk]]] = []
         for key, doc in latest.items():
@@ -141,23 +173,40 @@ class Indexer:
             title = normalize_text(doc.title)
             chunks = chunk_document(title, doc.body, doc.comments)
             pending.append((doc, digest, chunks))
-            texts.extend(embedding_text(title, c.section, c.text) for c in chunks)
+            texts.extend(
+                embedding_text(title, c.section, c.text)
+                for c in chunks
+                if gets_vector(doc.kind, c.ordinal, self.vectors_per_report)
+            )
         stats.unchanged += len(batch) - len(latest)
         embed_started = time.perf_counter()
-        vectors = self.embedder.embed_documents(texts)
+        vectors = iter(self.embedder.embed_documents(texts))
         stats.embed_seconds = time.perf_counter() - embed_started
-        offset = 0
+        rows: list[store.DocumentRow] = []
         for doc, digest, doc_chunks in pending:
             chunk_rows = tuple(
-                store.ChunkRow(c.ordinal, c.section, c.text, vectors[offset + i])
-                for i, c in enumerate(doc_chunks)
+                store.ChunkRow(
+                    c.ordinal,
+                    c.section,
+                    c.text,
+                    next(vectors)
+                    if gets_vector(doc.kind, c.ordinal, self.vectors_per_report)
+                    else None,
+                )
+                for c in doc_chunks
             )
-            offset += len(doc_chunks)
             rows.append(_row(doc, digest, chunk_rows))
+        stats.seconds = time.perf_counter() - started
+        return _Prepared(rows, stats)
+
+    def _write_batch(self, tenant_id: UUID, space_id: int, prepared: _Prepared) -> IngestStats:
+        started = time.perf_counter()
+        stats, rows = prepared.stats, prepared.rows
         if rows:
             dims = self.embedder.space.dimensions
             try:
-                with self.db.tenant(tenant_id) as conn:
+                # Pipelined: each document costs one round trip (its id), not five.
+                with self.db.tenant(tenant_id, pipelined=True) as conn:
                     for row in rows:
                         store.replace_document(conn, tenant_id, space_id, dims, row)
             except ResolveFlowError as exc:
@@ -167,9 +216,16 @@ class Indexer:
                 raise
         stats.written = len(rows)
         stats.chunks = sum(len(row.chunks) for row in rows)
-        stats.seconds = time.perf_counter() - started
+        # Time this batch cost the caller: its preparation overlapped the previous write.
+        stats.seconds += time.perf_counter() - started
         logger.info("indexed batch", extra={"tenant_id": str(tenant_id), **stats.as_json()})
         return stats
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    rows: list[store.DocumentRow]
+    stats: IngestStats
 
 
 def _row(doc: SourceDocument, digest: str, chunks: tuple[store.ChunkRow, ...]) -> store.DocumentRow:

@@ -80,7 +80,7 @@ def rebuild(
         store.lock_index_state(conn, tenant_id)
         current = store.chunk_texts(conn, tenant_id)
         _embed(embedder, [r for r in current if int(r["id"]) not in vectors], vectors, progress)
-        store.switch_index_space(conn, tenant_id, space_id)
+        store.switch_index_space(conn, tenant_id, space_id, space.dimensions)
         ids = [int(r["id"]) for r in current]
         for start in range(0, len(ids), WRITE_BATCH):
             part = ids[start : start + WRITE_BATCH]

@@ -38,7 +38,7 @@ class ChunkRow:
     ordinal: int
     section: str  # head | body | comment
     text: str
-    embedding: Iterable[float]
+    embedding: Iterable[float] | None  # None: found by its words only (see chunking.gets_vector)
 
 
 @dataclass(frozen=True)
@@ -109,10 +109,15 @@ def lock_index_state(conn: Connection, tenant_id: UUID) -> int | None:
     return int(row["space_id"]) if row else None
 
 
-def switch_index_space(conn: Connection, tenant_id: UUID, space_id: int) -> None:
-    """Point the tenant's index at a new space; the caller moves every chunk before commit."""
+def switch_index_space(conn: Connection, tenant_id: UUID, space_id: int, dims: int) -> None:
+    """Point the tenant's index at a new space and move its chunks without a vector there; the
+    caller moves every chunk with a vector (``update_chunk_vectors``) before commit."""
     conn.execute(q("retrieval", "defer_space_check"))
     conn.execute(q("retrieval", "set_index_space"), {"tenant_id": tenant_id, "space_id": space_id})
+    conn.execute(
+        q("retrieval", "move_lexical_chunks"),
+        {"tenant_id": tenant_id, "space_id": space_id, "dims": dims},
+    )
 
 
 def chunks_outside_space(conn: Connection, tenant_id: UUID, space_id: int) -> int:
@@ -191,7 +196,9 @@ def replace_document(
                 "ordinals": [c.ordinal for c in doc.chunks],
                 "sections": [c.section for c in doc.chunks],
                 "texts": [c.text for c in doc.chunks],
-                "embeddings": [vector_literal(c.embedding) for c in doc.chunks],
+                "embeddings": [
+                    None if c.embedding is None else vector_literal(c.embedding) for c in doc.chunks
+                ],
             },
         )
     conn.execute(q("retrieval", "delete_links"), ids)

@@ -134,7 +134,16 @@ picked AS (
     WHERE c.id = ANY (ARRAY(SELECT chunk_id FROM candidates)) AND c.tenant_id = %(tenant_id)s
 )
 SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
-       coalesce(k.distance, c.embedding <=> %(query_vector)s::vector) AS distance, k.vrank,
+       -- A chunk without a vector of its own is placed by its document's head vector.
+       coalesce(
+           k.distance,
+           c.embedding <=> %(query_vector)s::vector,
+           (SELECT h.embedding <=> %(query_vector)s::vector FROM chunks h
+             WHERE h.document_id = c.document_id AND h.tenant_id = c.tenant_id
+               AND h.embedding IS NOT NULL
+             ORDER BY h.ordinal LIMIT 1),
+           1.0
+       ) AS distance, k.vrank,
        coalesce(
            k.score,
            CASE WHEN c.tsv @@ %(tsq)s::tsquery THEN ts_rank(c.tsv, %(tsq)s::tsquery, 1) ELSE 0 END
@@ -174,25 +183,23 @@ WHERE tenant_id = %(tenant_id)s AND source = %(source)s
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
 ORDER BY created_at, external_id
 
--- name: chunks_for_rebuild
-SELECT c.id, c.section, c.text, d.title
-FROM chunks c
-JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
-WHERE c.tenant_id = %(tenant_id)s AND c.id > %(after_id)s
-ORDER BY c.id
-LIMIT %(limit)s
-
 -- name: chunk_texts
+-- The chunks that have a vector (the others are found by their words and stay so).
 SELECT c.id, c.section, c.text, d.title
 FROM chunks c
 JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
-WHERE c.tenant_id = %(tenant_id)s
+WHERE c.tenant_id = %(tenant_id)s AND c.embedding IS NOT NULL
 
 -- name: update_chunk_vectors
 UPDATE chunks c
 SET space_id = %(space_id)s, dims = %(dims)s, embedding = u.embedding::vector
 FROM unnest(%(ids)s::bigint[], %(embeddings)s::text[]) AS u (id, embedding)
 WHERE c.tenant_id = %(tenant_id)s AND c.id = u.id
+
+-- name: move_lexical_chunks
+-- Chunks without a vector move to the new space with the rest (their dims follow the space).
+UPDATE chunks SET space_id = %(space_id)s, dims = %(dims)s
+WHERE tenant_id = %(tenant_id)s AND embedding IS NULL
 
 -- name: chunks_outside_space
 SELECT count(*) AS n FROM chunks WHERE tenant_id = %(tenant_id)s AND space_id <> %(space_id)s
