@@ -25,6 +25,7 @@ import argparse
 import itertools
 import json
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -129,6 +130,44 @@ def synthetic(n: int, words: list[str], weights: list[float], rng: random.Random
         )
 
 
+def sentence_pool() -> tuple[list[str], list[str]]:
+    """Real titles and sentences (hf-datasets issues and pull requests, SeaMonkey reports)."""
+    titles: list[str] = []
+    sentences: list[str] = []
+    files = [
+        DATA / "hf-datasets" / "issues.jsonl",
+        DATA / "hf-datasets" / "pulls.jsonl",
+        DATA / "seamonkey" / "corpus.jsonl",
+    ]
+    for path in files:
+        if not path.exists():
+            raise SystemExit(f"needs {path} (shared/data beside the checkout)")
+        for doc in read_corpus(path, "pool"):
+            if doc.title.strip():
+                titles.append(doc.title.strip())
+            for part in re.split(r"(?<=[.!?])\s+|\n+", doc.body):
+                sentence = part.strip()
+                if 30 <= len(sentence) <= 240 and not re.search(
+                    r"[{}<>=`|]|http|user-?agent", sentence, re.I
+                ):
+                    sentences.append(sentence)
+    return titles, sentences
+
+
+def realistic(n: int, titles: list[str], sentences: list[str], rng: random.Random, tag: str):  # type: ignore[no-untyped-def]
+    """Reports recombined from real titles and sentences: text the model has meaning for, at any
+    scale, so the vectors cluster as real ones do (word salad hashes to near-random vectors)."""
+    for i in range(n):
+        yield SourceDocument(
+            source="synthetic",
+            external_id=f"{tag}-{i}",
+            kind="issue",
+            title=rng.choice(titles),
+            body=" ".join(rng.sample(sentences, 3)),
+            created_at=T0 + timedelta(seconds=i),
+        )
+
+
 def timed_searches(
     searcher: Searcher, tenant: UUID, queries: list[str]
 ) -> tuple[list[float], list[float], list[list[str]]]:
@@ -144,25 +183,35 @@ def timed_searches(
 
 def search(args: argparse.Namespace) -> None:
     rng = random.Random(7)
-    words = vocabulary(20_000, rng)
-    weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
-    embedder: Embedder = HashingEmbedder(384)
+    embedder: Embedder
+    if args.text == "zipf":
+        words = vocabulary(20_000, rng)
+        weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
+        embedder = HashingEmbedder(384)
+        queries = [zipf_text(words, weights, rng.randint(4, 8), rng) for _ in range(args.queries)]
+
+        def documents(size: int):  # type: ignore[no-untyped-def]
+            return synthetic(size, words, weights, rng, str(size))
+    else:
+        titles, sentences = sentence_pool()
+        embedder = LocalMiniLM()
+        queries = [f"{rng.choice(titles)} {rng.choice(sentences)}" for _ in range(args.queries)]
+
+        def documents(size: int):  # type: ignore[no-untyped-def]
+            return realistic(size, titles, sentences, rng, str(size))
+
     db, _ = open_db(args.home)
     sizes = [int(s) for s in args.sizes.split(",")]
     existing = {t.name: t.id for t in admin.list_tenants(db)}
-    queries = [zipf_text(words, weights, rng.randint(4, 8), rng) for _ in range(args.queries)]
     for size in sizes:
         started = time.perf_counter()
-        if f"size-{size}" in existing:  # --home of an earlier run: reuse its index
-            tenant = existing[f"size-{size}"]
+        name = f"{args.text}-{size}"
+        if name in existing:  # --home of an earlier run: reuse its index
+            tenant = existing[name]
             chunks = size
         else:
-            tenant = admin.add_tenant(db, f"size-{size}").id
-            chunks = (
-                Indexer(db, embedder, batch_size=500)
-                .upsert(tenant, synthetic(size, words, weights, rng, str(size)))
-                .chunks
-            )
+            tenant = admin.add_tenant(db, name).id
+            chunks = Indexer(db, embedder, batch_size=500).upsert(tenant, documents(size)).chunks
         load_s = time.perf_counter() - started
         with db.unscoped() as conn:
             conn.execute("ANALYZE chunks")
@@ -252,6 +301,12 @@ def main() -> None:
     p_search.add_argument("--sizes", default="10000,100000")
     p_search.add_argument("--queries", type=int, default=200)
     p_search.add_argument("--home", type=Path, default=None, help="reuse this database folder")
+    p_search.add_argument(
+        "--text",
+        choices=["realistic", "zipf"],
+        default="realistic",
+        help="real sentences recombined, MiniLM vectors; or Zipf word salad, hashing vectors",
+    )
     p_search.add_argument("--ef-search-min", type=int, default=SearchParams().ef_search_min)
     p_search.add_argument("--max-term-share", type=float, default=SearchParams().max_term_share)
     p_recall = sub.add_parser("recall")

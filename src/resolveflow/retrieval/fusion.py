@@ -6,9 +6,9 @@ rank is its position among documents by that score. Two methods:
 - ``rrf``: weighted reciprocal rank fusion, ``w_v / (k + rank_v) + w_l / (k + rank_l)``; equal
   weights and k = 60 is the classic baseline.
 - ``weighted``: a convex combination of scores, ``w_v * cosine + w_l * lexical / max_lexical``,
-  where the lexical score is scaled by the best lexical score of this query (ts_rank has no fixed
-  range). Cosine is known for every candidate, so a document found only by words is still placed
-  by meaning.
+  where the lexical score (BM25: idf × impact summed over the query's terms) is scaled by the best
+  lexical score of this query (it has no fixed range). Cosine is known for every candidate, so a
+  document found only by words is still placed by meaning.
 
 The method and weights in use were chosen on the dev sets (docs/retrieval.md).
 """

@@ -84,7 +84,7 @@ class SourceDocument:
 class BranchScores:
     cosine: float  # similarity of the best chunk of the document to the query, in [-1, 1]
     vector_rank: int | None  # the document's rank in the vector branch (1-based), if retrieved
-    lexical: float  # best ts_rank of the document's chunks (0 when no term matched)
+    lexical: float  # best BM25 score (idf × impact) of the document's chunks (0: no term matched)
     lexical_rank: int | None
 
 

@@ -105,13 +105,16 @@ class Searcher:
         started = time.perf_counter()
         exact = state.chunk_count <= self.params.exact_max_chunks
         ef_search: int | None = None
-        with self.db.tenant(tenant_id) as conn:
-            params["terms"], params["tsq"] = store.lexical_query(
+        # Pipelined: BEGIN, the tenant and the term lookup go out together, and so do the
+        # ef_search setting and the search itself.
+        with self.db.tenant(tenant_id, pipelined=True) as conn:
+            params["terms"], params["idfs"] = store.lexical_query(
                 conn,
                 tenant_id,
                 cleaned[:LEXICAL_QUERY_CHARS],
                 self.params.max_terms,
                 max_term_chunks,
+                state.chunk_count,
             )
             if not exact:
                 share = state.chunk_count / max(store.table_rows_estimate(conn), state.chunk_count)

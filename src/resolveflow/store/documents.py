@@ -211,10 +211,15 @@ def replace_document(
 
 
 def lexical_query(
-    conn: Connection, tenant_id: UUID, text: str, max_terms: int, max_term_chunks: int
-) -> tuple[list[str], str]:
-    """The full-text branch's terms for ``text`` (its rarest in the tenant's index) and their OR
-    as tsquery text."""
+    conn: Connection,
+    tenant_id: UUID,
+    text: str,
+    max_terms: int,
+    max_term_chunks: int,
+    total_chunks: int,
+) -> tuple[list[str], list[float]]:
+    """The full-text branch's terms for ``text`` (its rarest in the tenant's index) and each
+    term's BM25 idf among the tenant's ``total_chunks`` chunks."""
     row = conn.execute(
         q("retrieval", "lexical_query"),
         {
@@ -222,9 +227,10 @@ def lexical_query(
             "query_text": text,
             "max_terms": max_terms,
             "max_term_chunks": max_term_chunks,
+            "total": total_chunks,
         },
     ).fetchone()
-    return (list(row["terms"]), str(row["tsq"])) if row else ([], "")
+    return (list(row["terms"]), [float(x) for x in row["idfs"]]) if row else ([], [])
 
 
 def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:

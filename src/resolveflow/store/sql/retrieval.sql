@@ -93,13 +93,23 @@ FROM unnest(%(targets)s::text[]) AS u (target)
 ON CONFLICT DO NOTHING
 
 -- name: lexical_query
-SELECT terms, rf_terms_tsquery(terms)::text AS tsq
-FROM rf_query_terms(%(tenant_id)s, %(query_text)s, %(max_terms)s, %(max_term_chunks)s) AS terms
+-- The chosen terms and their BM25 idf in this tenant's index (total = its chunk count).
+SELECT coalesce(array_agg(s.lexeme ORDER BY s.lexeme), '{}') AS terms,
+       coalesce(
+           array_agg(
+               ln(1 + (%(total)s - s.chunks + 0.5) / (s.chunks + 0.5))::real ORDER BY s.lexeme
+           ),
+           '{}'
+       ) AS idfs
+FROM unnest(
+    rf_query_terms(%(tenant_id)s, %(query_text)s, %(max_terms)s, %(max_term_chunks)s)
+) AS t (lexeme)
+JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = t.lexeme
 
 -- name: hybrid_candidates
 -- One statement, so both branches and the document rows come from one snapshot: a document
 -- re-indexed meanwhile appears once, either before or after, never missing or twice. The query
--- vector and tsquery are bind parameters at every use (not a CTE), so the planner sees their
+-- vector and terms are bind parameters at every use (not a CTE), so the planner sees their
 -- values.
 WITH vec AS (
     SELECT n.chunk_id, n.distance,
@@ -108,16 +118,18 @@ WITH vec AS (
                            %(vector_limit)s, %(as_of)s::timestamptz, %(exact)s) AS n
 ),
 lex AS (
-    -- Candidates from the btree inverted index (usable under RLS), ranked by ts_rank.
-    SELECT c.id AS chunk_id, ts_rank(c.tsv, %(tsq)s::tsquery, 1) AS score
-    FROM chunks c
-    WHERE c.id IN (
-            SELECT t.chunk_id FROM chunk_terms t
-            WHERE t.tenant_id = %(tenant_id)s AND t.lexeme = ANY(%(terms)s::text[])
-        )
-      AND c.tenant_id = %(tenant_id)s AND c.space_id = %(space_id)s
-      AND (%(as_of)s::timestamptz IS NULL OR c.created_at < %(as_of)s::timestamptz)
-    ORDER BY score DESC, c.id
+    -- Scored from the postings alone (idf × impact, an index-only scan under RLS); the as-of
+    -- filter needs the chunks' times and is planned away when there is none.
+    SELECT t.chunk_id, sum(w.idf * t.impact) AS score
+    FROM chunk_terms t
+    JOIN unnest(%(terms)s::text[], %(idfs)s::real[]) AS w (lexeme, idf) ON w.lexeme = t.lexeme
+    WHERE t.tenant_id = %(tenant_id)s AND t.lexeme = ANY(%(terms)s::text[])
+      AND (%(as_of)s::timestamptz IS NULL OR t.chunk_id IN (
+            SELECT c.id FROM chunks c
+            WHERE c.tenant_id = %(tenant_id)s AND c.created_at < %(as_of)s::timestamptz
+          ))
+    GROUP BY t.chunk_id
+    ORDER BY score DESC, t.chunk_id
     LIMIT %(lexical_limit)s
 ),
 lex_ranked AS (
@@ -146,7 +158,13 @@ SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
        ) AS distance, k.vrank,
        coalesce(
            k.score,
-           CASE WHEN c.tsv @@ %(tsq)s::tsquery THEN ts_rank(c.tsv, %(tsq)s::tsquery, 1) ELSE 0 END
+           (SELECT sum(w.idf * t.impact)
+              FROM chunk_terms t
+              JOIN unnest(%(terms)s::text[], %(idfs)s::real[]) AS w (lexeme, idf)
+                ON w.lexeme = t.lexeme
+             WHERE t.tenant_id = c.tenant_id AND t.chunk_id = c.id
+               AND t.lexeme = ANY(%(terms)s::text[])),
+           0
        ) AS lexical_score,
        k.lrank,
        d.source, d.external_id, d.kind, d.title, d.url, d.state, d.labels, d.created_at,
