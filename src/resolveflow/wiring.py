@@ -247,4 +247,5 @@ def search_params(settings: Settings) -> SearchParams:
         ef_search_max=settings.hnsw_ef_search_max,
         max_terms=settings.search_max_terms,
         max_term_share=settings.search_max_term_share,
+        max_postings=settings.search_max_postings,
     )

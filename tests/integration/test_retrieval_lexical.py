@@ -11,6 +11,7 @@ from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.service import admin
+from resolveflow.store import documents as store
 from resolveflow.store.database import Database
 
 WORDS_ONLY = SearchParams(fusion=FusionParams("weighted", 0.0, 1.0))
@@ -64,3 +65,21 @@ def test_postings_carry_the_impacts_of_the_current_text_after_a_reindex(
     assert len(impacts) == 5
     assert math.isclose(impacts["printer"], 3 * 2.2 / (3 + length_part), rel_tol=1e-5)
     assert math.isclose(impacts["toner"], 1 * 2.2 / (1 + length_part), rel_tol=1e-5)
+
+
+def test_the_postings_budget_keeps_the_rarest_terms_and_always_the_rarest_one(
+    db: Database,
+) -> None:
+    tenant = admin.add_tenant(db, "acme").id
+    docs = [*_corpus(), doc("cable", "Ticket cable", "The cable is loose.")]
+    Indexer(db, HashingEmbedder()).upsert(tenant, docs)
+    with db.tenant(tenant) as conn:
+
+        def terms(budget: int) -> list[str]:
+            query = store.lexical_query(conn, tenant, "printer quokka cable", 24, 1000, 11, budget)
+            return query.terms
+
+        # quokka: 1 chunk, cable: 2, printer: 9.
+        assert terms(100) == ["cabl", "printer", "quokka"]
+        assert terms(3) == ["cabl", "quokka"]
+        assert terms(0) == ["quokka"]

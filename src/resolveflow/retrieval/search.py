@@ -42,12 +42,13 @@ MIN_TERM_CHUNKS = 50  # a whole issue as the query: its first ~300 words are ple
 @dataclass(frozen=True)
 class SearchParams:
     fusion: FusionParams = field(default_factory=FusionParams)
-    candidates: int = 50  # chunks taken from each branch before fusion (at least 5 x k)
+    candidates: int = 30  # chunks taken from each branch before fusion (at least 3 x k)
     exact_max_chunks: int = 20_000
-    ef_search_min: int = 100
+    ef_search_min: int = 64
     ef_search_max: int = 1000
     max_terms: int = 24  # the rarest query terms the full-text branch ORs together
     max_term_share: float = 0.05  # terms in more of the tenant's chunks than this are left out
+    max_postings: int = 3_000  # rarest terms first, while their postings add up to at most this
 
 
 @dataclass(frozen=True)
@@ -82,42 +83,46 @@ class Searcher:
         cleaned = query_text(text)
         if not cleaned:
             raise InvalidInput("the search text is empty")
-        with self.db.tenant(tenant_id) as conn:
-            state = store.index_state(conn, tenant_id)
-        if state is None or state.chunk_count == 0:
-            return []
-        space = self.embedder.space
-        check_space(state, space)
+        # The query is embedded first, outside any transaction, so that one pipelined
+        # transaction does the rest: index state, terms, ef_search and the search itself.
         started = time.perf_counter()
         vector = self.embedder.embed_query(cleaned)
         embed_ms = (time.perf_counter() - started) * 1000
-        wanted = max(self.params.candidates, 5 * (k + (1 if exclude else 0)))
-        params: dict[str, Any] = {
-            "tenant_id": tenant_id,
-            "space_id": state.space.id,
-            "query_vector": store.vector_literal(vector),
-            "vector_limit": wanted,
-            "lexical_limit": wanted,
-            "as_of": as_of,
-        }
-        # Small indexes keep every term: pruning is for cost, and there is none to save.
-        max_term_chunks = max(MIN_TERM_CHUNKS, int(self.params.max_term_share * state.chunk_count))
+        wanted = max(self.params.candidates, 3 * (k + (1 if exclude else 0)))
         started = time.perf_counter()
-        exact = state.chunk_count <= self.params.exact_max_chunks
+        exact = True
         ef_search: int | None = None
-        # Pipelined: BEGIN, the tenant and the term lookup go out together, and so do the
-        # ef_search setting and the search itself.
         with self.db.tenant(tenant_id, pipelined=True) as conn:
-            params["terms"], params["idfs"] = store.lexical_query(
+            state = store.index_state(conn, tenant_id)
+            if state is None or state.chunk_count == 0:
+                return []
+            space = self.embedder.space
+            check_space(state, space)
+            params: dict[str, Any] = {
+                "tenant_id": tenant_id,
+                "space_id": state.space.id,
+                "query_vector": store.vector_literal(vector),
+                "vector_limit": wanted,
+                "lexical_limit": wanted,
+                "as_of": as_of,
+            }
+            # Small indexes keep every term: pruning is for cost, and there is none to save.
+            max_term_chunks = max(
+                MIN_TERM_CHUNKS, int(self.params.max_term_share * state.chunk_count)
+            )
+            lexical = store.lexical_query(
                 conn,
                 tenant_id,
                 cleaned[:LEXICAL_QUERY_CHARS],
                 self.params.max_terms,
                 max_term_chunks,
                 state.chunk_count,
+                self.params.max_postings,
             )
+            params["terms"], params["idfs"] = lexical.terms, lexical.idfs
+            exact = state.chunk_count <= self.params.exact_max_chunks
             if not exact:
-                share = state.chunk_count / max(store.table_rows_estimate(conn), state.chunk_count)
+                share = state.chunk_count / max(lexical.table_rows, state.chunk_count)
                 ef_search = _ef_search(wanted, share, self.params)
                 store.set_ef_search(conn, ef_search)
             rows = store.hybrid_candidates(conn, {**params, "exact": exact})
@@ -139,8 +144,9 @@ class Searcher:
 
 
 def _ef_search(wanted: int, share: float, params: SearchParams) -> int:
-    """Enough candidates that ``wanted`` of them are likely this tenant's."""
-    needed = math.ceil(2 * wanted / max(share, 1e-6))
+    """Enough candidates that ``wanted`` of them are likely this tenant's, with a 20 % margin (a
+    scan that still comes back short falls back to exact search)."""
+    needed = math.ceil(1.2 * wanted / max(share, 1e-6))
     return int(min(params.ef_search_max, max(params.ef_search_min, needed)))
 
 

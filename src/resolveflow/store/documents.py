@@ -127,11 +127,6 @@ def chunks_outside_space(conn: Connection, tenant_id: UUID, space_id: int) -> in
     return int(row["n"]) if row else 0
 
 
-def table_rows_estimate(conn: Connection) -> int:
-    row = conn.execute(q("retrieval", "table_rows_estimate")).fetchone()
-    return int(row["estimate"]) if row else 0
-
-
 # --- documents --------------------------------------------------------------------------------
 
 
@@ -210,6 +205,13 @@ def replace_document(
     return document_id
 
 
+@dataclass(frozen=True)
+class LexicalQuery:
+    terms: list[str]
+    idfs: list[float]
+    table_rows: int  # estimated chunks of every tenant
+
+
 def lexical_query(
     conn: Connection,
     tenant_id: UUID,
@@ -217,9 +219,10 @@ def lexical_query(
     max_terms: int,
     max_term_chunks: int,
     total_chunks: int,
-) -> tuple[list[str], list[float]]:
-    """The full-text branch's terms for ``text`` (its rarest in the tenant's index) and each
-    term's BM25 idf among the tenant's ``total_chunks`` chunks."""
+    max_postings: int,
+) -> LexicalQuery:
+    """The full-text branch's terms for ``text`` (its rarest in the tenant's index, within a
+    budget of postings) and each term's BM25 idf among the tenant's ``total_chunks`` chunks."""
     row = conn.execute(
         q("retrieval", "lexical_query"),
         {
@@ -228,9 +231,14 @@ def lexical_query(
             "max_terms": max_terms,
             "max_term_chunks": max_term_chunks,
             "total": total_chunks,
+            "max_postings": max_postings,
         },
     ).fetchone()
-    return (list(row["terms"]), [float(x) for x in row["idfs"]]) if row else ([], [])
+    if row is None:
+        return LexicalQuery([], [], 0)
+    return LexicalQuery(
+        list(row["terms"]), [float(x) for x in row["idfs"]], int(row["table_rows"] or 0)
+    )
 
 
 def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -34,9 +34,6 @@ SET CONSTRAINTS chunks_in_index_space DEFERRED
 -- name: set_ef_search
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
--- name: table_rows_estimate
-SELECT greatest(reltuples, 0)::bigint AS estimate FROM pg_class WHERE oid = 'chunks'::regclass
-
 -- name: document_hashes
 SELECT external_id, content_hash FROM documents
 WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = ANY(%(external_ids)s)
@@ -93,18 +90,29 @@ FROM unnest(%(targets)s::text[]) AS u (target)
 ON CONFLICT DO NOTHING
 
 -- name: lexical_query
--- The chosen terms and their BM25 idf in this tenant's index (total = its chunk count).
-SELECT coalesce(array_agg(s.lexeme ORDER BY s.lexeme), '{}') AS terms,
+-- The chosen terms and their BM25 idf in this tenant's index (total = its chunk count). Rarest
+-- first, terms are kept while their postings add up to at most max_postings (the rarest always
+-- stays): the branch's cost is its postings, and the terms left out are the query's most common,
+-- whose idf adds least to any score.
+WITH known AS (
+    SELECT s.lexeme, s.chunks, sum(s.chunks) OVER (ORDER BY s.chunks, s.lexeme) AS running
+    FROM unnest(
+        rf_query_terms(%(tenant_id)s, %(query_text)s, %(max_terms)s, %(max_term_chunks)s)
+    ) AS t (lexeme)
+    JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = t.lexeme
+),
+kept AS (
+    SELECT lexeme, chunks FROM known WHERE running <= %(max_postings)s OR running = chunks
+)
+SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') AS terms,
        coalesce(
-           array_agg(
-               ln(1 + (%(total)s - s.chunks + 0.5) / (s.chunks + 0.5))::real ORDER BY s.lexeme
-           ),
+           array_agg(ln(1 + (%(total)s - chunks + 0.5) / (chunks + 0.5))::real ORDER BY lexeme),
            '{}'
-       ) AS idfs
-FROM unnest(
-    rf_query_terms(%(tenant_id)s, %(query_text)s, %(max_terms)s, %(max_term_chunks)s)
-) AS t (lexeme)
-JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = t.lexeme
+       ) AS idfs,
+       -- Every tenant's chunks: the HNSW scan's ef_search depends on this tenant's share.
+       (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'chunks'::regclass)
+           AS table_rows
+FROM kept
 
 -- name: hybrid_candidates
 -- One statement, so both branches and the document rows come from one snapshot: a document
@@ -120,9 +128,12 @@ WITH vec AS (
 lex AS (
     -- Scored from the postings alone (idf × impact, an index-only scan under RLS); the as-of
     -- filter needs the chunks' times and is planned away when there is none.
-    SELECT t.chunk_id, sum(w.idf * t.impact) AS score
+    -- The idf is looked up by position (terms are few) rather than joined, which keeps the
+    -- planner's row estimate from the postings' statistics (it then hashes, not sorts).
+    SELECT t.chunk_id,
+           sum(t.impact * (%(idfs)s::real[])[array_position(%(terms)s::text[], t.lexeme)])
+               AS score
     FROM chunk_terms t
-    JOIN unnest(%(terms)s::text[], %(idfs)s::real[]) AS w (lexeme, idf) ON w.lexeme = t.lexeme
     WHERE t.tenant_id = %(tenant_id)s AND t.lexeme = ANY(%(terms)s::text[])
       AND (%(as_of)s::timestamptz IS NULL OR t.chunk_id IN (
             SELECT c.id FROM chunks c
@@ -158,10 +169,10 @@ SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
        ) AS distance, k.vrank,
        coalesce(
            k.score,
-           (SELECT sum(w.idf * t.impact)
+           (SELECT sum(
+                       t.impact * (%(idfs)s::real[])[array_position(%(terms)s::text[], t.lexeme)]
+                   )
               FROM chunk_terms t
-              JOIN unnest(%(terms)s::text[], %(idfs)s::real[]) AS w (lexeme, idf)
-                ON w.lexeme = t.lexeme
              WHERE t.tenant_id = c.tenant_id AND t.chunk_id = c.id
                AND t.lexeme = ANY(%(terms)s::text[])),
            0
