@@ -8,6 +8,7 @@ fact) but cannot overwrite the newer owner's state.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -36,6 +37,10 @@ class Recorder:
         self.settings = settings
         self.actor = f"executor:{owner}"
 
+    def _transaction(self, execution: Execution) -> AbstractContextManager[Connection]:
+        """The execution's tenant, pipelined: outcome, state and audit travel in one round trip."""
+        return self.db.tenant(execution.tenant_id, pipelined=True)
+
     def _audit(self, conn: Connection, execution: Execution, event: str, **details: Any) -> None:
         audit.record(
             conn,
@@ -61,7 +66,7 @@ class Recorder:
 
     def attempt_started(self, execution: Execution, step: str, credential: str) -> UUID:
         """Committed before the request leaves, so a crash afterwards is never mistaken for 'not sent'."""
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             return store.insert_attempt(
                 conn,
                 execution,
@@ -93,7 +98,7 @@ class Recorder:
     def finished(
         self, execution: Execution, state: ExecutionState, detail: str, **fields: Any
     ) -> Execution:
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             after = store.finish(
                 conn, execution, owner=self.owner, state=state, detail=detail, **fields
             )
@@ -103,7 +108,7 @@ class Recorder:
 
     def refused(self, execution: Execution, exc: ResolveFlowError) -> Execution:
         """Fail closed: the approval or the policy no longer allows the action; nothing was sent."""
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             return self.refused_in(conn, execution, exc)
 
     def refused_in(
@@ -152,7 +157,7 @@ class Recorder:
             execution.rate_limit_waits + 1 > self.settings.rate_limit_max_waits
             or wait > self.settings.rate_limit_max_wait_seconds
         )
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             if outcome is not None:
                 attempt_id, name, exc = outcome
                 self._outcome(conn, execution, attempt_id, name, exc)
@@ -211,7 +216,7 @@ class Recorder:
         )
         status = exc.status if isinstance(exc, ProviderRejected) else None
         why = f"GitHub refused ({status})" if status else "refused before sending"
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             self._outcome(conn, execution, attempt_id, "rejected", exc)
             after = store.finish(
                 conn,
@@ -231,7 +236,7 @@ class Recorder:
         return self._checked(execution, after)
 
     def unknown(self, execution: Execution, attempt_id: UUID, exc: ProviderError) -> Execution:
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             self._outcome(conn, execution, attempt_id, "unknown", exc)
             after = store.finish(
                 conn,
@@ -247,7 +252,7 @@ class Recorder:
     def comment_posted(
         self, execution: Execution, attempt_id: UUID, comment_id: int, url: str, *, final: bool
     ) -> Execution:
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             self._outcome(conn, execution, attempt_id, "sent", provider_ref=str(comment_id))
             if final:
                 after = store.finish(
@@ -270,7 +275,7 @@ class Recorder:
         return self._checked(execution, after)
 
     def labels_applied(self, execution: Execution, attempt_id: UUID) -> Execution:
-        with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+        with self._transaction(execution) as conn:
             self._outcome(conn, execution, attempt_id, "sent")
             after = store.finish(
                 conn,

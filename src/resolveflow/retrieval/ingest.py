@@ -166,20 +166,20 @@ class Indexer:
                 ).items():
                     known[(source, external_id)] = digest
         texts: list[str] = []
-        pending: list[tuple[SourceDocument, str, list[Chunk]]] = []
+        # Per document: its chunks, each with whether it gets a vector.
+        pending: list[tuple[SourceDocument, str, list[tuple[Chunk, bool]]]] = []
         for key, doc in latest.items():
             digest = doc.content_hash()
             if known.get(key) == digest:
                 stats.unchanged += 1
                 continue
             title = normalize_text(doc.title)
-            chunks = chunk_document(title, doc.body, doc.comments)
+            chunks = [
+                (c, gets_vector(doc.kind, c.ordinal, self.vectors_per_report))
+                for c in chunk_document(title, doc.body, doc.comments)
+            ]
             pending.append((doc, digest, chunks))
-            texts.extend(
-                embedding_text(title, c.section, c.text)
-                for c in chunks
-                if gets_vector(doc.kind, c.ordinal, self.vectors_per_report)
-            )
+            texts.extend(embedding_text(title, c.section, c.text) for c, embed in chunks if embed)
         stats.unchanged += len(batch) - len(latest)
         embed_started = time.perf_counter()
         vectors = iter(self.embedder.embed_documents(texts))
@@ -187,15 +187,8 @@ class Indexer:
         rows: list[store.DocumentRow] = []
         for doc, digest, doc_chunks in pending:
             chunk_rows = tuple(
-                store.ChunkRow(
-                    c.ordinal,
-                    c.section,
-                    c.text,
-                    next(vectors)
-                    if gets_vector(doc.kind, c.ordinal, self.vectors_per_report)
-                    else None,
-                )
-                for c in doc_chunks
+                store.ChunkRow(c.ordinal, c.section, c.text, next(vectors) if embed else None)
+                for c, embed in doc_chunks
             )
             rows.append(_row(doc, digest, chunk_rows))
         stats.seconds = time.perf_counter() - started

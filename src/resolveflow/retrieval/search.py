@@ -86,11 +86,10 @@ class Searcher:
         # The query is embedded first, outside any transaction, so that one pipelined
         # transaction does the rest: index state, terms, ef_search and the search itself.
         started = time.perf_counter()
-        vector = self.embedder.embed_query(cleaned)
+        query_vector = store.vector_literal(self.embedder.embed_query(cleaned))
         embed_ms = (time.perf_counter() - started) * 1000
         wanted = max(self.params.candidates, 3 * (k + (1 if exclude else 0)))
         started = time.perf_counter()
-        exact = True
         ef_search: int | None = None
         with self.db.tenant(tenant_id, pipelined=True) as conn:
             state = store.index_state(conn, tenant_id)
@@ -101,7 +100,7 @@ class Searcher:
             params: dict[str, Any] = {
                 "tenant_id": tenant_id,
                 "space_id": state.space.id,
-                "query_vector": store.vector_literal(vector),
+                "query_vector": query_vector,
                 "vector_limit": wanted,
                 "lexical_limit": wanted,
                 "as_of": as_of,
