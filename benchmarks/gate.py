@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.adapters.githubkit_client import GitHubKitClient
+from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.domain.records import ExecutionState, Role
-from resolveflow.execution.gate import Executor, GateSettings
+from resolveflow.execution.gate import Executor
+from resolveflow.execution.lease import GateSettings
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import admin, proposals
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database

@@ -34,9 +34,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.adapters.embedder_fake import HashingEmbedder
-from resolveflow.adapters.embedder_local import LocalMiniLM
+from resolveflow.adapters.embedder.hashing import HashingEmbedder
+from resolveflow.adapters.embedder.local import LocalMiniLM
+from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument

@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.adapters.githubkit_client import GitHubKitClient
+from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.domain.records import Role
 from resolveflow.domain.triage_policy import DEFAULT_POLICY
-from resolveflow.execution.gate import Executor, GateSettings
+from resolveflow.execution.gate import Executor
+from resolveflow.execution.lease import GateSettings
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import admin
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database

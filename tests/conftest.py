@@ -132,7 +132,8 @@ def propose_and_approve(
 
 
 def make_executor(db: Database, github, **overrides):  # type: ignore[no-untyped-def]
-    from resolveflow.execution.gate import Executor, GateSettings
+    from resolveflow.execution.gate import Executor
+    from resolveflow.execution.lease import GateSettings
 
     settings = GateSettings(
         **{"lease_seconds": 30.0, "unavailable_retry_seconds": 0.5, **overrides}
@@ -141,7 +142,7 @@ def make_executor(db: Database, github, **overrides):  # type: ignore[no-untyped
 
 
 def make_reconciler(db: Database, github, **overrides):  # type: ignore[no-untyped-def]
-    from resolveflow.execution.gate import GateSettings
+    from resolveflow.execution.lease import GateSettings
     from resolveflow.execution.reconcile import Reconciler
 
     return Reconciler(db, github, GateSettings(**{"lease_seconds": 30.0, **overrides}))

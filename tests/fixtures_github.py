@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from resolveflow.adapters.github import RepoName
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.adapters.githubkit_client import GitHubKitClient
+from resolveflow.adapters.github.client import GitHubKitClient
+from resolveflow.adapters.github.protocol import RepoName
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 REPO = RepoName("acme", "widgets")
 REPO_LABELS = ["bug", "ci-failure", "needs-triage", "question"]

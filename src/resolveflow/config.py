@@ -9,7 +9,7 @@ import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from resolveflow.domain.errors import ConfigError
+from resolveflow.errors import ConfigError
 
 DAY_SECONDS = 86_400
 

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from resolveflow.config import Settings
-from resolveflow.domain.errors import ConfigError
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
-from resolveflow.execution.gate import ApproverTokenLookup, Executor, GateSettings
+from resolveflow.errors import ConfigError
+from resolveflow.execution.credentials import ApproverTokenLookup
+from resolveflow.execution.gate import Executor
+from resolveflow.execution.lease import GateSettings
 from resolveflow.execution.reconcile import Reconciler
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     # the functions below import them when they are first needed.
     from psycopg_pool import ConnectionPool
 
-    from resolveflow.adapters.github import GitHub
+    from resolveflow.adapters.github.protocol import GitHub
     from resolveflow.workflows.runs import RunController
 
 logger = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ def gate_settings(settings: Settings) -> GateSettings:
 
 
 def github_client(settings: Settings) -> GitHub:
-    from resolveflow.adapters.githubkit_client import GitHubKitClient
+    from resolveflow.adapters.github.client import GitHubKitClient
 
     token = settings.github_token.get_secret_value() if settings.github_token else None
     return GitHubKitClient(settings.github_api_url, token, settings.github_timeout_seconds)
@@ -198,7 +200,7 @@ def setup_checkpoints(conn: Connection) -> None:
 # --- retrieval ----------------------------------------------------------------------------------
 
 # Imported here rather than at the top: this block is the retrieval work's only edit of the file.
-from resolveflow.adapters.embedder import Embedder  # noqa: E402
+from resolveflow.adapters.embedder.protocol import Embedder  # noqa: E402
 from resolveflow.retrieval.fusion import FusionParams  # noqa: E402
 from resolveflow.retrieval.search import SearchParams  # noqa: E402
 
@@ -206,11 +208,11 @@ from resolveflow.retrieval.search import SearchParams  # noqa: E402
 def build_embedder(settings: Settings) -> Embedder:
     """The configured embedder (local MiniLM by default). Models load lazily on first use."""
     if settings.embedder == "fake":
-        from resolveflow.adapters.embedder_fake import HashingEmbedder
+        from resolveflow.adapters.embedder.hashing import HashingEmbedder
 
         return HashingEmbedder()
     if settings.embedder == "openai":
-        from resolveflow.adapters.embedder_openai import OpenAIEmbedder
+        from resolveflow.adapters.embedder.openai_embeddings import OpenAIEmbedder
 
         if not settings.openai_embeddings_base_url:
             raise ConfigError(
@@ -224,7 +226,7 @@ def build_embedder(settings: Settings) -> Embedder:
             dimensions=settings.openai_embeddings_dimensions,
             timeout_seconds=settings.embedding_timeout_seconds,
         )
-    from resolveflow.adapters.embedder_local import LocalMiniLM
+    from resolveflow.adapters.embedder.local import LocalMiniLM
 
     return LocalMiniLM(
         max_seq_length=settings.embedding_max_seq_length,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from resolveflow.adapters.github_fake import FakeGitHubServer
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 
 class Cli:

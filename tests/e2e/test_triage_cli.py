@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import SHARED_DATA
-from resolveflow.adapters.github_fake import FakeGitHubServer
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 REPO = "huggingface/datasets"
 

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from conftest import World, execution_state, make_executor, make_world, propose_and_approve
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.domain.errors import (
+from resolveflow.domain.records import ExecutionState, Role
+from resolveflow.errors import (
     AlreadyDecided,
     ApprovalExpired,
     AuthenticationFailed,
@@ -19,7 +19,7 @@ from resolveflow.domain.errors import (
     NotFound,
     SupersededProposal,
 )
-from resolveflow.domain.records import ExecutionState, Role
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import admin, proposals
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database

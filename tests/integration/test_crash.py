@@ -9,8 +9,8 @@ import sys
 import time
 
 from conftest import World, execution_state, propose_and_approve
-from resolveflow.adapters.github_fake import FakeGitHubServer, HangAfterWrite
 from resolveflow.domain.records import ExecutionState
+from resolveflow.sandbox.forge.server import FakeGitHubServer, HangAfterWrite
 from resolveflow.store.database import Database
 
 

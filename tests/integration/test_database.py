@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from tests.conftest import World
 
-from resolveflow.domain.errors import AlreadyExists, StoreUnavailable
+from resolveflow.errors import AlreadyExists, StoreUnavailable
 from resolveflow.store import audit
 from resolveflow.store.database import Database
 

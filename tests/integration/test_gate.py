@@ -14,9 +14,9 @@ from conftest import (
     make_world,
     propose_and_approve,
 )
-from resolveflow.adapters.github_fake import FakeGitHubServer, Status
 from resolveflow.domain.actions import body_with_marker
 from resolveflow.domain.records import ExecutionState, Role
+from resolveflow.sandbox.forge.server import FakeGitHubServer, Status
 from resolveflow.service import admin, proposals
 from resolveflow.store.database import Database
 

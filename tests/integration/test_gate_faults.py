@@ -12,7 +12,8 @@ from conftest import (
     make_reconciler,
     propose_and_approve,
 )
-from resolveflow.adapters.github_fake import (
+from resolveflow.domain.records import ExecutionState
+from resolveflow.sandbox.forge.server import (
     Delay,
     DropAfterWrite,
     FakeGitHubServer,
@@ -21,7 +22,6 @@ from resolveflow.adapters.github_fake import (
     SecondaryRateLimit,
     Status,
 )
-from resolveflow.domain.records import ExecutionState
 from resolveflow.service import executions as execution_service
 from resolveflow.store.database import Database
 
@@ -169,7 +169,7 @@ def test_rate_limit_retries_are_bounded(
 def test_unreachable_github_is_retried_later_not_unknown(
     db: Database, world: World, fake_github: FakeGitHubServer
 ) -> None:
-    from resolveflow.adapters.githubkit_client import GitHubKitClient
+    from resolveflow.adapters.github.client import GitHubKitClient
 
     _, approved = propose_and_approve(db, world)
     closed = GitHubKitClient("http://127.0.0.1:9", "t", 0.5)

@@ -12,8 +12,8 @@ from conftest import (
     make_reconciler,
     propose_and_approve,
 )
-from resolveflow.adapters.github_fake import Delay, FakeGitHubServer, SecondaryRateLimit, Status
 from resolveflow.domain.records import ExecutionState
+from resolveflow.sandbox.forge.server import Delay, FakeGitHubServer, SecondaryRateLimit, Status
 from resolveflow.service import executions as execution_service
 from resolveflow.store import audit, executions
 from resolveflow.store.database import Database

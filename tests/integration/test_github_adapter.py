@@ -22,9 +22,18 @@ from githubkit.utils import UNSET
 from githubkit_schemas.latest.models import IssuePropPullRequest
 
 from fixtures_github import ISSUE_NUMBER, REPO, REPO_LABELS, SERVICE_LOGIN, SERVICE_TOKEN
-from resolveflow.adapters.github import RepoName
-from resolveflow.adapters.github_errors import Call, transport_error
-from resolveflow.adapters.github_fake import (
+from resolveflow.adapters.github.client import GitHubKitClient
+from resolveflow.adapters.github.errors import Call, transport_error
+from resolveflow.adapters.github.protocol import RepoName
+from resolveflow.errors import (
+    InvalidInput,
+    ProviderError,
+    ProviderOutcomeUnknown,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderUnavailable,
+)
+from resolveflow.sandbox.forge.server import (
     Delay,
     DropAfterWrite,
     FakeGitHubServer,
@@ -35,15 +44,6 @@ from resolveflow.adapters.github_fake import (
     SecondaryRateLimit,
     Status,
     WriteRecord,
-)
-from resolveflow.adapters.githubkit_client import GitHubKitClient
-from resolveflow.domain.errors import (
-    InvalidInput,
-    ProviderError,
-    ProviderOutcomeUnknown,
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderUnavailable,
 )
 
 SECRET = "ghp_SuperSecretToken0123456789abcdef"

@@ -26,8 +26,16 @@ from fixtures_github import (
     SERVICE_LOGIN,
     SERVICE_TOKEN,
 )
-from resolveflow.adapters.github import CheckRunData, IssueData, RepoName
-from resolveflow.adapters.github_fake import (
+from resolveflow.adapters.github.client import GitHubKitClient
+from resolveflow.adapters.github.protocol import CheckRunData, IssueData, RepoName
+from resolveflow.errors import (
+    InvalidInput,
+    ProviderError,
+    ProviderOutcomeUnknown,
+    ProviderRateLimited,
+    ProviderRejected,
+)
+from resolveflow.sandbox.forge.server import (
     Delay,
     FakeGitHubServer,
     Fault,
@@ -35,14 +43,6 @@ from resolveflow.adapters.github_fake import (
     PrimaryRateLimit,
     Status,
     TamperedBody,
-)
-from resolveflow.adapters.githubkit_client import GitHubKitClient
-from resolveflow.domain.errors import (
-    InvalidInput,
-    ProviderError,
-    ProviderOutcomeUnknown,
-    ProviderRateLimited,
-    ProviderRejected,
 )
 
 SECRET = "ghp_ReadPathSecretToken0123456789abcdef"

@@ -21,12 +21,10 @@ import numpy as np
 import pytest
 
 from conftest import SHARED_DATA, World, make_executor, make_world
-from resolveflow.adapters.embedder import EmbeddingSpace, Vectors
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.adapters.llm import ChatModel
-from resolveflow.adapters.llm_fake_server import FakeChatServer, Reply
-from resolveflow.adapters.llm_openai import OpenAIChatModel
-from resolveflow.adapters.llm_scripted import ScriptedModel
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors
+from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
+from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.config import Settings
 from resolveflow.domain.diagnosis import ChatMessage
 from resolveflow.domain.triage_policy import parse_policy
@@ -34,6 +32,8 @@ from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import corpus_record
+from resolveflow.sandbox.chat_server import FakeChatServer, Reply
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import investigation as investigation_service
 from resolveflow.service import runs as run_service
 from resolveflow.store.database import Database
@@ -79,7 +79,7 @@ class CachedEmbedder:
     """The real local MiniLM, with vectors remembered for the test session (text -> vector)."""
 
     def __init__(self) -> None:
-        from resolveflow.adapters.embedder_local import LocalMiniLM
+        from resolveflow.adapters.embedder.local import LocalMiniLM
 
         self.inner = LocalMiniLM()
         self.memo: dict[str, Vectors] = {}
@@ -367,7 +367,7 @@ def test_investigation_records_are_tenant_scoped_and_immutable(
         inv.db, other.tenant.id, uuid.UUID(view["run_id"])
     )
     assert seen == {"investigations": [], "model_calls": []}
-    from resolveflow.domain.errors import NotAuthorized
+    from resolveflow.errors import NotAuthorized
 
     with pytest.raises(NotAuthorized), inv.db.tenant(inv.world.tenant.id) as conn:
         conn.execute("UPDATE investigations SET outcome = 'approve'")
@@ -384,7 +384,7 @@ def test_investigation_records_are_tenant_scoped_and_immutable(
 
 
 def test_a_retrieval_failure_escalates_without_calling_the_model(inv: Investigations) -> None:
-    from resolveflow.adapters.embedder_fake import HashingEmbedder
+    from resolveflow.adapters.embedder.hashing import HashingEmbedder
 
     # The index was built with MiniLM; a searcher with another embedder cannot use it.
     model = ScriptedModel([])

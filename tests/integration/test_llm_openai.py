@@ -8,8 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from resolveflow.adapters.llm_fake_server import FakeChatServer, HttpError, Refusal, Reply, Slow
-from resolveflow.adapters.llm_openai import OpenAIChatModel
+from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.domain.diagnosis import (
     ChatMessage,
     Diagnosis,
@@ -19,6 +18,7 @@ from resolveflow.domain.diagnosis import (
     ModelUnavailable,
 )
 from resolveflow.evals.safety import diagnosis
+from resolveflow.sandbox.chat_server import FakeChatServer, HttpError, Refusal, Reply, Slow
 
 MESSAGES = [ChatMessage("system", "You diagnose issues."), ChatMessage("user", "It crashes.")]
 GOOD = json.dumps(diagnosis())

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from resolveflow.adapters.embedder_fake import HashingEmbedder
-from resolveflow.adapters.github import RepoName
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.adapters.github_fake_faults import Delay, PrimaryRateLimit, SecondaryRateLimit
-from resolveflow.adapters.githubkit_client import GitHubKitClient
+from resolveflow.adapters.embedder.hashing import HashingEmbedder
+from resolveflow.adapters.github.client import GitHubKitClient
+from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.retrieval.github_crawl import CrawlRateLimited, GitHubCrawler, source_name
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher
+from resolveflow.sandbox.forge.faults import Delay, PrimaryRateLimit, SecondaryRateLimit
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import admin
 from resolveflow.store.database import Database
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from resolveflow.adapters.embedder_fake import HashingEmbedder
+from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.retrieval.errors import EmbeddingSpaceMismatch
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.rebuild import rebuild

@@ -6,7 +6,7 @@ import math
 
 from tests.integration.test_retrieval_index import doc
 
-from resolveflow.adapters.embedder_fake import HashingEmbedder
+from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams

@@ -6,7 +6,7 @@ import numpy as np
 import psycopg
 from tests.integration.test_retrieval_index import corpus, doc
 
-from resolveflow.adapters.embedder_fake import HashingEmbedder
+from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.retrieval.chunking import chunk_document, embedding_text, query_text
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.rebuild import rebuild

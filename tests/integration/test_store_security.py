@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from conftest import World, make_world, propose_and_approve
-from resolveflow.domain.errors import InvalidTransition, NotAuthorized
 from resolveflow.domain.records import ExecutionState
+from resolveflow.errors import InvalidTransition, NotAuthorized
 from resolveflow.store import executions
 from resolveflow.store.database import Database
 

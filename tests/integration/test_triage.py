@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conftest import SHARED_DATA, World, make_executor, make_world
-from resolveflow.adapters.github_fake import FakeGitHubServer, Status, TamperedBody
 from resolveflow.domain.triage_policy import DEFAULT_POLICY
+from resolveflow.sandbox.forge.server import FakeGitHubServer, Status, TamperedBody
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
 from resolveflow.store.database import Database
@@ -277,7 +277,7 @@ def test_malformed_github_answers_fail_the_run_with_a_readable_reason(
 def test_a_run_of_another_tenant_cannot_be_seen_or_decided(triage: Triage) -> None:
     view = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
     other = make_world(triage.db, tenant="globex", repository="globex/app")
-    from resolveflow.domain.errors import NotFound
+    from resolveflow.errors import NotFound
 
     with pytest.raises(NotFound):
         run_service.describe_run(triage.db, other.approver(triage.db), uuid.UUID(view["run_id"]))
@@ -291,7 +291,7 @@ def test_a_run_of_another_tenant_cannot_be_seen_or_decided(triage: Triage) -> No
 def test_a_run_waiting_on_an_unknown_execution_settles_when_a_person_resolves_it(
     triage: Triage,
 ) -> None:
-    from resolveflow.adapters.github_fake import Status as FaultStatus
+    from resolveflow.sandbox.forge.server import Status as FaultStatus
     from resolveflow.service import executions as execution_service
 
     view = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
@@ -312,7 +312,7 @@ def test_a_run_waiting_on_an_unknown_execution_settles_when_a_person_resolves_it
 
 
 def test_a_decision_is_refused_unless_the_run_is_waiting_for_one(triage: Triage) -> None:
-    from resolveflow.domain.errors import InvalidTransition
+    from resolveflow.errors import InvalidTransition
 
     view = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
     approver = triage.world.approver(triage.db)

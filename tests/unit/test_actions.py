@@ -16,7 +16,7 @@ from resolveflow.domain.actions import (
     canonical_json,
     check_digest_format,
 )
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 
 label_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20

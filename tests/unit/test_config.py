@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from resolveflow.config import Settings, load_settings
-from resolveflow.domain.errors import ConfigError
+from resolveflow.errors import ConfigError
 from resolveflow.wiring import gate_settings
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from resolveflow.adapters.llm import parse_structured, strict_schema
-from resolveflow.adapters.llm_scripted import ScriptedModel
+from resolveflow.adapters.llm.protocol import parse_structured, strict_schema
+from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.domain.actions import build_action
 from resolveflow.domain.diagnosis import (
     Diagnosis,
@@ -184,9 +184,9 @@ def test_scripted_model_validates_like_a_real_one_and_never_invents() -> None:
 
 
 def test_the_provider_comes_from_settings(tmp_path: Path) -> None:
-    from resolveflow.adapters.llm_openai import OpenAIChatModel
+    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
     from resolveflow.config import Settings
-    from resolveflow.domain.errors import ConfigError, InvalidInput
+    from resolveflow.errors import ConfigError, InvalidInput
     from resolveflow.workflows.investigate import build_model
 
     assert build_model(Settings()) is None  # none is the default

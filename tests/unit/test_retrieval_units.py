@@ -8,9 +8,9 @@ from uuid import UUID
 
 import pytest
 
-from resolveflow.adapters.embedder import EmbeddingSpace
-from resolveflow.adapters.embedder_fake import HashingEmbedder
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.adapters.embedder.hashing import HashingEmbedder
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace
+from resolveflow.errors import InvalidInput
 from resolveflow.evals.metrics import label_report, ranking_report
 from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
 from resolveflow.retrieval.labels import Example, LabelModel, topical

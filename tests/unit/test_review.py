@@ -6,7 +6,7 @@ from uuid import UUID
 
 import pytest
 
-from resolveflow.adapters.llm_scripted import ScriptedModel
+from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.domain.diagnosis import ModelBudgetSpent
 from resolveflow.domain.review import (
     Draft,

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from resolveflow.domain.errors import ConfigError, InvalidInput
 from resolveflow.domain.evidence import is_information_sparse, normalize
 from resolveflow.domain.triage import classify, failing_checks_comment, propose
 from resolveflow.domain.triage_policy import (
@@ -15,6 +14,7 @@ from resolveflow.domain.triage_policy import (
     RepositoryPolicy,
     parse_policy,
 )
+from resolveflow.errors import ConfigError, InvalidInput
 
 
 def raw(
@@ -210,7 +210,7 @@ def test_invalid_policies_give_clear_errors(text: str, message: str) -> None:
 
 
 def test_linked_runs_only_for_this_repository_and_bounded() -> None:
-    from resolveflow.adapters.github import RepoName
+    from resolveflow.adapters.github.protocol import RepoName
     from resolveflow.service.evidence import MAX_LINKED_RUNS, linked_runs
 
     repo = RepoName("huggingface", "datasets")

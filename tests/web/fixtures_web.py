@@ -21,9 +21,9 @@ from psycopg.rows import dict_row
 
 from conftest import World, make_world
 from fixtures_github import REPO_LABELS, SERVICE_LOGIN, SERVICE_TOKEN
-from resolveflow.adapters.github_fake_oauth import FakeGitHubWithOAuth
 from resolveflow.config import Settings
 from resolveflow.domain.records import Role
+from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.queue import setup_queue

@@ -22,8 +22,8 @@ from fixtures_web import REPO, WEBHOOK_SECRET, issue_payload, web_settings
 from playwright.sync_api import expect
 
 from conftest import make_world
-from resolveflow.adapters.github_fake import Delay
-from resolveflow.adapters.github_fake_oauth import FakeGitHubWithOAuth
+from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
+from resolveflow.sandbox.forge.server import Delay
 from resolveflow.web.server import ServerThread
 from resolveflow.wiring import App, open_app
 from resolveflow.worker import WorkerThread

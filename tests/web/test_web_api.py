@@ -10,7 +10,7 @@ import schemathesis
 from fixtures_web import REPO, Web, add_approver
 from hypothesis import HealthCheck, Phase, given, settings
 
-from resolveflow.adapters.github_fake import Delay
+from resolveflow.sandbox.forge.server import Delay
 
 pytest_plugins = ["fixtures_web"]
 

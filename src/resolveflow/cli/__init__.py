@@ -21,7 +21,7 @@ from resolveflow.cli import (
     web_cmds,
 )
 from resolveflow.cli.output import err_console
-from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.errors import ResolveFlowError
 from resolveflow.logging_setup import configure_logging
 
 logger = logging.getLogger(__name__)

@@ -8,8 +8,8 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.domain.errors import InvalidInput
 from resolveflow.domain.records import Role
+from resolveflow.errors import InvalidInput
 from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import status, upgrade

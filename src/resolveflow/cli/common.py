@@ -10,8 +10,8 @@ from uuid import UUID
 import typer
 
 from resolveflow.config import Settings, load_settings
-from resolveflow.domain.errors import InvalidInput, NotFound
 from resolveflow.domain.records import Principal
+from resolveflow.errors import InvalidInput, NotFound
 from resolveflow.service import admin
 from resolveflow.service.auth import authenticate
 from resolveflow.wiring import App, open_app

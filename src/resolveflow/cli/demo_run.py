@@ -27,14 +27,14 @@ from typing import Any
 import httpx
 from rich.text import Text
 
-from resolveflow.adapters.github import RepoName
-from resolveflow.adapters.github_fake_oauth import FakeGitHubWithOAuth
+from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.cli.output import console, emit, err_console, exact, fields
 from resolveflow.config import Settings
-from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.records import Role
+from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.github_crawl import GitHubCrawler
 from resolveflow.retrieval.ingest import Indexer
+from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web.server import ServerThread

@@ -9,7 +9,7 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.domain.errors import InvalidInput, ResolveFlowError
+from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.service import executions as service
 
 executions_app = typer.Typer(help="Approved actions and what became of them.", no_args_is_help=True)

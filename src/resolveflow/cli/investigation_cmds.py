@@ -13,8 +13,8 @@ from rich.text import Text
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.domain.errors import InvalidInput
 from resolveflow.domain.triage_policy import parse_policy
+from resolveflow.errors import InvalidInput
 from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backtest
 from resolveflow.evals.floor import calibrate
 from resolveflow.evals.safety import run_safety_suite

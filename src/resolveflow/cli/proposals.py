@@ -10,7 +10,7 @@ import typer
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, exact, fields, table
 from resolveflow.domain.actions import check_digest_format
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as service
 

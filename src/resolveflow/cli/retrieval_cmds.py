@@ -11,10 +11,10 @@ from uuid import UUID
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from resolveflow.adapters.github import RepoName
+from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, fields, table
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 from resolveflow.evals.duplicates import evaluate_duplicates
 from resolveflow.evals.labels import evaluate_labels
 from resolveflow.retrieval.github_crawl import CrawlStats, GitHubCrawler, source_name

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 
 ACTION_KIND: Literal["github.issue"] = "github.issue"
 DIGEST_PATTERN = re.compile(r"^[0-9a-f]{64}$")

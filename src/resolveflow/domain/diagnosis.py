@@ -18,8 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.evidence import IssueEvidence
+from resolveflow.errors import ResolveFlowError
 
 Severity = Literal["low", "medium", "high"]
 MAX_LIST_ITEMS = 10

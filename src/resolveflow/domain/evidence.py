@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 
 FAILING_CONCLUSIONS = frozenset({"failure", "timed_out"})
 SPARSE_MAX_CHARS = 200  # words left after removing template boilerplate (see is_information_sparse)

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from resolveflow.domain.actions import GitHubIssueAction, action_digest, parse_action
-from resolveflow.domain.errors import (
+from resolveflow.domain.records import Approval, Principal, Proposal, Role
+from resolveflow.errors import (
     ApprovalExpired,
     DigestMismatch,
     NotAuthorized,
@@ -18,7 +19,6 @@ from resolveflow.domain.errors import (
     PolicyViolation,
     SupersededProposal,
 )
-from resolveflow.domain.records import Approval, Principal, Proposal, Role
 
 
 def require_role(principal: Principal, role: Role) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 
 _ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)#(\d+)$")
 _ISSUE_URL = re.compile(

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from resolveflow.domain.errors import ConfigError
+from resolveflow.errors import ConfigError
 
 
 class Classification(StrEnum):

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.adapters.llm import ChatModel
+from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.domain.diagnosis import url_issue
-from resolveflow.domain.errors import InvalidInput
 from resolveflow.domain.evidence import IssueEvidence, normalize
 from resolveflow.domain.triage import classify, propose
 from resolveflow.domain.triage_policy import Classification, PolicyFile, RepositoryPolicy
+from resolveflow.errors import InvalidInput
 from resolveflow.evals.metrics import LabelReport, label_report
 from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval.ingest import Indexer

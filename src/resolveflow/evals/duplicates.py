@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.errors import InvalidInput
 from resolveflow.evals.metrics import RankingReport, ranking_report
 from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval.ingest import Indexer, IngestStats

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from resolveflow.adapters.embedder import Embedder, Vectors
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.adapters.embedder.protocol import Embedder, Vectors
+from resolveflow.errors import InvalidInput
 from resolveflow.evals.duplicates import query_and_target, read_pairs
 from resolveflow.retrieval.chunking import (
     DEFAULT_VECTORS_PER_REPORT,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from resolveflow.adapters.embedder import Embedder
+from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.evals.metrics import LabelReport, label_report
 from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval.ingest import Indexer, IngestStats

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.llm_scripted import Scripted, ScriptedModel
+from resolveflow.adapters.llm.scripted import Scripted, ScriptedModel
 from resolveflow.domain.actions import ACTION_KIND, build_action
 from resolveflow.domain.diagnosis import ModelRefused, ModelTimeout, Snippet
-from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.evidence import IssueEvidence, normalize
 from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
+from resolveflow.errors import ResolveFlowError
 from resolveflow.service.investigation import Investigation, InvestigationConfig, assess
 from resolveflow.service.model_calls import CallBook
 

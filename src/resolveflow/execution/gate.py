@@ -13,16 +13,18 @@ approver and the policy checked again: nothing approved earlier is trusted blind
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-from resolveflow.adapters.github import GitHub, RepoName
+from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.actions import GitHubIssueAction, body_with_marker
-from resolveflow.domain.errors import (
+from resolveflow.domain.policy import (
+    check_approval_still_valid,
+    check_labels_exist,
+    check_repository_allowed,
+)
+from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.errors import (
     InvalidInput,
     LeaseLost,
     NotAuthorized,
@@ -34,31 +36,15 @@ from resolveflow.domain.errors import (
     ProviderUnavailable,
     ResolveFlowError,
 )
-from resolveflow.domain.policy import (
-    check_approval_still_valid,
-    check_labels_exist,
-    check_repository_allowed,
-)
-from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
+from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import executions as execution_store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.context import ExecutionContext, execution_context
+from resolveflow.store.context import execution_context
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
-
-
-def new_owner_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-@dataclass(frozen=True)
-class GateSettings:
-    lease_seconds: float = 60.0
-    rate_limit_max_waits: int = 5
-    rate_limit_max_wait_seconds: float = 3600.0
-    unavailable_retry_seconds: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -73,22 +59,6 @@ class Prepared:
     execution: Execution
     verified: Verified
     attempt_id: UUID | None  # the comment attempt, when it was started with the claim
-
-
-# (connection, tenant id, approver id) -> the approver's own GitHub token, e.g. decrypted from
-# the sign-in store; consulted when the principal row carries none.
-ApproverTokenLookup = Callable[[Connection, UUID, UUID], str | None]
-
-
-def approver_token(
-    conn: Connection, context: ExecutionContext, lookup: ApproverTokenLookup | None
-) -> str | None:
-    """The token to write (and to check authorship) with: the approver's own, if they have one."""
-    if context.approver_github_token:
-        return context.approver_github_token
-    if lookup is None or context.approver is None:
-        return None
-    return lookup(conn, context.approver.tenant_id, context.approver.id)
 
 
 class Executor:

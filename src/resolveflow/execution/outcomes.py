@@ -9,23 +9,21 @@ from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.errors import (
+from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.errors import (
     InvalidInput,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
     ResolveFlowError,
 )
-from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.execution.lease import GateSettings
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store.database import Connection, Database
-
-if TYPE_CHECKING:
-    from resolveflow.execution.gate import GateSettings
 
 logger = logging.getLogger(__name__)
 

@@ -11,21 +11,17 @@ import logging
 from dataclasses import dataclass
 from uuid import UUID
 
-from resolveflow.adapters.github import GitHub, IssueComment, RepoName
+from resolveflow.adapters.github.protocol import GitHub, IssueComment, RepoName
 from resolveflow.domain.actions import (
     GitHubIssueAction,
     body_with_marker,
     execution_marker,
     parse_action,
 )
-from resolveflow.domain.errors import ProviderError
 from resolveflow.domain.records import Execution, ExecutionState
-from resolveflow.execution.gate import (
-    ApproverTokenLookup,
-    GateSettings,
-    approver_token,
-    new_owner_id,
-)
+from resolveflow.errors import ProviderError
+from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
+from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store import tenants as tenant_store

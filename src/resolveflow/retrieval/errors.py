@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolveflow.domain.errors import ConfigError
+from resolveflow.errors import ConfigError
 
 
 class EmbeddingSpaceMismatch(ConfigError):

@@ -20,8 +20,8 @@ from functools import partial
 from typing import TypeVar
 from uuid import UUID
 
-from resolveflow.adapters.github import GitHub, IssueData, RepoName
-from resolveflow.domain.errors import ProviderRateLimited
+from resolveflow.adapters.github.protocol import GitHub, IssueData, RepoName
+from resolveflow.errors import ProviderRateLimited
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.ingest import Indexer, IngestStats
 from resolveflow.retrieval.records import SourceDocument

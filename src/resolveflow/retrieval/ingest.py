@@ -18,8 +18,8 @@ from uuid import UUID
 
 import psycopg
 
-from resolveflow.adapters.embedder import Embedder, EmbeddingSpace
-from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.adapters.embedder.protocol import Embedder, EmbeddingSpace
+from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.chunking import (
     DEFAULT_VECTORS_PER_REPORT,
     Chunk,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.embedder import Embedder, Vectors
+from resolveflow.adapters.embedder.protocol import Embedder, Vectors
 from resolveflow.retrieval.chunking import embedding_text
 from resolveflow.retrieval.ingest import space_id_for
 from resolveflow.store import documents as store

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.chunking import CHUNKER_VERSION, CommentText
 
 KINDS = ("issue", "pull", "comment", "runbook", "doc")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from resolveflow.adapters.embedder import EmbeddingSpace
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace
 
 # relevance = 1 / (1 + exp(-(SLOPE * cosine + INTERCEPT))), fitted once on dev, frozen here.
 MINILM_SLOPE = 13.3

@@ -22,8 +22,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.chunking import query_text
 from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
 from resolveflow.retrieval.ingest import check_space

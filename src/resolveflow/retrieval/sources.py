@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.records import SourceDocument
 
 DOC_SUFFIXES = (".md", ".markdown", ".txt")

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 
 from resolveflow.domain.actions import IssueTarget
-from resolveflow.domain.errors import InvalidInput
 from resolveflow.domain.records import Principal, Role, Tenant
+from resolveflow.errors import InvalidInput
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store

@@ -11,8 +11,8 @@ import re
 import secrets
 from uuid import UUID
 
-from resolveflow.domain.errors import AuthenticationFailed
 from resolveflow.domain.records import Principal
+from resolveflow.errors import AuthenticationFailed
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 

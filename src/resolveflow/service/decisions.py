@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from uuid import UUID
 
-from resolveflow.domain.errors import InvalidInput, InvalidTransition, NotFound, RunBusy
 from resolveflow.domain.records import Principal, Proposal
-from resolveflow.execution.gate import new_owner_id
+from resolveflow.errors import InvalidInput, InvalidTransition, NotFound, RunBusy
+from resolveflow.execution.lease import new_owner_id
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.store import proposals as proposal_store

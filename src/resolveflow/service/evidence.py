@@ -11,8 +11,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from resolveflow.adapters.github import CheckRunData, GitHub, RepoName
-from resolveflow.domain.errors import ProviderRejected
+from resolveflow.adapters.github.protocol import CheckRunData, GitHub, RepoName
+from resolveflow.errors import ProviderRejected
 
 MAX_LINKED_RUNS = 10  # issue text is untrusted: a thousand links must not mean a thousand calls
 

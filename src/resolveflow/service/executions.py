@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.errors import InvalidTransition
 from resolveflow.domain.policy import require_role
 from resolveflow.domain.records import Execution, ExecutionState, Principal, Role
+from resolveflow.errors import InvalidTransition
 from resolveflow.service.proposals import actor_of
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from resolveflow.adapters.llm import ChatModel
+from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.domain.diagnosis import (
     Diagnosis,
     Snippet,
@@ -29,7 +29,6 @@ from resolveflow.domain.diagnosis import (
     diagnosis_messages,
     is_same_issue,
 )
-from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.evidence import IssueEvidence
 from resolveflow.domain.investigation import (
     diagnosis_comment,
@@ -48,6 +47,7 @@ from resolveflow.domain.review import (
 )
 from resolveflow.domain.triage import ProposedAction
 from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
+from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.records import Hit
 from resolveflow.service.model_calls import CallBook, CallRecord, budgeted_call
 from resolveflow.store import audit

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from enum import StrEnum
 
-from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.records import Principal
+from resolveflow.errors import ResolveFlowError
 from resolveflow.store import web as web_store
 from resolveflow.store.database import Database
 

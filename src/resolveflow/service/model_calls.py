@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.llm import ChatModel, Completion, Usage
+from resolveflow.adapters.llm.protocol import ChatModel, Completion, Usage
 from resolveflow.domain.diagnosis import ModelError
 from resolveflow.domain.review import Review, not_reviewable
 from resolveflow.store import investigations as store

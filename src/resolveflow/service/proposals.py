@@ -10,7 +10,9 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.actions import action_digest, build_action, canonical_json, parse_action
-from resolveflow.domain.errors import (
+from resolveflow.domain.policy import check_can_approve, require_role
+from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
+from resolveflow.errors import (
     AlreadyDecided,
     InvalidInput,
     InvalidTransition,
@@ -18,8 +20,6 @@ from resolveflow.domain.errors import (
     PolicyViolation,
     ResolveFlowError,
 )
-from resolveflow.domain.policy import check_can_approve, require_role
-from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store
 from resolveflow.store import proposals as proposal_store

@@ -40,7 +40,7 @@ def list_runs(
     db: Database, principal: Principal, status: str | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
     if status is not None and status not in RUN_STATUSES:
-        from resolveflow.domain.errors import InvalidInput
+        from resolveflow.errors import InvalidInput
 
         raise InvalidInput(f"unknown status {status!r}; one of {', '.join(RUN_STATUSES)}")
     with db.tenant(principal.tenant_id) as conn:

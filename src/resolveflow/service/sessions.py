@@ -15,8 +15,8 @@ import secrets
 from dataclasses import dataclass
 from uuid import UUID
 
-from resolveflow.domain.errors import AuthenticationFailed, ConfigError, NotAuthorized, NotFound
 from resolveflow.domain.records import Principal, Role
+from resolveflow.errors import AuthenticationFailed, ConfigError, NotAuthorized, NotFound
 from resolveflow.service.admin import find_tenant
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.store import audit

@@ -11,7 +11,6 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.actions import parse_action
-from resolveflow.domain.errors import ResolveFlowError
 from resolveflow.domain.policy import (
     check_labels_exist,
     check_repository_allowed,
@@ -19,6 +18,7 @@ from resolveflow.domain.policy import (
     verified_action,
 )
 from resolveflow.domain.records import Principal, Role
+from resolveflow.errors import ResolveFlowError
 from resolveflow.service import runs as run_service
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store

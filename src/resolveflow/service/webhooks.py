@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.github import GitHub, RepoName
-from resolveflow.domain.errors import InvalidInput, NotFound, ProviderRejected, ResolveFlowError
+from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
+from resolveflow.errors import InvalidInput, NotFound, ProviderRejected, ResolveFlowError
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.github_crawl import issue_document
 from resolveflow.retrieval.ingest import Indexer

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from resolveflow.domain.errors import NotFound
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
+from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 

@@ -21,8 +21,8 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from resolveflow.domain import errors as domain_errors
-from resolveflow.domain.errors import ResolveFlowError, StoreUnavailable
+from resolveflow import errors as domain_errors
+from resolveflow.errors import ResolveFlowError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import logging
 import warnings
 from pathlib import Path
 
-from resolveflow.domain.errors import StoreUnavailable
+from resolveflow.errors import StoreUnavailable
 
 logger = logging.getLogger(__name__)
 

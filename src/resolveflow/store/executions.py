@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.errors import LeaseLost, NotFound
 from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.errors import LeaseLost, NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 

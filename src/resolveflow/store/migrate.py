@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from resolveflow.domain.errors import ConfigError
+from resolveflow.errors import ConfigError
 from resolveflow.store.queries import q
 
 logger = logging.getLogger(__name__)

@@ -8,8 +8,8 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from resolveflow.domain.errors import NotFound
 from resolveflow.domain.records import Approval, Proposal
+from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 

@@ -15,7 +15,7 @@ import procrastinate
 from procrastinate import exceptions as queue_errors
 from procrastinate.schema import SchemaManager
 
-from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.errors import ResolveFlowError
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 

@@ -7,8 +7,8 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from resolveflow.domain.errors import NotFound
 from resolveflow.domain.records import Proposal
+from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.proposals import proposal_from_row
 from resolveflow.store.queries import q

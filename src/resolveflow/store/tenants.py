@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.errors import NotFound
 from resolveflow.domain.records import Principal, Role, Tenant
+from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 

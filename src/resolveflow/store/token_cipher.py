@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from resolveflow.domain.errors import ConfigError, ResolveFlowError
+from resolveflow.errors import ConfigError, ResolveFlowError
 
 
 class TokenUnreadable(ResolveFlowError):

@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.domain.errors import AuthenticationFailed, ResolveFlowError
+from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.errors import AuthenticationFailed, ResolveFlowError
 from resolveflow.retrieval.search import Searcher
 from resolveflow.service.sessions import UserGrant, parse_users
 from resolveflow.store.token_cipher import TokenCipher

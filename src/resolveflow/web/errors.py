@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolveflow.domain import errors as e
+from resolveflow import errors as e
 from resolveflow.service.limits import LimitExceeded
 from resolveflow.service.webhooks import SignatureInvalid
 

@@ -13,8 +13,8 @@ import logging
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from resolveflow.adapters.github_oauth import GitHubOAuth
-from resolveflow.domain.errors import AuthenticationFailed, ConfigError
+from resolveflow.adapters.github.oauth import GitHubOAuth
+from resolveflow.errors import AuthenticationFailed, ConfigError
 from resolveflow.service import sessions
 from resolveflow.web.security import (
     OAUTH_COOKIE,

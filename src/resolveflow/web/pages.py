@@ -13,7 +13,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from resolveflow.domain.errors import AuthenticationFailed, InvalidInput
+from resolveflow.errors import AuthenticationFailed, InvalidInput
 from resolveflow.service import decisions, views
 from resolveflow.service import executions as execution_service
 from resolveflow.web.security import Viewer, check_csrf, identify, wired

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from fastapi import Request, Response
 
-from resolveflow.domain.errors import AuthenticationFailed, NotAuthorized
 from resolveflow.domain.records import Principal
+from resolveflow.errors import AuthenticationFailed, NotAuthorized
 from resolveflow.service import sessions
 from resolveflow.service.auth import authenticate
 from resolveflow.wiring import App

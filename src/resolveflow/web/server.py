@@ -9,7 +9,7 @@ import time
 
 import uvicorn
 
-from resolveflow.domain.errors import ConfigError
+from resolveflow.errors import ConfigError
 from resolveflow.web.app import create_app
 from resolveflow.wiring import App
 

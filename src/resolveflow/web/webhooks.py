@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from resolveflow.domain.errors import ConfigError, InvalidInput
+from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.service import webhooks
 from resolveflow.web.security import wired
 

@@ -26,8 +26,8 @@ from uuid import UUID
 import procrastinate
 from psycopg import AsyncConnection
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.domain.errors import InvalidInput, NotFound, RunBusy
+from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.errors import InvalidInput, NotFound, RunBusy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.service import webhooks
 from resolveflow.store import queue

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.embedder import Embedder
-from resolveflow.adapters.llm import ChatModel
+from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.config import Settings
-from resolveflow.domain.errors import ConfigError
 from resolveflow.domain.evidence import IssueEvidence
 from resolveflow.domain.triage_policy import PolicyFile
+from resolveflow.errors import ConfigError
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.service import investigation as service
 from resolveflow.service.investigation import InvestigationConfig, Retriever
@@ -35,7 +35,7 @@ def build_model(settings: Settings) -> ChatModel | None:
     if settings.model_provider == "none":
         return None
     if settings.model_provider == "scripted":
-        from resolveflow.adapters.llm_scripted import ScriptedModel, load_script
+        from resolveflow.adapters.llm.scripted import ScriptedModel, load_script
 
         if settings.scripted_model_file is None:
             raise ConfigError(
@@ -46,7 +46,7 @@ def build_model(settings: Settings) -> ChatModel | None:
             model=settings.model,
             invalid_output_attempts=settings.model_invalid_output_attempts,
         )
-    from resolveflow.adapters.llm_openai import OpenAIChatModel
+    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 
     key = settings.openai_api_key
     return OpenAIChatModel(

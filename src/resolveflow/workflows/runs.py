@@ -12,7 +12,8 @@ from uuid import UUID
 
 from langgraph.types import Command
 
-from resolveflow.domain.errors import (
+from resolveflow.domain.records import Principal, Role
+from resolveflow.errors import (
     InvalidInput,
     InvalidTransition,
     NotAuthorized,
@@ -20,8 +21,7 @@ from resolveflow.domain.errors import (
     ResolveFlowError,
     RunBusy,
 )
-from resolveflow.domain.records import Principal, Role
-from resolveflow.execution.gate import new_owner_id
+from resolveflow.execution.lease import new_owner_id
 from resolveflow.service import proposals as proposal_service
 from resolveflow.store import audit
 from resolveflow.store import proposals as proposal_store

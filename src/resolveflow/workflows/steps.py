@@ -6,9 +6,9 @@ import logging
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.errors import NotFound, ResolveFlowError
 from resolveflow.domain.records import ExecutionState, Proposal
 from resolveflow.domain.triage import ProposedAction
+from resolveflow.errors import NotFound, ResolveFlowError
 from resolveflow.execution.gate import Executor
 from resolveflow.service import proposals as proposal_service
 from resolveflow.store import audit

@@ -21,8 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
-from resolveflow.adapters.github import GitHub
-from resolveflow.domain.errors import ResolveFlowError
+from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.evidence import IssueEvidence, normalize
 from resolveflow.domain.triage import (
     INVESTIGATION_NOT_CONFIGURED,
@@ -31,6 +30,7 @@ from resolveflow.domain.triage import (
     propose,
 )
 from resolveflow.domain.triage_policy import Classification, PolicyFile
+from resolveflow.errors import ResolveFlowError
 from resolveflow.execution.gate import Executor
 from resolveflow.service import evidence as evidence_service
 from resolveflow.workflows import steps

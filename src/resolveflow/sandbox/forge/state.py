@@ -23,9 +23,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
-from resolveflow.adapters import github_fake_payloads as payloads
-from resolveflow.adapters.github_fake_ci import CI_ROUTES, FakeCiState, Timestamp
-from resolveflow.adapters.github_fake_model import (
+from resolveflow.sandbox.forge import payloads
+from resolveflow.sandbox.forge.ci import CI_ROUTES, FakeCiState, Timestamp
+from resolveflow.sandbox.forge.model import (
     WRITE_METHODS,
     FakeReply,
     FakeRequest,

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from resolveflow.adapters.embedder import EmbeddingSpace, Vectors, normalize
-from resolveflow.domain.errors import ConfigError
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
+from resolveflow.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import zlib
 
-from resolveflow.adapters.github_fake_model import CheckRunRecord, WorkflowRunRecord
-from resolveflow.adapters.github_fake_payloads import JSON, node_id, simple_user
+from resolveflow.sandbox.forge.model import CheckRunRecord, WorkflowRunRecord
+from resolveflow.sandbox.forge.payloads import JSON, node_id, simple_user
 
 GITHUB_ACTIONS_APP_ID = 15368
 APP_CREATED_AT = "2018-07-30T09:30:17Z"

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from resolveflow.adapters import github_fake_payloads as payloads
-from resolveflow.adapters.github_fake_model import FakeReply
+from resolveflow.sandbox.forge import payloads
+from resolveflow.sandbox.forge.model import FakeReply
 
 
 @dataclass(frozen=True)

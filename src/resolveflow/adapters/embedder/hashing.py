@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from resolveflow.adapters.embedder import EmbeddingSpace, Vectors, normalize
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from resolveflow.adapters.github_fake import FakeGitHubServer
-from resolveflow.adapters.github_fake_faults import Fault
-from resolveflow.adapters.github_fake_model import FakeReply, FakeRequest
+from resolveflow.sandbox.forge.faults import Fault
+from resolveflow.sandbox.forge.model import FakeReply, FakeRequest
+from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 OAUTH_PREFIX = "/login/oauth/"
 _OAUTH_LOGIN = "(oauth)"  # the request identity of sign-in pages (they carry no token)

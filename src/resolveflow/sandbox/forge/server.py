@@ -29,8 +29,8 @@ from types import TracebackType
 from typing import Any, NamedTuple, Self
 from urllib.parse import parse_qs
 
-from resolveflow.adapters import github_fake_payloads as payloads
-from resolveflow.adapters.github_fake_faults import (
+from resolveflow.sandbox.forge import payloads
+from resolveflow.sandbox.forge.faults import (
     Delay,
     DropAfterWrite,
     Fault,
@@ -46,8 +46,8 @@ from resolveflow.adapters.github_fake_faults import (
     status_reply,
     tampered_reply,
 )
-from resolveflow.adapters.github_fake_model import WRITE_METHODS, FakeReply, FakeRequest
-from resolveflow.adapters.github_fake_state import FakeGitHubState
+from resolveflow.sandbox.forge.model import WRITE_METHODS, FakeReply, FakeRequest
+from resolveflow.sandbox.forge.state import FakeGitHubState
 
 __all__ = [
     "Delay",

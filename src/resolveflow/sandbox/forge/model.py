@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from resolveflow.adapters import github_fake_payloads as payloads
+from resolveflow.sandbox.forge import payloads
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

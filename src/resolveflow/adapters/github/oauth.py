@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from resolveflow.domain.errors import (
+from resolveflow.errors import (
     AuthenticationFailed,
     ProviderOutcomeUnknown,
     ProviderUnavailable,

@@ -48,7 +48,14 @@ from githubkit.throttling import LocalThrottler
 from githubkit.utils import UNSET
 
 from resolveflow.adapters.base import writes
-from resolveflow.adapters.github import (
+from resolveflow.adapters.github.errors import (
+    Call,
+    invalid_body_error,
+    scrub,
+    status_error,
+    transport_error,
+)
+from resolveflow.adapters.github.protocol import (
     CheckRunData,
     IssueComment,
     IssueData,
@@ -56,14 +63,7 @@ from resolveflow.adapters.github import (
     PostedComment,
     RepoName,
 )
-from resolveflow.adapters.github_errors import (
-    Call,
-    invalid_body_error,
-    scrub,
-    status_error,
-    transport_error,
-)
-from resolveflow.domain.errors import InvalidInput, ProviderError, ResolveFlowError
+from resolveflow.errors import InvalidInput, ProviderError, ResolveFlowError
 
 if TYPE_CHECKING:
     # githubkit's generated ``IssuesClient`` has a method named ``list``, which makes mypy read its

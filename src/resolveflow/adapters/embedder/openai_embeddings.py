@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from resolveflow.adapters.embedder import EmbeddingSpace, Vectors, normalize
-from resolveflow.domain.errors import (
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
+from resolveflow.errors import (
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pydantic
 
-from resolveflow.domain.errors import (
+from resolveflow.errors import (
     ProviderError,
     ProviderOutcomeUnknown,
     ProviderRateLimited,

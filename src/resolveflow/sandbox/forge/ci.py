@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from resolveflow.adapters import github_fake_payloads as payloads
-from resolveflow.adapters import github_fake_payloads_ci as ci_payloads
-from resolveflow.adapters.github_fake_model import (
+from resolveflow.sandbox.forge import payloads
+from resolveflow.sandbox.forge import payloads_ci as ci_payloads
+from resolveflow.sandbox.forge.model import (
     CheckRunRecord,
     FakeData,
     FakeReply,

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from resolveflow.adapters.llm import (
+from resolveflow.adapters.llm.protocol import (
     Completion,
     Usage,
     as_openai_messages,

@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from resolveflow.adapters.llm import Completion, Usage, parse_structured
+from resolveflow.adapters.llm.protocol import Completion, Usage, parse_structured
 from resolveflow.domain.diagnosis import (
     ChatMessage,
     ModelOutputInvalid,
     ModelUnavailable,
 )
-from resolveflow.domain.errors import InvalidInput
+from resolveflow.errors import InvalidInput
 
 T = TypeVar("T", bound=BaseModel)
 Scripted = str | dict[str, Any] | BaseException | Callable[[Sequence[ChatMessage], str], Any]

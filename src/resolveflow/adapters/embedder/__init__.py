@@ -1,0 +1,1 @@
+"""Text embedders: the protocol, the local MiniLM, an OpenAI-compatible client, a hashing embedder."""

@@ -1,0 +1,1 @@
+"""GitHub: the protocol the product depends on, and its githubkit client."""

@@ -1,0 +1,1 @@
+"""Chat models: the protocol, the OpenAI-compatible client and the scripted model."""
