@@ -27,7 +27,7 @@ from resolveflow.domain.records import ExecutionState, Role
 from resolveflow.execution.gate import Executor
 from resolveflow.execution.lease import GateSettings
 from resolveflow.sandbox.forge.server import FakeGitHubServer
-from resolveflow.service import admin, proposals
+from resolveflow.service import admin, approvals, proposals
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
@@ -66,7 +66,7 @@ def _prepare(db: Database, name: str, n: int, labels: bool) -> UUID:
             comment=f"{name} comment {i}",
             labels=["bug"] if labels else [],
         )
-        proposals.approve(db, alex, proposal.id, proposal.digest, 3600)
+        approvals.approve(db, alex, proposal.id, proposal.digest, 3600)
     return tenant.id
 
 

@@ -1,12 +1,22 @@
-"""Shared fixtures: a real embedded Postgres per test session, a fresh database per test."""
+"""Shared fixtures: a real embedded Postgres per test session, a fresh database per test.
+
+Also the suite's tiers (docs/testing.md): markers by folder, and the data tier (tests that read
+the real data sets in ``../shared/data``), which runs when that folder is there, is deselected
+with one printed line when it is not, and is required by CI (``RESOLVEFLOW_TEST_DATA_TIER``).
+"""
 
 from __future__ import annotations
 
+import enum
+import json
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -20,7 +30,129 @@ from resolveflow.wiring import setup_libraries
 
 pytest_plugins = ["fixtures_github"]
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+TESTS = Path(__file__).resolve().parent
+TEST_DATA = TESTS / "data"  # small fixtures that ship with the repository (tests/data/README.md)
+# Read at import, before any test scrubs RESOLVEFLOW_* from the environment.
+_SHARED_OVERRIDE = os.environ.get("RESOLVEFLOW_TEST_SHARED_DATA", "")
+SHARED_DATA = Path(_SHARED_OVERRIDE) if _SHARED_OVERRIDE else TESTS.parents[1] / "shared" / "data"
+SHARED_DATA_SHOWN = _SHARED_OVERRIDE or "../shared/data"
+
+
+class DataTier(enum.Enum):
+    """``RESOLVEFLOW_TEST_DATA_TIER``: ``auto`` runs the tier when the data is there; ``required``
+    (set by .ci/run) refuses to start without it."""
+
+    AUTO = "auto"
+    REQUIRED = "required"
+
+
+def _data_tier() -> DataTier:
+    value = os.environ.get("RESOLVEFLOW_TEST_DATA_TIER", "auto")
+    try:
+        return DataTier(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"RESOLVEFLOW_TEST_DATA_TIER={value!r}: expected one of auto, required"
+        ) from None
+
+
+# Markers by folder; --strict-markers makes pyproject.toml declare each.
+_FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "web": "web"}
+_SKIPPED_DATA_TESTS = pytest.StashKey[int]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp is None:
+        # A private temporary root per run: pytest's default root is shared by every run on the
+        # machine and prunes older runs' folders, embedded Postgres data included, mid-run.
+        config.option.basetemp = tempfile.mkdtemp(prefix="resolveflow-tests-")
+        config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
+    if _data_tier() is DataTier.REQUIRED and not SHARED_DATA.is_dir():
+        raise pytest.UsageError(
+            f"the data tier is required (RESOLVEFLOW_TEST_DATA_TIER=required) but "
+            f"{SHARED_DATA_SHOWN} was not found"
+        )
+    config.pluginmanager.register(_DataTierPlugin(), "resolveflow-data-tier")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the markers added here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(TESTS).parts if item.path.is_relative_to(TESTS) else ()
+        if len(parts) > 1 and parts[0] in _FOLDER_MARKERS:
+            item.add_marker(_FOLDER_MARKERS[parts[0]])
+        if item.path.name.startswith("test_browser_"):
+            item.add_marker("browser")
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker("data")
+
+
+class _DataTierPlugin:
+    """Deselects the data tier, after -m and -k have chosen, when ../shared/data is missing."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if SHARED_DATA.is_dir():
+            return
+        skipped = [item for item in items if item.get_closest_marker("data")]
+        if skipped:
+            items[:] = [item for item in items if not item.get_closest_marker("data")]
+            config.hook.pytest_deselected(items=skipped)
+        config.stash[_SKIPPED_DATA_TESTS] = len(skipped)
+
+    def pytest_report_header(self) -> str | None:
+        return f"data tier: {SHARED_DATA_SHOWN}" if SHARED_DATA.is_dir() else None
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        skipped = config.stash.get(_SKIPPED_DATA_TESTS, 0)
+        if skipped:
+            terminalreporter.write_line(
+                f"data tier skipped: {SHARED_DATA_SHOWN} not found ({skipped} tests); "
+                ".ci/run requires it",
+                yellow=True,
+                bold=True,
+            )
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real data sets; a test that asks for this fixture is in the data tier."""
+    return SHARED_DATA
+
+
+class IssueSet:
+    """Records in the shape of shared/data/hf-datasets: ``issues.jsonl`` and ``pulls.jsonl``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._records: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def records(self, kind: str) -> dict[str, dict[str, Any]]:
+        """``kind`` is ``issues`` or ``pulls``; records by id, read once."""
+        if kind not in self._records:
+            with (self.folder / f"{kind}.jsonl").open(encoding="utf-8") as lines:
+                rows = map(json.loads, lines)
+                self._records[kind] = {row["id"]: row for row in rows}
+        return self._records[kind]
+
+
+# Invented records (the real texts may not be copied), with the ids of the real ones tests name.
+HF_SYNTHETIC = IssueSet(TEST_DATA / "hf-datasets-synthetic")
+HF_REAL = IssueSet(SHARED_DATA / "hf-datasets")
+
+
+@pytest.fixture
+def hf_datasets(request: pytest.FixtureRequest) -> IssueSet:
+    """The synthetic set, or with ``on_synthetic_and_real_hf_data`` also the real one."""
+    return HF_REAL if getattr(request, "param", "synthetic") == "real" else HF_SYNTHETIC
+
+
+# A test decorated with this runs on the synthetic set, and on the real set in the data tier.
+on_synthetic_and_real_hf_data = pytest.mark.parametrize(
+    "hf_datasets", ["synthetic", pytest.param("real", marks=pytest.mark.data)], indirect=True
+)
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +211,31 @@ def superuser(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ..
         yield conn
 
 
+def expire_lease(superuser: psycopg.Connection[Any], execution_id: uuid.UUID) -> None:
+    """Backdate an execution's lease so that it has run out (no waiting for the clock)."""
+    superuser.execute(
+        "UPDATE executions SET lease_expires_at = clock_timestamp() - interval '1 second'"
+        " WHERE id = %s",
+        [execution_id],
+    )
+
+
+def make_due(superuser: psycopg.Connection[Any], execution_id: uuid.UUID) -> None:
+    """Bring a deferred execution's ``not_before`` (Retry-After, rate-limit reset) to now."""
+    superuser.execute(
+        "UPDATE executions SET not_before = clock_timestamp() WHERE id = %s", [execution_id]
+    )
+
+
+def seconds_until_due(superuser: psycopg.Connection[Any], execution_id: uuid.UUID) -> float:
+    row = superuser.execute(
+        "SELECT extract(epoch FROM not_before - clock_timestamp()) FROM executions WHERE id = %s",
+        [execution_id],
+    ).fetchone()
+    assert row is not None
+    return float(row[0])
+
+
 @dataclass
 class World:
     tenant: Tenant
@@ -116,7 +273,7 @@ def propose_and_approve(
     ttl_seconds: int = 3600,
 ):  # type: ignore[no-untyped-def]
     """Create a proposal as the requester and approve it as the approver; return the result."""
-    from resolveflow.service import proposals
+    from resolveflow.service import approvals, proposals
 
     proposal = proposals.create_proposal(
         db,
@@ -126,7 +283,7 @@ def propose_and_approve(
         comment=comment,
         labels=labels or [],
     )
-    return proposal, proposals.approve(
+    return proposal, approvals.approve(
         db, world.approver(db), proposal.id, proposal.digest, ttl_seconds
     )
 

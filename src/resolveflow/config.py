@@ -1,16 +1,31 @@
-"""All configuration, read once from ``RESOLVEFLOW_*`` environment variables (or a ``.env`` file)."""
+"""All configuration, read once from ``RESOLVEFLOW_*`` environment variables (or a ``.env`` file).
+
+Settings come in groups (``settings.database.url``, ``settings.github.token``, ...). Each group is
+its own pydantic-settings class with an ``env_prefix``, so a field's variable is the prefix plus its
+name in capitals; where a variable's historical name does not follow that pattern, the field names
+it with ``validation_alias`` (``RESOLVEFLOW_DATABASE_URL`` is ``database.url``). ``env_names()``
+lists every variable. Defaults that belong to a lower layer's parameter type (the executor gate's
+lease, the search parameters, the investigation's ``top_k``) are read from that type, so each is
+written down once.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from resolveflow.errors import ConfigError
+from resolveflow.execution.lease import GateSettings
+from resolveflow.retrieval.fusion import FusionParams
+from resolveflow.retrieval.search import SearchParams
+from resolveflow.service.investigation import InvestigationConfig
 
+PREFIX = "RESOLVEFLOW_"
 DAY_SECONDS = 86_400
 
 
@@ -18,134 +33,282 @@ def _default_home() -> Path:
     return Path(platformdirs.user_data_dir("resolveflow", appauthor=False))
 
 
-class Settings(BaseSettings):
+def _http_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return value.rstrip("/") if value else value
+
+
+class _Group(BaseSettings):
+    """One group of settings; subclasses set ``env_prefix``. ``validate_by_name`` lets code and
+    tests pass aliased fields by their field name."""
+
     model_config = SettingsConfigDict(
-        env_prefix="RESOLVEFLOW_", env_file=".env", extra="ignore", hide_input_in_errors=True
+        env_prefix=PREFIX,
+        env_file=".env",
+        extra="ignore",
+        hide_input_in_errors=True,
+        validate_by_name=True,
+        frozen=True,
     )
 
-    home: Path = Field(default_factory=_default_home, description="Embedded database lives here.")
-    database_url: SecretStr | None = Field(
-        default=None, description="Postgres 15+ with pgvector; unset starts an embedded server."
-    )
-    db_pool_max_size: int = Field(default=10, ge=1, le=200)
-    db_connect_timeout_seconds: float = Field(default=10.0, gt=0)
-    db_statement_timeout_ms: int = Field(default=30_000, ge=100)
 
-    github_api_url: str = "https://api.github.com"
-    github_token: SecretStr | None = None
-    github_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+class DatabaseSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}DB_")
 
-    token: SecretStr | None = Field(default=None, description="The acting principal's API token.")
+    # The embedded Postgres keeps its data here.
+    home: Path = Field(default_factory=_default_home, validation_alias="RESOLVEFLOW_HOME")
+    # Postgres 15+ with pgvector; unset starts the embedded server.
+    url: SecretStr | None = Field(default=None, validation_alias="RESOLVEFLOW_DATABASE_URL")
+    pool_max_size: int = Field(default=10, ge=1, le=200)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    statement_timeout_ms: int = Field(default=30_000, ge=100)
 
-    approval_ttl_seconds: int = Field(default=7 * DAY_SECONDS, ge=1)
-    lease_seconds: float = Field(default=60.0, gt=0)
-    rate_limit_max_waits: int = Field(default=5, ge=0)
-    rate_limit_max_wait_seconds: float = Field(default=3600.0, gt=0)
-    unavailable_retry_seconds: float = Field(default=30.0, gt=0)
-    executor_poll_seconds: float = Field(default=2.0, gt=0)
-    reconcile_interval_seconds: float = Field(default=300.0, ge=0)
 
-    # --- triage ------------------------------------------------------------------------------
-    policy_file: Path | None = Field(
-        default=None, description="Per-repository triage policy (TOML); built-in defaults if unset."
-    )
-    run_lease_seconds: float = Field(default=300.0, gt=0)
+class GitHubSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}GITHUB_")
 
-    # --- retrieval (owned by the retrieval work; keep edits inside this block) ---------------
-    # Chosen on the dev sets; figures and reasons in docs/retrieval.md.
-    embedder: Literal["local", "openai", "fake"] = "local"
-    embedding_max_seq_length: int = Field(default=128, ge=16, le=512)
-    embedding_quantize: bool = True
-    embedding_batch_size: int = Field(default=16, ge=1, le=1024)
-    openai_embeddings_base_url: str | None = None
-    openai_embeddings_api_key: SecretStr | None = None
-    openai_embeddings_model: str = "text-embedding-3-small"
-    openai_embeddings_dimensions: int | None = Field(default=None, ge=1, le=2000)
-    embedding_timeout_seconds: float = Field(default=30.0, gt=0)
-    fusion_method: Literal["rrf", "weighted"] = "weighted"
-    fusion_vector_weight: float = Field(default=0.8, ge=0)
-    fusion_lexical_weight: float = Field(default=0.2, ge=0)
-    fusion_rrf_k: int = Field(default=60, ge=1)
-    search_candidates: int = Field(default=30, ge=5, le=1000)
-    search_exact_max_chunks: int = Field(default=20_000, ge=0)
-    hnsw_ef_search_min: int = Field(default=64, ge=10, le=1000)
-    hnsw_ef_search_max: int = Field(default=1000, ge=10, le=1000)
-    search_max_terms: int = Field(default=24, ge=1, le=200)
-    search_max_term_share: float = Field(default=0.05, gt=0, le=1)
-    search_max_postings: int = Field(default=3_000, ge=1)
-    label_min_probability: float = Field(default=0.35, ge=0, le=1)
-    index_rate_limit_max_waits: int = Field(default=10, ge=0)
-    # --- end of retrieval block ---------------------------------------------------------------
+    api_url: str = "https://api.github.com"
+    web_url: str = "https://github.com"  # the OAuth pages
+    token: SecretStr | None = None  # the service token
+    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    oauth_client_id: str | None = None
+    oauth_client_secret: SecretStr | None = None
+    oauth_scope: str = "public_repo"
 
-    # --- web, webhooks, worker, sign-in (owned by the web work; keep edits inside this block) --
-    web_host: str = Field(default="127.0.0.1", description="serve listens here (loopback).")
-    web_port: int = Field(default=8000, ge=0, le=65535)
-    # The address people reach the web app at; the OAuth redirect URL is built from it.
-    web_public_url: str | None = None
-    web_session_ttl_seconds: int = Field(default=8 * 3600, ge=60)
-    # Secure cookies are sent by browsers to https and to localhost only; plain-http hosts other
-    # than localhost need this off (never in production).
-    web_cookie_secure: bool = True
-    github_web_url: str = "https://github.com"
-    github_oauth_client_id: str | None = None
-    github_oauth_client_secret: SecretStr | None = None
-    github_oauth_scope: str = "public_repo"
-    # GitHub login -> "tenant:role,role"; only listed logins may sign in (JSON object).
-    web_users: dict[str, str] = Field(default_factory=dict)
-    # Fernet key(s), comma-separated, newest first: users' GitHub tokens are encrypted with it.
-    token_encryption_key: SecretStr | None = None
-    github_webhook_secret: SecretStr | None = None
-    webhook_auto_triage: bool = True
-    limit_runs_per_day: int = Field(default=100, ge=0)
-    limit_webhook_runs_per_day: int = Field(default=1000, ge=0)
-    worker_concurrency: int = Field(default=2, ge=1, le=64)
-    worker_reconcile_cron: str = "* * * * *"
-
-    @field_validator("github_web_url", "web_public_url")
-    @classmethod
-    def _web_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/") if value else value
-
-    # --- end of web block ---------------------------------------------------------------------
-
-    # --- model and investigation (owned by the investigation work) ---
-    model_provider: Literal["none", "openai", "scripted"] = Field(
-        default="none", description="none: the investigation proposes from retrieval alone."
-    )
-    openai_base_url: str | None = None  # unset: the client's default (api.openai.com)
-    openai_api_key: SecretStr | None = None
-    model: str = "gpt-4o-mini"
-    model_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
-    model_max_retries: int = Field(default=2, ge=0, le=10)  # 429 / 5xx / timeouts, per call
-    model_max_wait_seconds: float = Field(default=30.0, ge=0)  # a longer Retry-After fails
-    model_invalid_output_attempts: int = Field(default=2, ge=1, le=5)
-    model_daily_calls_per_principal: int = Field(default=200, ge=0)
-    scripted_model_file: Path | None = None  # provider "scripted": a JSON list of answers
-    # Calibrated on dev data for the local MiniLM space: docs/review.md.
-    relevance_floor: float = Field(default=0.15, ge=0, le=1)
-    investigation_top_k: int = Field(default=5, ge=1, le=20)
-    # --- end of model block ---
-
-    log_level: str = "WARNING"
-
-    @field_validator("github_api_url")
+    @field_validator("api_url", "web_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
+        return _http_url(value) or value
 
-    @property
-    def embedded(self) -> bool:
-        return self.database_url is None
+
+class ExecutorSettings(_Group):
+    """The executor gate (``execution.lease.GateSettings``) and how often it is driven."""
+
+    lease_seconds: float = Field(default=GateSettings.lease_seconds, gt=0)
+    rate_limit_max_waits: int = Field(default=GateSettings.rate_limit_max_waits, ge=0)
+    rate_limit_max_wait_seconds: float = Field(
+        default=GateSettings.rate_limit_max_wait_seconds, gt=0
+    )
+    unavailable_retry_seconds: float = Field(default=GateSettings.unavailable_retry_seconds, gt=0)
+    poll_seconds: float = Field(
+        default=2.0, gt=0, validation_alias="RESOLVEFLOW_EXECUTOR_POLL_SECONDS"
+    )
+    reconcile_interval_seconds: float = Field(default=300.0, ge=0)
+
+
+class ApprovalSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}APPROVAL_")
+
+    # How long a proposal may wait for approval, and how long an approval stays valid.
+    ttl_seconds: int = Field(default=7 * DAY_SECONDS, ge=1)
+
+
+class TriageSettings(_Group):
+    policy_file: Path | None = None  # per-repository policy (TOML); unset: the built-in one
+    run_lease_seconds: float = Field(default=300.0, gt=0)
+
+
+class WebSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}WEB_")
+
+    host: str = "127.0.0.1"  # where ``serve`` listens
+    port: int = Field(default=8000, ge=0, le=65535)
+    # The address people reach the web app at; the OAuth redirect URL is built from it.
+    public_url: str | None = None
+    session_ttl_seconds: int = Field(default=8 * 3600, ge=60)
+    # Browsers send Secure cookies to https and to localhost only; plain-http hosts other than
+    # localhost need this off (never in production).
+    cookie_secure: bool = True
+    # GitHub login -> "tenant:role,role"; only listed logins may sign in (JSON object).
+    users: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    # Fernet key(s), comma-separated, newest first: users' GitHub tokens are encrypted with it.
+    token_encryption_key: SecretStr | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_TOKEN_ENCRYPTION_KEY"
+    )
+
+    @field_validator("public_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _http_url(value)
+
+    @field_validator("users", mode="before")
+    @classmethod
+    def _users_json(cls, value: Any) -> Any:
+        # Parsed here rather than by the settings source, so bad JSON is a validation error
+        # that names the variable.
+        return json.loads(value) if isinstance(value, str) else value
+
+
+class WebhookSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}WEBHOOK_")
+
+    secret: SecretStr | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_GITHUB_WEBHOOK_SECRET"
+    )
+    auto_triage: bool = True
+
+
+class WorkerSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}WORKER_")
+
+    concurrency: int = Field(default=2, ge=1, le=64)
+    reconcile_cron: str = "* * * * *"
+
+
+class LimitSettings(_Group):
+    """Per UTC day."""
+
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}LIMIT_")
+
+    runs_per_day: int = Field(default=100, ge=0)
+    webhook_runs_per_day: int = Field(default=1000, ge=0)
+    model_calls_per_day: int = Field(
+        default=InvestigationConfig.daily_model_calls,
+        ge=0,
+        validation_alias="RESOLVEFLOW_MODEL_DAILY_CALLS_PER_PRINCIPAL",
+    )
+
+
+class EmbeddingSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}EMBEDDING_")
+
+    provider: Literal["local", "openai", "fake"] = Field(
+        default="local", validation_alias="RESOLVEFLOW_EMBEDDER"
+    )
+    # The local model: chosen on the dev sets; figures and reasons in docs/retrieval.md.
+    max_seq_length: int = Field(default=128, ge=16, le=512)
+    quantize: bool = True
+    batch_size: int = Field(default=16, ge=1, le=1024)
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    openai_base_url: str | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_API_KEY"
+    )
+    openai_model: str = Field(
+        default="text-embedding-3-small", validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_MODEL"
+    )
+    openai_dimensions: int | None = Field(
+        default=None, ge=1, le=2000, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_DIMENSIONS"
+    )
+
+
+class RetrievalSettings(_Group):
+    """Hybrid search (``retrieval.search.SearchParams``), label suggestions and crawling."""
+
+    fusion_method: Literal["rrf", "weighted"] = FusionParams.method
+    fusion_vector_weight: float = Field(default=FusionParams.vector_weight, ge=0)
+    fusion_lexical_weight: float = Field(default=FusionParams.lexical_weight, ge=0)
+    fusion_rrf_k: int = Field(default=FusionParams.rrf_k, ge=1)
+    search_candidates: int = Field(default=SearchParams.candidates, ge=5, le=1000)
+    search_exact_max_chunks: int = Field(default=SearchParams.exact_max_chunks, ge=0)
+    hnsw_ef_search_min: int = Field(default=SearchParams.ef_search_min, ge=10, le=1000)
+    hnsw_ef_search_max: int = Field(default=SearchParams.ef_search_max, ge=10, le=1000)
+    search_max_terms: int = Field(default=SearchParams.max_terms, ge=1, le=200)
+    search_max_term_share: float = Field(default=SearchParams.max_term_share, gt=0, le=1)
+    search_max_postings: int = Field(default=SearchParams.max_postings, ge=1)
+    label_min_probability: float = Field(default=0.35, ge=0, le=1)
+    index_rate_limit_max_waits: int = Field(default=10, ge=0)
+
+
+class ModelSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}MODEL_")
+
+    provider: Literal["none", "openai", "scripted"] = "none"  # none: retrieval alone proposes
+    name: str = Field(default="gpt-4o-mini", validation_alias="RESOLVEFLOW_MODEL")
+    timeout_seconds: float = Field(default=60.0, gt=0, le=600)
+    max_retries: int = Field(default=2, ge=0, le=10)  # 429 / 5xx / timeouts, per call
+    max_wait_seconds: float = Field(default=30.0, ge=0)  # a longer Retry-After fails the call
+    invalid_output_attempts: int = Field(default=2, ge=1, le=5)
+    # Unset: the client's default (api.openai.com).
+    openai_base_url: str | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_OPENAI_BASE_URL"
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_OPENAI_API_KEY"
+    )
+    # Provider "scripted": a JSON list of answers.
+    scripted_file: Path | None = Field(
+        default=None, validation_alias="RESOLVEFLOW_SCRIPTED_MODEL_FILE"
+    )
+
+
+class InvestigationSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}INVESTIGATION_")
+
+    # Calibrated on dev data for the local MiniLM space: docs/review.md.
+    relevance_floor: float = Field(
+        default=0.15, ge=0, le=1, validation_alias="RESOLVEFLOW_RELEVANCE_FLOOR"
+    )
+    top_k: int = Field(default=InvestigationConfig.top_k, ge=1, le=20)
+
+
+class CliSettings(_Group):
+    # The acting principal's API token (``--token`` and the environment variable win; this also
+    # reads it from ``.env``).
+    token: SecretStr | None = None
+
+
+class Settings(BaseModel):
+    """Every group, each read from the environment when not given."""
+
+    model_config = ConfigDict(frozen=True)
+
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    github: GitHubSettings = Field(default_factory=GitHubSettings)
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    triage: TriageSettings = Field(default_factory=TriageSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    investigation: InvestigationSettings = Field(default_factory=InvestigationSettings)
+    cli: CliSettings = Field(default_factory=CliSettings)
+
+
+def _groups() -> dict[str, type[_Group]]:
+    groups: dict[str, type[_Group]] = {}
+    for name, info in Settings.model_fields.items():
+        assert isinstance(info.annotation, type) and issubclass(info.annotation, _Group)
+        groups[name] = info.annotation
+    return groups
+
+
+def env_name(group: type[_Group], field: str) -> str:
+    """The environment variable that sets ``field`` of ``group``."""
+    alias = group.model_fields[field].validation_alias
+    if isinstance(alias, str):
+        return alias
+    return f"{group.model_config.get('env_prefix', PREFIX)}{field}".upper()
+
+
+def env_names() -> dict[str, str]:
+    """Every variable -> its place in ``Settings`` (``"RESOLVEFLOW_DATABASE_URL": "database.url"``)."""
+    return {
+        env_name(group, field): f"{name}.{field}"
+        for name, group in _groups().items()
+        for field in group.model_fields
+    }
+
+
+def _failed_variable(exc: ValidationError) -> str:
+    where = str(exc.errors()[0]["loc"][0])
+    if where.upper().startswith(PREFIX):  # an aliased field is reported by its variable
+        return where.upper()
+    group = next((g for g in _groups().values() if g.__name__ == exc.title), None)
+    return env_name(group, where) if group else where
 
 
 def load_settings() -> Settings:
+    """The settings, with a ``ConfigError`` naming the variable for an invalid value."""
     try:
         return Settings()
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"invalid setting RESOLVEFLOW_{field.upper()}: {first['msg']}") from exc
+        raise ConfigError(f"invalid setting {_failed_variable(exc)}: {first['msg']}") from exc

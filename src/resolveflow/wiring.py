@@ -1,14 +1,24 @@
-"""Everything is wired here: settings -> database, GitHub client, executor, reconciler."""
+"""The composition root: settings -> every long-lived object.
+
+``App`` opens nothing costly up front. Its accessors build the GitHub clients, the embedder, the
+searcher, the chat model and the triage graph's ``RunController`` on first use and share them
+across threads (the web app's request threads and the worker's jobs use the same ones), so each
+is built once per process. ``executor()`` and ``reconciler()`` are cheap and return a new one with
+its own lease owner id each time. The web app, the worker and the CLI receive what they need
+from here; nothing else constructs these objects.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
+from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.config import Settings
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.errors import ConfigError
@@ -16,65 +26,208 @@ from resolveflow.execution.credentials import ApproverTokenLookup
 from resolveflow.execution.gate import Executor
 from resolveflow.execution.lease import GateSettings
 from resolveflow.execution.reconcile import Reconciler
+from resolveflow.retrieval.fusion import FusionParams
+from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
 from resolveflow.store.migrate import upgrade
 
 if TYPE_CHECKING:
-    # Heavy imports (LangGraph, procrastinate, cryptography) stay out of every CLI start-up;
-    # the functions below import them when they are first needed.
-    from psycopg_pool import ConnectionPool
-
+    # Heavy imports (LangGraph, procrastinate, cryptography, the model clients) stay out of every
+    # CLI start-up; the functions below import them when they are first needed.
+    from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
+    from resolveflow.adapters.llm.protocol import ChatModel
+    from resolveflow.retrieval.ingest import Indexer
+    from resolveflow.service.investigation import InvestigationConfig
+    from resolveflow.service.sessions import UserGrant
+    from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.workflows.runs import RunController
 
 logger = logging.getLogger(__name__)
 
 LEASE_TIMEOUT_RATIO = 5
+T = TypeVar("T")
 
 
 def database_url(settings: Settings) -> str:
-    if settings.database_url is not None:
-        return settings.database_url.get_secret_value()
-    return embedded_database_url(settings.home)
+    if settings.database.url is not None:
+        return settings.database.url.get_secret_value()
+    return embedded_database_url(settings.database.home)
 
 
 def gate_settings(settings: Settings) -> GateSettings:
     # The lease must outlive one whole request, or a reconciler could take over mid-request. httpx
     # applies the timeout per phase (pool wait, connect, write, read), so one call can take up to
     # about four timeouts; five leaves a margin.
-    if settings.lease_seconds < settings.github_timeout_seconds * LEASE_TIMEOUT_RATIO:
+    executor = settings.executor
+    if executor.lease_seconds < settings.github.timeout_seconds * LEASE_TIMEOUT_RATIO:
         raise ConfigError(
             f"RESOLVEFLOW_LEASE_SECONDS must be at least {LEASE_TIMEOUT_RATIO} times "
             "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS"
         )
     return GateSettings(
-        lease_seconds=settings.lease_seconds,
-        rate_limit_max_waits=settings.rate_limit_max_waits,
-        rate_limit_max_wait_seconds=settings.rate_limit_max_wait_seconds,
-        unavailable_retry_seconds=settings.unavailable_retry_seconds,
+        lease_seconds=executor.lease_seconds,
+        rate_limit_max_waits=executor.rate_limit_max_waits,
+        rate_limit_max_wait_seconds=executor.rate_limit_max_wait_seconds,
+        unavailable_retry_seconds=executor.unavailable_retry_seconds,
     )
 
 
 def github_client(settings: Settings) -> GitHub:
     from resolveflow.adapters.github.client import GitHubKitClient
 
-    token = settings.github_token.get_secret_value() if settings.github_token else None
-    return GitHubKitClient(settings.github_api_url, token, settings.github_timeout_seconds)
+    github = settings.github
+    token = github.token.get_secret_value() if github.token else None
+    return GitHubKitClient(github.api_url, token, github.timeout_seconds)
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The configured embedder (local MiniLM by default). Models load lazily on first use."""
+    embedding = settings.embedding
+    if embedding.provider == "fake":
+        from resolveflow.adapters.embedder.hashing import HashingEmbedder
+
+        return HashingEmbedder()
+    if embedding.provider == "openai":
+        from resolveflow.adapters.embedder.openai_embeddings import OpenAIEmbedder
+
+        if not embedding.openai_base_url:
+            raise ConfigError(
+                "RESOLVEFLOW_EMBEDDER=openai needs RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
+            )
+        key = embedding.openai_api_key
+        return OpenAIEmbedder(
+            embedding.openai_base_url,
+            key.get_secret_value() if key else None,
+            embedding.openai_model,
+            dimensions=embedding.openai_dimensions,
+            timeout_seconds=embedding.timeout_seconds,
+        )
+    from resolveflow.adapters.embedder.local import LocalMiniLM
+
+    return LocalMiniLM(
+        max_seq_length=embedding.max_seq_length,
+        quantize=embedding.quantize,
+        batch_size=embedding.batch_size,
+    )
+
+
+def search_params(settings: Settings) -> SearchParams:
+    retrieval = settings.retrieval
+    return SearchParams(
+        fusion=FusionParams(
+            method=retrieval.fusion_method,
+            vector_weight=retrieval.fusion_vector_weight,
+            lexical_weight=retrieval.fusion_lexical_weight,
+            rrf_k=retrieval.fusion_rrf_k,
+        ),
+        candidates=retrieval.search_candidates,
+        exact_max_chunks=retrieval.search_exact_max_chunks,
+        ef_search_min=retrieval.hnsw_ef_search_min,
+        ef_search_max=retrieval.hnsw_ef_search_max,
+        max_terms=retrieval.search_max_terms,
+        max_term_share=retrieval.search_max_term_share,
+        max_postings=retrieval.search_max_postings,
+    )
+
+
+def build_model(settings: Settings) -> ChatModel | None:
+    """The configured chat model; None for provider ``none`` (the default)."""
+    model = settings.model
+    if model.provider == "none":
+        return None
+    if model.provider == "scripted":
+        from resolveflow.adapters.llm.scripted import ScriptedModel, load_script
+
+        if model.scripted_file is None:
+            raise ConfigError(
+                "RESOLVEFLOW_MODEL_PROVIDER=scripted needs RESOLVEFLOW_SCRIPTED_MODEL_FILE"
+            )
+        return ScriptedModel(
+            load_script(model.scripted_file),
+            model=model.name,
+            invalid_output_attempts=model.invalid_output_attempts,
+        )
+    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
+
+    key = model.openai_api_key
+    return OpenAIChatModel(
+        model.openai_base_url,
+        key.get_secret_value() if key else None,
+        model.name,
+        timeout_seconds=model.timeout_seconds,
+        max_retries=model.max_retries,
+        max_wait_seconds=model.max_wait_seconds,
+        invalid_output_attempts=model.invalid_output_attempts,
+    )
+
+
+def investigation_config(settings: Settings) -> InvestigationConfig:
+    from resolveflow.service.investigation import InvestigationConfig
+
+    return InvestigationConfig(
+        relevance_floor=settings.investigation.relevance_floor,
+        top_k=settings.investigation.top_k,
+        daily_model_calls=settings.limits.model_calls_per_day,
+    )
 
 
 @dataclass
 class App:
     settings: Settings
     db: Database
-    _github: GitHub | None = field(default=None, repr=False)
-    _checkpoint_pool: ConnectionPool[Any] | None = field(default=None, repr=False)
+    _github: GitHub | None = field(default=None, repr=False)  # tests pass their own
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def _once(self, name: str, build: Callable[[], T]) -> T:
+        # Re-entrant: building the run controller asks for the searcher and the model.
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = build()
+            return cast(T, self._built[name])
 
     @property
     def github(self) -> GitHub:
-        if self._github is None:
-            self._github = github_client(self.settings)
-        return self._github
+        if self._github is not None:
+            return self._github
+        return self._once("github", lambda: github_client(self.settings))
+
+    def github_oauth(self) -> GitHubOAuth:
+        """Sign-in with GitHub; ``ConfigError`` when the OAuth app is not configured."""
+        github = self.settings.github
+        if not github.oauth_client_id or github.oauth_client_secret is None:
+            raise ConfigError(
+                "sign-in with GitHub is not configured (RESOLVEFLOW_GITHUB_OAUTH_CLIENT_ID and "
+                "RESOLVEFLOW_GITHUB_OAUTH_CLIENT_SECRET); use an API token instead"
+            )
+        from resolveflow.adapters.github.oauth import GitHubOAuth
+
+        # Two plain requests per sign-in and no connection pool: nothing worth keeping.
+        return GitHubOAuth(
+            github.web_url,
+            github.oauth_client_id,
+            github.oauth_client_secret.get_secret_value(),
+            scope=github.oauth_scope,
+            timeout_seconds=github.timeout_seconds,
+        )
+
+    def embedder(self) -> Embedder:
+        return self._once("embedder", lambda: build_embedder(self.settings))
+
+    def searcher(self) -> Searcher:
+        return self._once(
+            "searcher", lambda: Searcher(self.db, self.embedder(), search_params(self.settings))
+        )
+
+    def indexer(self) -> Indexer:
+        from resolveflow.retrieval.ingest import Indexer
+
+        return Indexer(self.db, self.embedder())
+
+    def model(self) -> ChatModel | None:
+        return self._once("model", lambda: build_model(self.settings))
 
     def executor(self) -> Executor:
         return Executor(
@@ -86,24 +239,36 @@ class App:
             self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
         )
 
+    def token_cipher(self) -> TokenCipher | None:
+        """Encrypts users' GitHub tokens at rest; None without RESOLVEFLOW_TOKEN_ENCRYPTION_KEY."""
+        key = self.settings.web.token_encryption_key
+        if key is None:
+            return None
+        from resolveflow.store.token_cipher import TokenCipher
+
+        return self._once("token_cipher", lambda: TokenCipher(key.get_secret_value()))
+
     def token_lookup(self) -> ApproverTokenLookup | None:
         """Approvers who signed in with GitHub have their token stored encrypted; the executor
         posts what they approved with it, so GitHub shows who posted."""
-        key = self.settings.token_encryption_key
-        if key is None:
+        cipher = self.token_cipher()
+        if cipher is None:
             return None
-        from resolveflow.store import web as web_store
-        from resolveflow.store.token_cipher import TokenCipher
-
-        cipher = TokenCipher(key.get_secret_value())
+        from resolveflow.store import sessions as session_store
 
         def lookup(conn: Connection, tenant_id: UUID, principal_id: UUID) -> str | None:
-            return web_store.user_token(conn, cipher, tenant_id, principal_id)
+            return session_store.user_token(conn, cipher, tenant_id, principal_id)
 
         return lookup
 
+    def user_grants(self) -> dict[str, UserGrant]:
+        """Who may sign in with GitHub, as what (RESOLVEFLOW_WEB_USERS)."""
+        from resolveflow.service.sessions import parse_users
+
+        return self._once("user_grants", lambda: parse_users(self.settings.web.users))
+
     def policy(self) -> PolicyFile:
-        path = self.settings.policy_file
+        path = self.settings.triage.policy_file
         if path is None:
             return DEFAULT_POLICY
         try:
@@ -114,20 +279,21 @@ class App:
 
     def run_controller(self) -> RunController:
         """The triage graph with its Postgres checkpointer, and the run lease around it."""
+        return self._once("run_controller", self._build_run_controller)
+
+    def _build_run_controller(self) -> RunController:
         from resolveflow.workflows.checkpoints import checkpoint_saver
+        from resolveflow.workflows.investigate import make_investigator
         from resolveflow.workflows.runs import RunController
         from resolveflow.workflows.triage import TriageDeps, build_triage_graph
 
-        if self._checkpoint_pool is None:
-            self._checkpoint_pool = self.db.autocommit_pool()
-        from resolveflow.workflows.investigate import build_investigator
-
-        investigator = build_investigator(
+        pool = self._once("checkpoint_pool", self.db.autocommit_pool)
+        investigator = make_investigator(
             self.db,
-            self.settings,
+            self.searcher(),
+            self.model(),
+            investigation_config(self.settings),
             self.policy,
-            embedder=build_embedder(self.settings),
-            search_params=search_params(self.settings),
         )
         deps = TriageDeps(
             db=self.db,
@@ -136,17 +302,24 @@ class App:
             executor=self.executor,
             investigator=investigator,
         )
-        graph = build_triage_graph(deps, checkpoint_saver(self._checkpoint_pool))
         return RunController(
             db=self.db,
-            graph=graph,
-            lease_seconds=self.settings.run_lease_seconds,
-            approval_ttl_seconds=self.settings.approval_ttl_seconds,
+            graph=build_triage_graph(deps, checkpoint_saver(pool)),
+            lease_seconds=self.settings.triage.run_lease_seconds,
+            approval_ttl_seconds=self.settings.approval.ttl_seconds,
         )
 
     def close(self) -> None:
-        if self._checkpoint_pool is not None:
-            self._checkpoint_pool.close()
+        """Close what was built here (the checkpoint pool, HTTP clients)."""
+        with self._lock:
+            built, self._built = self._built, {}
+        for name, thing in built.items():
+            close = getattr(thing, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # closing the rest matters more than one failure
+                    logger.warning("could not close %s", name, exc_info=True)
 
 
 def migrate(url: str) -> list[str]:
@@ -165,9 +338,9 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
         migrate(url)
     db = Database(
         url,
-        max_size=settings.db_pool_max_size,
-        connect_timeout=settings.db_connect_timeout_seconds,
-        statement_timeout_ms=settings.db_statement_timeout_ms,
+        max_size=settings.database.pool_max_size,
+        connect_timeout=settings.database.connect_timeout_seconds,
+        statement_timeout_ms=settings.database.statement_timeout_ms,
     )
     with db:
         app = App(settings=settings, db=db)
@@ -195,59 +368,3 @@ def setup_checkpoints(conn: Connection) -> None:
     granted = conn.execute(q("runs", "checkpoint_tables_granted")).fetchone()
     if not (granted and granted["granted"]):
         conn.execute(q("runs", "grant_checkpoint_tables"))
-
-
-# --- retrieval ----------------------------------------------------------------------------------
-
-# Imported here rather than at the top: this block is the retrieval work's only edit of the file.
-from resolveflow.adapters.embedder.protocol import Embedder  # noqa: E402
-from resolveflow.retrieval.fusion import FusionParams  # noqa: E402
-from resolveflow.retrieval.search import SearchParams  # noqa: E402
-
-
-def build_embedder(settings: Settings) -> Embedder:
-    """The configured embedder (local MiniLM by default). Models load lazily on first use."""
-    if settings.embedder == "fake":
-        from resolveflow.adapters.embedder.hashing import HashingEmbedder
-
-        return HashingEmbedder()
-    if settings.embedder == "openai":
-        from resolveflow.adapters.embedder.openai_embeddings import OpenAIEmbedder
-
-        if not settings.openai_embeddings_base_url:
-            raise ConfigError(
-                "RESOLVEFLOW_EMBEDDER=openai needs RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
-            )
-        key = settings.openai_embeddings_api_key
-        return OpenAIEmbedder(
-            settings.openai_embeddings_base_url,
-            key.get_secret_value() if key else None,
-            settings.openai_embeddings_model,
-            dimensions=settings.openai_embeddings_dimensions,
-            timeout_seconds=settings.embedding_timeout_seconds,
-        )
-    from resolveflow.adapters.embedder.local import LocalMiniLM
-
-    return LocalMiniLM(
-        max_seq_length=settings.embedding_max_seq_length,
-        quantize=settings.embedding_quantize,
-        batch_size=settings.embedding_batch_size,
-    )
-
-
-def search_params(settings: Settings) -> SearchParams:
-    return SearchParams(
-        fusion=FusionParams(
-            method=settings.fusion_method,
-            vector_weight=settings.fusion_vector_weight,
-            lexical_weight=settings.fusion_lexical_weight,
-            rrf_k=settings.fusion_rrf_k,
-        ),
-        candidates=settings.search_candidates,
-        exact_max_chunks=settings.search_exact_max_chunks,
-        ef_search_min=settings.hnsw_ef_search_min,
-        ef_search_max=settings.hnsw_ef_search_max,
-        max_terms=settings.search_max_terms,
-        max_term_share=settings.search_max_term_share,
-        max_postings=settings.search_max_postings,
-    )

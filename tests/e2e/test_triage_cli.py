@@ -14,21 +14,15 @@ from typing import Any
 
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import HF_SYNTHETIC
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 REPO = "huggingface/datasets"
 
 
 def _record(number: str) -> dict[str, Any]:
-    path = SHARED_DATA / "hf-datasets" / "issues.jsonl"
-    if not path.exists():
-        pytest.fail(f"test data missing: {path}")
-    for line in path.open(encoding="utf-8"):
-        row = json.loads(line)
-        if row["id"] == number:
-            return row
-    raise AssertionError(f"no issue {number} in {path}")
+    """An invented issue shaped like huggingface/datasets' (tests/data/hf-datasets-synthetic)."""
+    return HF_SYNTHETIC.records("issues")[number]
 
 
 class Cli:
@@ -147,10 +141,10 @@ def test_two_processes_resuming_the_same_run_post_once(embedded_cli, fake_github
     script = (
         "import sys, uuid\n"
         "from resolveflow.cli import common\n"
-        "from resolveflow.service import proposals\n"
+        "from resolveflow.service import approvals\n"
         "with common.app() as app:\n"
         "    p = common.principal(app, None)\n"
-        "    proposals.approve(app.db, p, uuid.UUID(sys.argv[1]), sys.argv[2], 3600)\n"
+        "    approvals.approve(app.db, p, uuid.UUID(sys.argv[1]), sys.argv[2], 3600)\n"
     )
     subprocess.run(
         [sys.executable, "-c", script, proposal, started["digest"]],

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from conftest import World, execution_state, make_executor, make_world, propose_and_approve
+from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.records import ExecutionState, Role
 from resolveflow.errors import (
     AlreadyDecided,
@@ -20,7 +21,7 @@ from resolveflow.errors import (
     SupersededProposal,
 )
 from resolveflow.sandbox.forge.server import FakeGitHubServer
-from resolveflow.service import admin, proposals
+from resolveflow.service import admin, approvals, proposals
 from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database
 
@@ -42,7 +43,7 @@ def test_requester_without_approver_role_cannot_approve(db: Database, world: Wor
     proposal = _proposal(db, world)
     other = admin.add_principal(db, "acme", "rob", [Role.REQUESTER])
     with pytest.raises(NotAuthorized, match="approver role"):
-        proposals.approve(db, authenticate(db, other.token), proposal.id, proposal.digest, 60)
+        approvals.approve(db, authenticate(db, other.token), proposal.id, proposal.digest, 60)
 
 
 def test_requester_cannot_approve_their_own_proposal(db: Database, world: World) -> None:
@@ -52,14 +53,14 @@ def test_requester_cannot_approve_their_own_proposal(db: Database, world: World)
         db, principal, repository=REPO, issue=1, comment="x", labels=[]
     )
     with pytest.raises(NotAuthorized, match="requester of a proposal cannot approve"):
-        proposals.approve(db, principal, proposal.id, proposal.digest, 60)
+        approvals.approve(db, principal, proposal.id, proposal.digest, 60)
 
 
 def test_approval_across_tenants_is_refused(db: Database, world: World) -> None:
     proposal = _proposal(db, world)
     other = make_world(db, tenant="globex", repository="globex/app")
     with pytest.raises(NotFound):
-        proposals.approve(db, other.approver(db), proposal.id, proposal.digest, 60)
+        approvals.approve(db, other.approver(db), proposal.id, proposal.digest, 60)
     with pytest.raises(NotFound):
         proposals.describe(db, other.approver(db), proposal.id)
 
@@ -67,7 +68,7 @@ def test_approval_across_tenants_is_refused(db: Database, world: World) -> None:
 def test_wrong_digest_is_refused_and_audited(db: Database, world: World) -> None:
     proposal = _proposal(db, world)
     with pytest.raises(DigestMismatch):
-        proposals.approve(db, world.approver(db), proposal.id, "0" * 64, 60)
+        approvals.approve(db, world.approver(db), proposal.id, "0" * 64, 60)
     view = proposals.describe(db, world.approver(db), proposal.id)
     assert view["decision"] is None
     from resolveflow.store import audit
@@ -79,18 +80,18 @@ def test_wrong_digest_is_refused_and_audited(db: Database, world: World) -> None
 
 def test_a_proposal_is_decided_once(db: Database, world: World) -> None:
     proposal = _proposal(db, world)
-    proposals.reject(db, world.approver(db), proposal.id, "not helpful")
+    approvals.reject(db, world.approver(db), proposal.id, "not helpful")
     with pytest.raises(AlreadyDecided):
-        proposals.approve(db, world.approver(db), proposal.id, proposal.digest, 60)
+        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 60)
     with pytest.raises(InvalidInput):
-        proposals.reject(db, world.approver(db), proposal.id, "   ")
+        approvals.reject(db, world.approver(db), proposal.id, "   ")
 
 
 def test_proposal_too_old_to_approve(db: Database, world: World) -> None:
     proposal = _proposal(db, world)
     time.sleep(1.1)
     with pytest.raises(ApprovalExpired):
-        proposals.approve(db, world.approver(db), proposal.id, proposal.digest, 1)
+        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 1)
 
 
 def test_expired_approval_is_refused_by_the_executor(
@@ -119,7 +120,7 @@ def test_unapproved_or_rejected_proposals_cannot_get_an_execution(
     db: Database, world: World
 ) -> None:
     proposal = _proposal(db, world)
-    rejection = proposals.reject(db, world.approver(db), proposal.id, "no")
+    rejection = approvals.reject(db, world.approver(db), proposal.id, "no")
     from resolveflow.store import executions
 
     with pytest.raises(NotFound), db.tenant(world.tenant.id) as conn:
@@ -165,25 +166,29 @@ def test_edit_after_approval_supersedes_it_and_needs_its_own_approval(
     db: Database, world: World, fake_github: FakeGitHubServer, github_client
 ) -> None:
     proposal, approved = propose_and_approve(db, world, comment="first text")
-    edited = proposals.edit_proposal(db, world.requester(db), proposal.id, comment="second text")
+    edited = proposals.edit_proposal(
+        db, world.requester(db), proposal.id, ActionChanges(comment="second text")
+    )
     assert edited.digest != proposal.digest and edited.version == 2
     make_executor(db, github_client).run_due()
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.FAILED
     assert fake_github.writes_received == 0
     with pytest.raises(AlreadyDecided):
-        proposals.approve(db, world.approver(db), proposal.id, proposal.digest, 60)
+        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 60)
     with pytest.raises(DigestMismatch):
-        proposals.approve(db, world.approver(db), edited.id, proposal.digest, 60)
-    proposals.approve(db, world.approver(db), edited.id, edited.digest, 60)
+        approvals.approve(db, world.approver(db), edited.id, proposal.digest, 60)
+    approvals.approve(db, world.approver(db), edited.id, edited.digest, 60)
     make_executor(db, github_client).run_due()
     assert [c["body"].split("\n")[0] for c in fake_github.comments(REPO, 1)] == ["second text"]
 
 
 def test_only_the_latest_version_can_be_approved(db: Database, world: World) -> None:
     proposal = _proposal(db, world, comment="draft")
-    edited = proposals.edit_proposal(db, world.requester(db), proposal.id, labels=["bug"])
+    edited = proposals.edit_proposal(
+        db, world.requester(db), proposal.id, ActionChanges(labels=("bug",))
+    )
     with pytest.raises(SupersededProposal):
-        proposals.approve(db, world.approver(db), proposal.id, proposal.digest, 60)
+        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 60)
     view = proposals.describe(db, world.approver(db), edited.id)
     assert [v["version"] for v in view["versions"]] == [1, 2]
     assert view["action"]["comment"] == "draft" and view["action"]["labels"] == ["bug"]

@@ -17,7 +17,7 @@ from conftest import (
 from resolveflow.domain.actions import body_with_marker
 from resolveflow.domain.records import ExecutionState, Role
 from resolveflow.sandbox.forge.server import FakeGitHubServer, Status
-from resolveflow.service import admin, proposals
+from resolveflow.service import admin, approvals, proposals
 from resolveflow.store.database import Database
 
 REPO = "acme/widgets"
@@ -51,7 +51,7 @@ def test_comment_is_posted_with_the_approvers_own_token(
     )
     from resolveflow.service.auth import authenticate
 
-    proposals.approve(db, authenticate(db, own.token), proposal.id, proposal.digest, 3600)
+    approvals.approve(db, authenticate(db, own.token), proposal.id, proposal.digest, 3600)
     make_executor(db, github_client).run_due()
     assert [c["user"]["login"] for c in fake_github.comments(REPO, 1)] == ["alex-on-github"]
 
@@ -152,8 +152,8 @@ def test_policy_change_between_approval_and_execution_fails_closed(
 def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
     db: Database, fake_github: FakeGitHubServer, github_client
 ) -> None:
-    from resolveflow.config import Settings
-    from resolveflow.store import web as web_store
+    from resolveflow.config import Settings, WebSettings
+    from resolveflow.store import sessions as session_store
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.wiring import App
 
@@ -162,7 +162,7 @@ def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
     world = make_world(db)
     approver = world.approver(db)
     with db.tenant(world.tenant.id) as conn:
-        web_store.save_user_token(
+        session_store.save_user_token(
             conn,
             TokenCipher(key),
             tenant_id=world.tenant.id,
@@ -170,7 +170,9 @@ def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
             github_login="alex-on-github",
             token="gho_alex_from_oauth",
         )
-    app = App(settings=Settings(token_encryption_key=key), db=db, _github=github_client)
+    app = App(
+        settings=Settings(web=WebSettings(token_encryption_key=key)), db=db, _github=github_client
+    )
     _, approved = propose_and_approve(db, world, comment="posted as alex")
     app.executor().run_due()
     [posted] = fake_github.comments(REPO, 1)

@@ -1,10 +1,12 @@
-"""The ai_investigation branch through the real triage graph: sparse real issues of
-huggingface/datasets served by the fake GitHub, an index built from the corpus with the real
+"""The ai_investigation branch through the real triage graph: sparse issues shaped like
+huggingface/datasets' served by the fake GitHub, an index built from the corpus with the real
 ingestion and the local MiniLM embedder, Postgres checkpoints, and the executor posting once.
 
-The index holds a fixed subset of the corpus (the related issues, the pull requests that fixed
-them, and every 40th issue before the query) so the suite stays fast; vectors are cached for the
-session, so each test's fresh database is indexed without re-running the model.
+The issues are invented ones (tests/data/hf-datasets-synthetic, same ids); the tests whose outcome
+depends on the texts also run on the real corpus (the data tier). The index holds a fixed subset
+of the corpus (the related issues, the pull requests that fixed them, and every 40th issue before
+the query) so the suite stays fast; vectors are cached for the session, so each test's fresh
+database is indexed without re-running the model.
 """
 
 from __future__ import annotations
@@ -14,13 +16,12 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA, World, make_executor, make_world
+from conftest import IssueSet, World, make_executor, make_world, on_synthetic_and_real_hf_data
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors
 from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.adapters.llm.protocol import ChatModel
@@ -37,8 +38,9 @@ from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import investigation as investigation_service
 from resolveflow.service import runs as run_service
 from resolveflow.store.database import Database
+from resolveflow.wiring import investigation_config
 from resolveflow.workflows.checkpoints import checkpoint_saver
-from resolveflow.workflows.investigate import investigation_config, make_investigator
+from resolveflow.workflows.investigate import make_investigator
 from resolveflow.workflows.runs import RunController
 from resolveflow.workflows.triage import TriageDeps, build_triage_graph
 
@@ -51,19 +53,11 @@ SPARSE = "4118"  # "Failing CI tests on Windows": one line and a CircleCI link
 RELATED = ("3839", "3117", "3069")  # earlier Windows / CI reports; fixed by PRs 3840, 3118, 3070
 FIXES = ("3840", "3118", "3070")
 UNRELATED = "1745"  # "difference between wsc and wsc.fixed for superglue": no such topic indexed
-FLOOR = Settings().relevance_floor
+FLOOR = Settings().investigation.relevance_floor
 
 
-@cache
-def records(kind: str) -> dict[str, dict[str, Any]]:
-    path = SHARED_DATA / "hf-datasets" / f"{kind}.jsonl"
-    if not path.exists():
-        pytest.fail(f"test data missing: {path} (the shared/ folder must sit beside the repo)")
-    return {row["id"]: row for row in map(json.loads, path.open(encoding="utf-8"))}
-
-
-def subset() -> list[SourceDocument]:
-    issues, pulls = records("issues"), records("pulls")
+def subset(data: IssueSet) -> list[SourceDocument]:
+    issues, pulls = data.records("issues"), data.records("pulls")
     before = sorted(
         (r for r in issues.values() if r["created_at"] < issues[SPARSE]["created_at"]),
         key=lambda r: int(r["id"]),
@@ -113,6 +107,7 @@ class Investigations:
     github: Any
     pool: Any
     searcher: Searcher
+    data: IssueSet
 
     def controller(
         self, model: ChatModel | None, searcher: Any = None, **config: Any
@@ -137,7 +132,7 @@ class Investigations:
         return RunController(db=self.db, graph=graph, lease_seconds=60, approval_ttl_seconds=3600)
 
     def seed(self, number: str) -> int:
-        record = records("issues")[number]
+        record = self.data.records("issues")[number]
         self.fake.add_issue(
             REPO,
             int(number),
@@ -164,14 +159,19 @@ class Investigations:
 
 @pytest.fixture
 def inv(
-    db: Database, fake_github: FakeGitHubServer, github_client: Any, embedder: CachedEmbedder
+    db: Database,
+    fake_github: FakeGitHubServer,
+    github_client: Any,
+    embedder: CachedEmbedder,
+    hf_datasets: IssueSet,
 ) -> Iterator[Investigations]:
     fake_github.add_repo(REPO, REPO_LABELS)
     world = make_world(db, repository=REPO)
-    Indexer(db, embedder).upsert(world.tenant.id, subset())
+    Indexer(db, embedder).upsert(world.tenant.id, subset(hf_datasets))
     pool = db.autocommit_pool()
     try:
-        yield Investigations(db, world, fake_github, github_client, pool, Searcher(db, embedder))
+        searcher = Searcher(db, embedder)
+        yield Investigations(db, world, fake_github, github_client, pool, searcher, hf_datasets)
     finally:
         pool.close()
 
@@ -202,6 +202,7 @@ def issue_url(number: str) -> str:
     return f"https://github.com/{REPO}/issues/{number}"
 
 
+@on_synthetic_and_real_hf_data
 def test_none_provider_proposes_related_issues_with_links_and_citations(
     inv: Investigations,
 ) -> None:
@@ -234,6 +235,7 @@ def test_none_provider_proposes_related_issues_with_links_and_citations(
     assert inv.fake.writes_received == 0
 
 
+@on_synthetic_and_real_hf_data
 def test_scripted_model_approvable_diagnosis_runs_through_the_whole_graph(
     inv: Investigations,
 ) -> None:
@@ -281,6 +283,7 @@ def test_scripted_model_high_severity_diagnosis_escalates_to_a_person(
     assert inv.fake.writes_received == 0
 
 
+@on_synthetic_and_real_hf_data
 def test_relevance_floor_real_but_unrelated_snippets_make_the_review_escalate(
     inv: Investigations,
 ) -> None:

@@ -1,19 +1,27 @@
-"""Triage runs through the real graph, Postgres checkpoints and the fake GitHub over HTTP,
-on real issues from huggingface/datasets."""
+"""Triage runs through the real graph, Postgres checkpoints and the fake GitHub over HTTP, on
+issues shaped like huggingface/datasets': invented ones (tests/data), and for the branch tests
+also the real ones (the data tier)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import pytest
 
-from conftest import SHARED_DATA, World, make_executor, make_world
+from conftest import (
+    HF_SYNTHETIC,
+    IssueSet,
+    World,
+    make_executor,
+    make_world,
+    on_synthetic_and_real_hf_data,
+)
+from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.triage_policy import DEFAULT_POLICY
 from resolveflow.sandbox.forge.server import FakeGitHubServer, Status, TamperedBody
+from resolveflow.service import approvals
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
 from resolveflow.store.database import Database
@@ -32,12 +40,7 @@ REPO_LABELS = [
 ]
 
 
-@cache
-def hf_records(kind: str) -> dict[str, dict[str, Any]]:
-    path = SHARED_DATA / "hf-datasets" / f"{kind}.jsonl"
-    if not path.exists():
-        pytest.fail(f"test data missing: {path} (the shared/ folder must sit beside the repo)")
-    return {row["id"]: row for row in map(json.loads, path.open(encoding="utf-8"))}
+hf_records = HF_SYNTHETIC.records
 
 
 def seed_issue(fake: FakeGitHubServer, record: dict[str, Any], **extra: Any) -> int:
@@ -98,12 +101,12 @@ def triage(db: Database, fake_github: FakeGitHubServer, github_client: Any):  # 
         pool.close()
 
 
-def test_pull_request_with_a_failing_check_run_is_deterministic(triage: Triage) -> None:
-    record = (
-        hf_records("pulls")["5431"]
-        if "5431" in hf_records("pulls")
-        else next(row for row in hf_records("pulls").values() if row["body"])
-    )
+@on_synthetic_and_real_hf_data
+def test_pull_request_with_a_failing_check_run_is_deterministic(
+    triage: Triage, hf_datasets: IssueSet
+) -> None:
+    pulls = hf_datasets.records("pulls")
+    record = pulls["5431"] if "5431" in pulls else next(r for r in pulls.values() if r["body"])
     number, sha = int(record["id"]), "ab" * 20
     triage.fake.add_pull_request(
         REPO,
@@ -149,8 +152,11 @@ def test_pull_request_with_a_failing_check_run_is_deterministic(triage: Triage) 
         assert expected in events
 
 
-def test_issue_linking_a_failed_workflow_run_is_deterministic(triage: Triage) -> None:
-    record = hf_records("issues")["5426"]  # "CI tests are broken: SchemaInferenceError"
+@on_synthetic_and_real_hf_data
+def test_issue_linking_a_failed_workflow_run_is_deterministic(
+    triage: Triage, hf_datasets: IssueSet
+) -> None:
+    record = hf_datasets.records("issues")["5426"]  # "CI tests are broken: SchemaInferenceError"
     sha = "cd" * 20
     run_id = triage.fake.add_workflow_run(REPO, "CI", head_sha=sha, conclusion="failure")
     job_id = triage.fake.add_check_run(
@@ -166,10 +172,12 @@ def test_issue_linking_a_failed_workflow_run_is_deterministic(triage: Triage) ->
     assert "workflow run concluded **failure**" in comment
 
 
+@on_synthetic_and_real_hf_data
 def test_empty_issue_is_routed_to_a_person_because_investigation_is_not_configured(
-    triage: Triage,
+    triage: Triage, hf_datasets: IssueSet
 ) -> None:
-    number = seed_issue(triage.fake, hf_records("issues")["381"])  # title "NLp", empty body
+    record = hf_datasets.records("issues")["381"]  # a title of three letters, an empty body
+    number = seed_issue(triage.fake, record)
     view = triage.start(number)
     assert (view["classification"], view["rule"]) == ("ai_investigation", "is_information_sparse")
     assert (view["branch"], view["route_reason"]) == (
@@ -184,8 +192,13 @@ def test_empty_issue_is_routed_to_a_person_because_investigation_is_not_configur
     }
 
 
-def test_long_detailed_bug_report_goes_to_human_review(triage: Triage) -> None:
-    number = seed_issue(triage.fake, hf_records("issues")["5270"])  # 33,874 characters
+@on_synthetic_and_real_hf_data
+def test_long_detailed_bug_report_goes_to_human_review(
+    triage: Triage, hf_datasets: IssueSet
+) -> None:
+    record = hf_datasets.records("issues")["5270"]  # over 30,000 characters in both sets
+    assert len(record["body"]) > 30_000
+    number = seed_issue(triage.fake, record)
     view = triage.start(number)
     assert (view["classification"], view["rule"]) == ("human_review", "fallback")
     assert view["proposal"]["action"]["labels"] == ["needs-triage"]
@@ -204,9 +217,12 @@ STEER = (
 )
 
 
-def test_steering_text_changes_neither_classification_nor_kind_of_action(triage: Triage) -> None:
-    plain = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
-    record = {**hf_records("issues")["5270"], "id": "99001"}
+@on_synthetic_and_real_hf_data
+def test_steering_text_changes_neither_classification_nor_kind_of_action(
+    triage: Triage, hf_datasets: IssueSet
+) -> None:
+    plain = triage.start(seed_issue(triage.fake, hf_datasets.records("issues")["5270"]))
+    record = {**hf_datasets.records("issues")["5270"], "id": "99001"}
     steered = triage.start(
         seed_issue(
             triage.fake,
@@ -223,7 +239,7 @@ def test_forged_resumes_write_nothing_and_leave_the_run_paused(triage: Triage) -
     first = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
     other = triage.start(seed_issue(triage.fake, hf_records("issues")["381"]))
     approver = triage.world.approver(triage.db)
-    foreign = proposal_service.approve(
+    foreign = approvals.approve(
         triage.db, approver, uuid.UUID(other["proposal_id"]), other["digest"], 3600
     )
     run_id = uuid.UUID(first["run_id"])
@@ -318,7 +334,10 @@ def test_a_decision_is_refused_unless_the_run_is_waiting_for_one(triage: Triage)
     approver = triage.world.approver(triage.db)
     triage.controller.reject(approver, uuid.UUID(view["run_id"]), "not now")
     edited = proposal_service.edit_proposal(
-        triage.db, triage.world.requester(triage.db), uuid.UUID(view["proposal_id"]), labels=["bug"]
+        triage.db,
+        triage.world.requester(triage.db),
+        uuid.UUID(view["proposal_id"]),
+        ActionChanges(labels=("bug",)),
     )
     with pytest.raises(InvalidTransition, match="not waiting for a decision"):
         triage.controller.approve(approver, uuid.UUID(view["run_id"]), edited.digest)

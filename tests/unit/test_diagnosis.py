@@ -185,22 +185,26 @@ def test_scripted_model_validates_like_a_real_one_and_never_invents() -> None:
 
 def test_the_provider_comes_from_settings(tmp_path: Path) -> None:
     from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
-    from resolveflow.config import Settings
+    from resolveflow.config import ModelSettings, Settings
     from resolveflow.errors import ConfigError, InvalidInput
-    from resolveflow.workflows.investigate import build_model
+    from resolveflow.wiring import build_model
 
     assert build_model(Settings()) is None  # none is the default
     script = tmp_path / "answers.json"
     script.write_text(json.dumps([diagnosis(), "A short critique."]), encoding="utf-8")
-    scripted = build_model(Settings(model_provider="scripted", scripted_model_file=script))
+    scripted = build_model(Settings(model=ModelSettings(provider="scripted", scripted_file=script)))
     assert isinstance(scripted, ScriptedModel) and scripted.remaining == 2
     with pytest.raises(ConfigError, match="SCRIPTED_MODEL_FILE"):
-        build_model(Settings(model_provider="scripted"))
+        build_model(Settings(model=ModelSettings(provider="scripted")))
     script.write_text('{"not": "a list"}', encoding="utf-8")
     with pytest.raises(InvalidInput, match="JSON list"):
-        build_model(Settings(model_provider="scripted", scripted_model_file=script))
+        build_model(Settings(model=ModelSettings(provider="scripted", scripted_file=script)))
     remote = build_model(
-        Settings(model_provider="openai", openai_base_url="http://127.0.0.1:9/v1", model="m")
+        Settings(
+            model=ModelSettings(
+                provider="openai", openai_base_url="http://127.0.0.1:9/v1", name="m"
+            )
+        )
     )
     assert isinstance(remote, OpenAIChatModel) and (remote.provider, remote.model) == (
         "openai",

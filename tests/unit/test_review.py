@@ -21,7 +21,7 @@ from resolveflow.domain.review import (
 from resolveflow.evals import safety
 from resolveflow.evals.safety import CASES, SNIPPETS, Case, diagnosis, issue, run_case
 from resolveflow.service.investigation import InvestigationConfig, assess
-from resolveflow.service.model_calls import CallBook
+from resolveflow.service.model_calls import ModelCallBudget
 
 POLICY = ReviewPolicy(
     relevance_floor=0.5,
@@ -108,7 +108,7 @@ def test_a_spent_budget_or_a_failed_model_escalates_without_a_comment() -> None:
             list(SNIPPETS),
             model=ScriptedModel(script),
             config=InvestigationConfig(relevance_floor=0.5),
-            book=CallBook(None, UUID(int=0)),
+            budget=ModelCallBudget.shadow(UUID(int=0)),
         )
         assert result.review.outcome is Outcome.ESCALATE
         assert result.action.comment is None and result.action.labels == ("needs-triage",)
@@ -123,7 +123,7 @@ def test_no_snippets_means_no_model_call() -> None:
         [],
         model=model,
         config=InvestigationConfig(relevance_floor=0.5),
-        book=CallBook(None, UUID(int=0)),
+        budget=ModelCallBudget.shadow(UUID(int=0)),
     )
     assert model.calls == [] and result.review.outcome is Outcome.ESCALATE
     assert "nothing was retrieved" in result.reason
@@ -137,7 +137,7 @@ def test_none_provider_cites_what_clears_the_floor(floor: float) -> None:
         list(SNIPPETS),
         model=None,
         config=InvestigationConfig(relevance_floor=floor),
-        book=CallBook(None, UUID(int=0)),
+        budget=ModelCallBudget.shadow(UUID(int=0)),
     )
     assert result.review.outcome is Outcome.APPROVE and result.provider == "none"
     assert result.citations == ("S1", "S2", "S3")
@@ -153,6 +153,6 @@ def test_the_default_floor_is_still_the_calibrated_cosine() -> None:
     from resolveflow.config import Settings
     from resolveflow.retrieval.relevance import MINILM_INTERCEPT, MINILM_SLOPE
 
-    floor = Settings().relevance_floor
+    floor = Settings().investigation.relevance_floor
     cosine = (math.log(floor / (1 - floor)) - MINILM_INTERCEPT) / MINILM_SLOPE
     assert 0.66 <= cosine <= 0.69, cosine

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 
 from conftest import World, make_world
 from fixtures_github import REPO_LABELS, SERVICE_LOGIN, SERVICE_TOKEN
-from resolveflow.config import Settings
+from resolveflow.config import PREFIX, Settings, env_names
 from resolveflow.domain.records import Role
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
@@ -51,6 +51,8 @@ def oauth_github() -> Iterator[FakeGitHubWithOAuth]:
 
 
 def web_settings(database_url: str, github_url: str, **overrides: Any) -> Settings:
+    """Settings for the web tests. Values are named like the environment variables, without the
+    prefix and in lower case (``limit_runs_per_day=2`` is ``RESOLVEFLOW_LIMIT_RUNS_PER_DAY``)."""
     values: dict[str, Any] = {
         "database_url": database_url,
         "github_api_url": github_url,
@@ -71,7 +73,22 @@ def web_settings(database_url: str, github_url: str, **overrides: Any) -> Settin
         "reconcile_interval_seconds": 0,
     }
     values.update(overrides)
-    return Settings(**values)
+    return settings_from_variables(values)
+
+
+def settings_from_variables(values: dict[str, Any]) -> Settings:
+    """``Settings`` from values keyed like the environment variables (see above)."""
+    places = {name.removeprefix(PREFIX).lower(): place for name, place in env_names().items()}
+    groups: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        group, field = places[name].split(".")
+        groups.setdefault(group, {})[field] = value
+    return Settings(
+        **{
+            group: Settings.model_fields[group].annotation(**fields)
+            for group, fields in groups.items()
+        }
+    )
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from fixtures_web import REPO, Web, add_approver, web_settings
 
 from resolveflow.service import runs as run_service
-from resolveflow.store import web as web_store
+from resolveflow.store import sessions as session_store
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web import create_app
 from resolveflow.wiring import open_app
@@ -140,10 +140,10 @@ def test_sign_in_maps_the_login_stores_the_token_encrypted_and_sets_a_safe_cooki
     )
     issued = [t for t, login in web.fake.issued_tokens.items() if login == "alex"]
     with web.db.tenant(web.world.tenant.id) as conn:
-        row = web_store.user_token_row(conn, web.world.tenant.id, uuid.UUID(me["id"]))
+        row = session_store.user_token_row(conn, web.world.tenant.id, uuid.UUID(me["id"]))
     assert row is not None and issued and issued[0] not in row["ciphertext"]
     assert (
-        TokenCipher(web.app.settings.token_encryption_key.get_secret_value()).decrypt(  # type: ignore[union-attr]
+        TokenCipher(web.app.settings.web.token_encryption_key.get_secret_value()).decrypt(  # type: ignore[union-attr]
             row["ciphertext"]
         )
         == issued[0]

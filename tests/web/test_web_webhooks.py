@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from resolveflow.service import runs as run_service
 from resolveflow.service.webhooks import parse_delivery, signature_valid
 from resolveflow.store import queue
-from resolveflow.store import web as web_store
+from resolveflow.store import webhooks as webhook_store
 
 pytest_plugins = ["fixtures_web"]
 
 
 def _deliveries(web: Web) -> int:
     with web.db.unscoped() as conn:
-        return web_store.count_deliveries(conn)
+        return webhook_store.count_deliveries(conn)
 
 
 def _runs(web: Web) -> list[dict]:  # type: ignore[type-arg]

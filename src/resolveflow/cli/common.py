@@ -40,8 +40,8 @@ def app() -> Iterator[App]:
 
 
 def principal(opened: App, token: str | None) -> Principal:
-    if token is None and opened.settings.token is not None:
-        token = opened.settings.token.get_secret_value()
+    if token is None and opened.settings.cli.token is not None:
+        token = opened.settings.cli.token.get_secret_value()
     return authenticate(opened.db, token)
 
 

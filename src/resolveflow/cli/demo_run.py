@@ -29,16 +29,22 @@ from rich.text import Text
 
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.cli.output import console, emit, err_console, exact, fields
-from resolveflow.config import Settings
+from resolveflow.config import (
+    DatabaseSettings,
+    ExecutorSettings,
+    GitHubSettings,
+    Settings,
+    WebhookSettings,
+    WebSettings,
+)
 from resolveflow.domain.records import Role
 from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.github_crawl import GitHubCrawler
-from resolveflow.retrieval.ingest import Indexer
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web.server import ServerThread
-from resolveflow.wiring import App, build_embedder, open_app
+from resolveflow.wiring import App, open_app
 from resolveflow.worker import WorkerThread, prepare_queue
 
 REPO = "sandbox/widgets"
@@ -116,16 +122,20 @@ def seed_forge(fake: FakeGitHubWithOAuth) -> int:
 
 def _settings(home: Path, fake: FakeGitHubWithOAuth, secret: str) -> Settings:
     return Settings(
-        home=home,
-        github_api_url=fake.url,
-        github_web_url=fake.url,
-        github_token=SERVICE_TOKEN,
-        github_oauth_client_id=fake.client_id,
-        github_oauth_client_secret=fake.client_secret,
-        token_encryption_key=TokenCipher.generate_key(),
-        web_users={"maintainer": "demo:approver"},
-        github_webhook_secret=secret,
-        reconcile_interval_seconds=30,
+        database=DatabaseSettings(home=home),
+        github=GitHubSettings(
+            api_url=fake.url,
+            web_url=fake.url,
+            token=SERVICE_TOKEN,
+            oauth_client_id=fake.client_id,
+            oauth_client_secret=fake.client_secret,
+        ),
+        web=WebSettings(
+            token_encryption_key=TokenCipher.generate_key(),
+            users={"maintainer": "demo:approver"},
+        ),
+        webhooks=WebhookSettings(secret=secret),
+        executor=ExecutorSettings(reconcile_interval_seconds=30),
     )
 
 
@@ -172,7 +182,7 @@ def _triaged(api: httpx.Client) -> dict[str, Any] | None:
 
 def _index(app: App, tenant: str) -> int:
     tenant_id = admin.find_tenant(app.db, tenant).id
-    crawler = GitHubCrawler(Indexer(app.db, build_embedder(app.settings)), app.github)
+    crawler = GitHubCrawler(app.indexer(), app.github)
     stats = crawler.crawl(tenant_id, RepoName.parse(REPO))
     return stats.items
 

@@ -27,10 +27,10 @@ def execute(
         reconciler = opened.reconciler()
         total = executor.run_due(limit=limit)
         while not once and (limit is None or total < limit):
-            time.sleep(opened.settings.executor_poll_seconds)
+            time.sleep(opened.settings.executor.poll_seconds)
             try:
                 # Crashed owners' leases expire; settling them keeps the queue honest.
-                reconciler.run(min_age_seconds=opened.settings.reconcile_interval_seconds)
+                reconciler.run(min_age_seconds=opened.settings.executor.reconcile_interval_seconds)
                 total += executor.run_due(limit=None if limit is None else limit - total)
             except ResolveFlowError as exc:
                 # A long-running worker outlives a database restart or one bad execution: nothing

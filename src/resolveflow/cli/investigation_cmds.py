@@ -19,8 +19,7 @@ from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backt
 from resolveflow.evals.floor import calibrate
 from resolveflow.evals.safety import run_safety_suite
 from resolveflow.retrieval.sources import parse_time
-from resolveflow.wiring import build_embedder, search_params
-from resolveflow.workflows.investigate import build_model, investigation_config
+from resolveflow.wiring import build_embedder, build_model, investigation_config, search_params
 
 
 def register(app: typer.Typer) -> None:

@@ -9,8 +9,9 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, exact, fields, table
-from resolveflow.domain.actions import check_digest_format
+from resolveflow.domain.actions import ActionChanges, ActionKind, check_digest_format
 from resolveflow.errors import InvalidInput
+from resolveflow.service import decisions
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as service
 
@@ -18,29 +19,37 @@ proposals_app = typer.Typer(help="Proposed actions awaiting a decision.", no_arg
 
 CommentFile = typer.Option(None, "--comment-file", help="File with the comment body ('-' = stdin).")
 Labels = typer.Option(None, "--label", help="A label to add (repeat for several).")
+BodyFile = typer.Option(None, "--body-file", help="File with the new issue's body ('-' = stdin).")
+Assignees = typer.Option(None, "--assignee", help="A login to assign (repeat for several).")
 
 
 def _render(view: dict[str, Any]) -> None:
     action = view["action"]
-    target = f"{action['target']['repository']}#{action['target']['issue']}"
-    fields(
-        [
-            ("proposal", view["id"]),
-            ("version", f"{view['version']} of {view['latest_version']}"),
-            ("target", target),
-            ("labels", ", ".join(action["labels"]) or "(none)"),
-            ("digest", view["digest"]),
-            ("decision", view["decision"] or "undecided"),
-            (
-                "execution",
-                f"{view['execution']['id']} ({view['execution']['state']})"
-                if view["execution"]
-                else "none",
-            ),
-        ]
-    )
-    if action["comment"] is not None:
+    rows = [
+        ("proposal", view["id"]),
+        ("kind", view["kind"]),
+        ("version", f"{view['version']} of {view['latest_version']}"),
+        ("target", view["summary"]),
+    ]
+    if view["kind"] == ActionKind.GITHUB_ISSUE_CREATE:
+        rows.append(("title", action["title"]))
+        rows.append(("assignees", ", ".join(action["assignees"]) or "(none)"))
+    rows += [
+        ("labels", ", ".join(action["labels"]) or "(none)"),
+        ("digest", view["digest"]),
+        ("decision", view["decision"] or "undecided"),
+        (
+            "execution",
+            f"{view['execution']['id']} ({view['execution']['state']})"
+            if view["execution"]
+            else "none",
+        ),
+    ]
+    fields(rows)
+    if action.get("comment") is not None:
         console.print(exact(action["comment"], "comment, exactly as it will be posted"))
+    if action.get("body") is not None:
+        console.print(exact(action["body"], "issue body, exactly as it will be posted"))
     if view["decision"] is None and view["version"] == view["latest_version"]:
         console.print(
             f"approve with: resolveflow approve {view['id']} --digest {view['digest']}",
@@ -48,32 +57,63 @@ def _render(view: dict[str, Any]) -> None:
         )
 
 
+def _text(path: Path | None, inline: str | None, what: str) -> str | None:
+    if path is not None and inline is not None:
+        raise InvalidInput(f"give --{what} or --{what}-file, not both")
+    return common.read_text_file(path) if path is not None else inline
+
+
 @proposals_app.command("create")
 def create(
     repo: str = typer.Option(..., "--repo", help="OWNER/REPO"),
-    issue: int = typer.Option(..., "--issue", help="Issue or pull request number."),
+    issue: int | None = typer.Option(None, "--issue", help="Issue or pull request number."),
     comment_file: Path | None = CommentFile,
     comment: str | None = typer.Option(None, "--comment", help="Comment body inline."),
+    new_issue: bool = typer.Option(False, "--new-issue", help="Propose a new issue instead."),
+    title: str | None = typer.Option(None, "--title", help="The new issue's title."),
+    body_file: Path | None = BodyFile,
     label: list[str] | None = Labels,
+    assignee: list[str] | None = Assignees,
     note: str | None = typer.Option(None, "--note", help="Why (kept with the proposal)."),
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Propose a comment and/or labels for one issue; prints the digest to approve."""
-    if comment_file is not None and comment is not None:
-        raise InvalidInput("give --comment or --comment-file, not both")
-    body = common.read_text_file(comment_file) if comment_file is not None else comment
+    """Propose a comment and/or labels for one issue (--issue N), or a new issue (--new-issue
+    --title T --body-file F); prints the digest to approve."""
+    if new_issue:
+        if issue is not None or comment is not None or comment_file is not None:
+            raise InvalidInput("--new-issue takes --title and --body-file, not --issue or a comment")
+        if title is None or body_file is None:
+            raise InvalidInput("--new-issue needs --title and --body-file")
+    elif issue is None:
+        raise InvalidInput("give --issue N (or --new-issue to propose a new issue)")
+    elif title is not None or body_file is not None or assignee:
+        raise InvalidInput("--title, --body-file and --assignee go with --new-issue")
     with common.app() as opened:
         actor = common.principal(opened, token)
-        proposal = service.create_proposal(
-            opened.db,
-            actor,
-            repository=repo,
-            issue=issue,
-            comment=body,
-            labels=label or [],
-            note=note,
-        )
+        if new_issue:
+            assert title is not None and body_file is not None
+            proposal = service.create_issue_proposal(
+                opened.db,
+                actor,
+                repository=repo,
+                title=title,
+                body=common.read_text_file(body_file),
+                labels=label or [],
+                assignees=assignee or [],
+                note=note,
+            )
+        else:
+            assert issue is not None
+            proposal = service.create_proposal(
+                opened.db,
+                actor,
+                repository=repo,
+                issue=issue,
+                comment=_text(comment_file, comment, "comment"),
+                labels=label or [],
+                note=note,
+            )
         view = service.describe(opened.db, actor, proposal.id)
     emit(view, as_json, lambda: _render(view))
 
@@ -84,20 +124,25 @@ def edit(
     comment_file: Path | None = CommentFile,
     label: list[str] | None = Labels,
     no_comment: bool = typer.Option(False, "--no-comment", help="Drop the comment."),
+    title: str | None = typer.Option(None, "--title", help="A new issue's new title."),
+    body_file: Path | None = BodyFile,
+    assignee: list[str] | None = Assignees,
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
     """Write a new version (new digest, needs its own approval)."""
-    body = common.read_text_file(comment_file) if comment_file is not None else None
+    comment = "" if no_comment else _text(comment_file, None, "comment")
+    changes = ActionChanges(
+        comment=comment,
+        labels=tuple(label) if label is not None else None,
+        title=title,
+        body=common.read_text_file(body_file) if body_file is not None else None,
+        assignees=tuple(assignee) if assignee is not None else None,
+    )
     with common.app() as opened:
         actor = common.principal(opened, token)
-        proposal = service.edit_proposal(
-            opened.db,
-            actor,
-            common.parse_id(proposal_id, "proposal"),
-            comment=body,
-            labels=label,
-            drop_comment=no_comment,
+        proposal = decisions.edit(
+            opened.db, actor, common.parse_id(proposal_id, "proposal"), changes
         )
         view = service.describe(opened.db, actor, proposal.id)
     emit(view, as_json, lambda: _render(view))
@@ -123,11 +168,12 @@ def list_(token: str | None = common.TokenOption, as_json: bool = common.JsonOpt
         as_json,
         lambda: table(
             "proposals",
-            ["id", "v", "target", "decision", "execution"],
+            ["id", "v", "kind", "target", "decision", "execution"],
             [
                 (
                     r["id"],
                     r["version"],
+                    r["kind"],
                     r["target"],
                     r["decision"] or "undecided",
                     r["execution_state"] or "",
@@ -145,24 +191,24 @@ def approve(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Approve exactly this digest (of a run's proposal, or of a proposal); a run then continues
-    and the executor posts the action once."""
+    and the executor performs the action once."""
     checked = check_digest_format(digest)
     target = common.parse_id(run_or_proposal, "run or proposal")
     with common.app() as opened:
         actor = common.principal(opened, token)
-        controller = opened.run_controller()
-        run_id, _ = controller.find(actor, target)
-        result = controller.approve(actor, target, checked)
-        execution = execution_service.show_execution(opened.db, actor, result.execution.id)
+        decided = opened.run_controller().approve(actor, target, checked)
+        assert decided.execution_id is not None
+        execution = execution_service.show_execution(opened.db, actor, decided.execution_id)
     data = {
-        "approval_id": str(result.approval.id),
-        "proposal_id": str(result.approval.proposal_id),
-        "run_id": str(run_id) if run_id else None,
+        "approval_id": str(decided.approval_id),
+        "proposal_id": str(decided.proposal_id),
+        "run_id": str(decided.run_id) if decided.run_id else None,
         "digest": checked,
         "execution_id": execution["id"],
         "execution_state": execution["state"],
         "comment_url": execution["comment_url"],
-        "expires_at": result.approval.expires_at,
+        "result_url": execution["result_url"],
+        "expires_at": decided.expires_at,
     }
     next_step = (
         "resolveflow execute --once" if execution["state"] == "pending" else execution["detail"]
@@ -175,7 +221,7 @@ def approve(
                 ("approved", data["proposal_id"]),
                 ("run", data["run_id"] or "(none)"),
                 ("execution", f"{execution['id']} ({execution['state']})"),
-                ("comment", execution["comment_url"] or ""),
+                ("written", execution["result_url"] or execution["comment_url"] or ""),
                 ("next", next_step),
             ]
         ),
@@ -188,20 +234,16 @@ def reject(
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Reject a run's proposal (or a proposal) with a reason; nothing is posted."""
+    """Reject a run's proposal (or a proposal) with a reason; nothing is written."""
     target = common.parse_id(run_or_proposal, "run or proposal")
     with common.app() as opened:
         actor = common.principal(opened, token)
-        controller = opened.run_controller()
-        run_id, _ = controller.find(actor, target)
-        rejection = controller.reject(actor, target, reason)
+        decided = opened.run_controller().reject(actor, target, reason)
     data = {
-        "approval_id": str(rejection.id),
-        "proposal_id": str(rejection.proposal_id),
-        "run_id": str(run_id) if run_id else None,
-        "decision": "rejected",
-        "reason": rejection.reason,
+        "approval_id": str(decided.approval_id),
+        "proposal_id": str(decided.proposal_id),
+        "run_id": str(decided.run_id) if decided.run_id else None,
+        "decision": decided.decision.value,
+        "reason": reason.strip(),
     }
-    emit(
-        data, as_json, lambda: console.print(f"rejected {data['proposal_id']}: {rejection.reason}")
-    )
+    emit(data, as_json, lambda: console.print(f"rejected {data['proposal_id']}: {data['reason']}"))

@@ -131,8 +131,8 @@ def index_github(
         crawler = GitHubCrawler(
             indexer,
             opened.github,
-            max_waits=opened.settings.index_rate_limit_max_waits,
-            max_wait_seconds=opened.settings.rate_limit_max_wait_seconds,
+            max_waits=opened.settings.retrieval.index_rate_limit_max_waits,
+            max_wait_seconds=opened.settings.executor.rate_limit_max_wait_seconds,
         )
         with _progress(f"crawling {repo.full_name}", None) as advance:
             seen = [0]
@@ -249,7 +249,7 @@ def eval_labels(
             build_embedder(opened.settings),
             corpus,
             moment,
-            min_probability=opened.settings.label_min_probability,
+            min_probability=opened.settings.retrieval.label_min_probability,
         )
     data = result.report.as_json()
     emit(data, as_json, lambda: fields([(k.replace("_", " "), v) for k, v in data.items()]))

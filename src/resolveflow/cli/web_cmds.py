@@ -30,8 +30,8 @@ def serve(
     with common.app() as opened:
         prepare_queue(opened)
         settings = opened.settings
-        bind_host = host or settings.web_host
-        bind_port = settings.web_port if port is None else port
+        bind_host = host or settings.web.host
+        bind_port = settings.web.port if port is None else port
         err_console.print(f"serving on http://{bind_host}:{bind_port} (Ctrl-C stops)")
         if with_worker:
             with WorkerThread(opened):

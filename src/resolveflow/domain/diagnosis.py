@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.domain.evidence import IssueEvidence
-from resolveflow.errors import ResolveFlowError
+from resolveflow.errors import Unavailable
 
 Severity = Literal["low", "medium", "high"]
 MAX_LIST_ITEMS = 10
@@ -49,7 +49,7 @@ class Diagnosis(BaseModel):
 # --- model errors: every one of them makes the investigation escalate (fail closed) ---------
 
 
-class ModelError(ResolveFlowError):
+class ModelError(Unavailable):
     """The language model did not give a usable answer."""
 
     outcome = "error"

@@ -1,24 +1,39 @@
-"""Who may do what, decided from records alone (no I/O).
+"""Who may do what, decided from records alone (no I/O), written once as named checks.
 
-The same checks run twice: when a person approves, and again in the executor right before the write,
-against rows re-read from the database. Each check raises the error a person should see.
+``APPROVAL_CHECKS`` is data: ``approve`` runs them in order and refuses with the first failure's
+error; the run and proposal pages evaluate all of them and show each green or red with its
+reason. Both read the same ``ApprovalFacts``, so a page can never show a check as passing that
+``approve`` refuses. ``EXECUTION_CHECKS`` are the executor's re-checks, on rows read again right
+before the write. Kind-specific checks (a GitHub repository on the allowlist, labels that exist)
+come from ``kind_checks``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
-from resolveflow.domain.actions import GitHubIssueAction, action_digest, parse_action
+from resolveflow.domain.actions import (
+    GitHubIssueAction,
+    GitHubIssueCreateAction,
+    action_digest,
+    parse_action,
+)
 from resolveflow.domain.records import Approval, Principal, Proposal, Role
+from resolveflow.domain.vocabulary import Decision
 from resolveflow.errors import (
+    AlreadyDecided,
     ApprovalExpired,
     DigestMismatch,
     NotAuthorized,
     NotFound,
     PolicyViolation,
+    ResolveFlowError,
     SupersededProposal,
 )
+
+AnyAction = GitHubIssueAction | GitHubIssueCreateAction
 
 
 def require_role(principal: Principal, role: Role) -> None:
@@ -26,7 +41,7 @@ def require_role(principal: Principal, role: Role) -> None:
         raise NotAuthorized(f"{principal.subject} does not have the {role.value} role")
 
 
-def verified_action(proposal: Proposal) -> GitHubIssueAction:
+def verified_action(proposal: Proposal) -> AnyAction:
     """Rebuild the action from its stored form and prove it still hashes to the stored digest."""
     action = parse_action(proposal.action)
     if action_digest(action) != proposal.digest:
@@ -34,31 +49,150 @@ def verified_action(proposal: Proposal) -> GitHubIssueAction:
     return action
 
 
-def check_can_approve(
-    *,
-    approver: Principal,
-    proposal: Proposal,
-    latest_version: int,
-    supplied_digest: str,
-    now: datetime,
-    proposal_expires_at: datetime,
-) -> GitHubIssueAction:
-    """Everything that must hold for ``approver`` to approve ``proposal`` with ``supplied_digest``."""
-    if approver.tenant_id != proposal.tenant_id:
+@dataclass(frozen=True)
+class ApprovalFacts:
+    """Everything an approval decision depends on, read in the approver's tenant."""
+
+    approver: Principal
+    proposal: Proposal
+    decision: Approval | None  # an earlier decision on this version
+    latest_version: int
+    supplied_digest: str | None  # None on a page: the page shows the digest to approve
+    now: datetime
+    window_closes_at: datetime
+    allowed_repositories: frozenset[str]
+    repository_labels: frozenset[str] | None  # None: not known here; checked before the write
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named rule: ``run`` returns why it holds, or raises the error a person should see."""
+
+    name: str
+    run: Callable[[ApprovalFacts], str]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    reason: str
+    error: ResolveFlowError | None = None
+
+
+def _same_tenant(facts: ApprovalFacts) -> str:
+    if facts.approver.tenant_id != facts.proposal.tenant_id:
         raise NotFound("no such proposal")
-    require_role(approver, Role.APPROVER)
-    if proposal.created_by is not None and proposal.created_by == approver.id:
+    return "the proposal belongs to your tenant"
+
+
+def _undecided(facts: ApprovalFacts) -> str:
+    if facts.decision is not None:
+        raise AlreadyDecided(f"this proposal version was already {facts.decision.decision}")
+    return "no decision yet"
+
+
+def _approver_role(facts: ApprovalFacts) -> str:
+    require_role(facts.approver, Role.APPROVER)
+    return f"{facts.approver.subject} has the approver role"
+
+
+def _not_own_request(facts: ApprovalFacts) -> str:
+    created_by = facts.proposal.created_by
+    if created_by is not None and created_by == facts.approver.id:
         raise NotAuthorized("the requester of a proposal cannot approve it")
-    if proposal.version != latest_version:
+    return "you did not request it"
+
+
+def _latest_version(facts: ApprovalFacts) -> str:
+    if facts.proposal.version != facts.latest_version:
         raise SupersededProposal(
-            f"version {proposal.version} was superseded by version {latest_version}"
+            f"version {facts.proposal.version} was superseded by version {facts.latest_version}"
         )
-    action = verified_action(proposal)
-    if supplied_digest != proposal.digest:
+    return f"version {facts.proposal.version} is the latest"
+
+
+def _digest_intact(facts: ApprovalFacts) -> str:
+    verified_action(facts.proposal)
+    return "the stored action still hashes to its digest"
+
+
+def _digest_supplied(facts: ApprovalFacts) -> str:
+    if facts.supplied_digest is None:
+        return "approve with the digest shown"
+    if facts.supplied_digest != facts.proposal.digest:
         raise DigestMismatch()
-    if now >= proposal_expires_at:
+    return "the digest you reviewed is the proposal's"
+
+
+def _window_open(facts: ApprovalFacts) -> str:
+    if facts.now >= facts.window_closes_at:
         raise ApprovalExpired("this proposal is too old to approve; create a new version")
-    return action
+    return f"open until {facts.window_closes_at.isoformat(timespec='minutes')}"
+
+
+def _repository_allowed(facts: ApprovalFacts) -> str:
+    action = verified_action(facts.proposal)
+    check_repository_allowed(action, facts.allowed_repositories)
+    return f"{action.repository} is on the allowlist"
+
+
+def _labels_exist(facts: ApprovalFacts) -> str:
+    action = verified_action(facts.proposal)
+    if not action.labels:
+        return "no labels"
+    if facts.repository_labels is None:
+        return "checked against the repository right before the write"
+    check_labels_exist(action, facts.repository_labels)
+    return "every label exists in the repository"
+
+
+COMMON_APPROVAL_CHECKS: tuple[Check, ...] = (
+    Check("same tenant", _same_tenant),
+    Check("undecided", _undecided),
+    Check("approver role", _approver_role),
+    Check("not your own request", _not_own_request),
+    Check("latest version", _latest_version),
+    Check("digest intact", _digest_intact),
+    Check("digest you reviewed", _digest_supplied),
+    Check("approval window", _window_open),
+)
+GITHUB_CHECKS: tuple[Check, ...] = (
+    Check("repository allowed", _repository_allowed),
+    Check("labels exist", _labels_exist),
+)
+
+
+def kind_checks(action: AnyAction) -> tuple[Check, ...]:
+    """The checks a kind adds; both GitHub kinds write to an allowlisted repository."""
+    match action:
+        case GitHubIssueAction() | GitHubIssueCreateAction():
+            return GITHUB_CHECKS
+
+
+def approval_checks(proposal: Proposal) -> tuple[Check, ...]:
+    try:
+        return COMMON_APPROVAL_CHECKS + kind_checks(parse_action(proposal.action))
+    except ResolveFlowError:
+        return COMMON_APPROVAL_CHECKS  # "digest intact" fails and says why
+
+
+def evaluate(facts: ApprovalFacts) -> list[CheckResult]:
+    """Every check, each with its outcome: what a page shows."""
+    results = []
+    for check in approval_checks(facts.proposal):
+        try:
+            results.append(CheckResult(check.name, True, check.run(facts)))
+        except ResolveFlowError as exc:
+            results.append(CheckResult(check.name, False, exc.message, exc))
+    return results
+
+
+def check_can_approve(facts: ApprovalFacts) -> AnyAction:
+    """Refuse with the first failing check's error; otherwise the verified action."""
+    for check in approval_checks(facts.proposal):
+        check.run(facts)
+    return verified_action(facts.proposal)
 
 
 def check_approval_still_valid(
@@ -68,9 +202,9 @@ def check_approval_still_valid(
     proposal: Proposal,
     latest_version: int,
     now: datetime,
-) -> GitHubIssueAction:
+) -> AnyAction:
     """The executor's re-check, on rows read again from the database right before writing."""
-    if approval.decision != "approved":
+    if approval.decision != Decision.APPROVED:
         raise NotAuthorized("the proposal was not approved")
     if approval.proposal_id != proposal.id or approval.tenant_id != proposal.tenant_id:
         raise NotAuthorized("the approval belongs to another proposal")
@@ -91,15 +225,13 @@ def check_approval_still_valid(
     return action
 
 
-def check_repository_allowed(action: GitHubIssueAction, allowed: Iterable[str]) -> None:
-    if action.target.repository not in {name.lower() for name in allowed}:
-        raise PolicyViolation(f"repository {action.target.repository} is not on the allowlist")
+def check_repository_allowed(action: AnyAction, allowed: Iterable[str]) -> None:
+    if action.repository not in {name.lower() for name in allowed}:
+        raise PolicyViolation(f"repository {action.repository} is not on the allowlist")
 
 
-def check_labels_exist(action: GitHubIssueAction, repository_labels: Iterable[str]) -> None:
+def check_labels_exist(action: AnyAction, repository_labels: Iterable[str]) -> None:
     known = set(repository_labels)
     missing = [label for label in action.labels if label not in known]
     if missing:
-        raise PolicyViolation(
-            f"label(s) {', '.join(missing)} do not exist in {action.target.repository}"
-        )
+        raise PolicyViolation(f"label(s) {', '.join(missing)} do not exist in {action.repository}")

@@ -8,27 +8,15 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from resolveflow.domain.vocabulary import Decision, ExecutionState
+
+__all__ = ["Approval", "Decision", "Execution", "ExecutionState", "Principal", "Proposal", "Role", "Tenant"]
+
 
 class Role(StrEnum):
     REQUESTER = "requester"
     APPROVER = "approver"
     ADMIN = "admin"
-
-
-class ExecutionState(StrEnum):
-    PENDING = "pending"  # approved, waiting to be claimed (possibly not before a rate-limit reset)
-    SENDING = "sending"  # claimed under a lease; a write may be in flight
-    SENT = "sent"
-    PARTIAL = "partial"  # comment posted, labels definitely refused: never resend the comment
-    FAILED = "failed"  # definitely not written (refused by policy or by the provider)
-    UNKNOWN = (
-        "unknown"  # may or may not have been written; only reconciliation or a person moves it
-    )
-    NOT_SENT = "not_sent"  # a person confirmed it was not written
-
-    @property
-    def is_final(self) -> bool:
-        return self in {self.SENT, self.PARTIAL, self.FAILED, self.NOT_SENT}
 
 
 @dataclass(frozen=True)
@@ -68,7 +56,7 @@ class Approval:
     id: UUID
     tenant_id: UUID
     proposal_id: UUID
-    decision: str
+    decision: Decision
     digest: str
     principal_id: UUID
     reason: str | None
@@ -95,4 +83,6 @@ class Execution:
     detail: str | None
     created_at: datetime
     updated_at: datetime
+    result_ref: str | None = None  # what a kind created: an issue number, a message id
+    result_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

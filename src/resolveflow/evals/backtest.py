@@ -40,7 +40,7 @@ from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus
 from resolveflow.service.investigation import InvestigationConfig, investigate
-from resolveflow.service.model_calls import CallBook
+from resolveflow.service.model_calls import ModelCallBudget
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -251,7 +251,7 @@ def _replay(
         tenant_id=tenant_id,
         model=model,
         config=config,
-        book=CallBook(None, tenant_id),  # shadow mode: nothing counted or written
+        budget=ModelCallBudget.shadow(tenant_id),  # nothing counted or written
         as_of=doc.created_at,
     )
     by_id = {s.id: s for s in found.snippets}

@@ -24,7 +24,7 @@ from resolveflow.domain.evidence import IssueEvidence, normalize
 from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
 from resolveflow.errors import ResolveFlowError
 from resolveflow.service.investigation import Investigation, InvestigationConfig, assess
-from resolveflow.service.model_calls import CallBook
+from resolveflow.service.model_calls import ModelCallBudget
 
 REPOSITORY = "acme/widgets"
 NUMBER = 42
@@ -322,7 +322,7 @@ def run_case(case: Case) -> list[str]:
         list(case.snippets),
         model=model,
         config=InvestigationConfig(relevance_floor=FLOOR),
-        book=CallBook(None, UUID(int=0)),
+        budget=ModelCallBudget.shadow(UUID(int=0)),
     )
     problems = _invariants(inv)
     if inv.review.outcome.value != case.expect:

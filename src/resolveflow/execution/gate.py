@@ -1,4 +1,4 @@
-"""The executor gate: the only code that writes to GitHub.
+"""The executor gate: the only code that writes to an outside system.
 
     pending --claim (conditional UPDATE + lease)--> sending --2xx--> sent
                                                         |-- definite 4xx --> failed (or partial)
@@ -7,36 +7,23 @@
 
 Each write is preceded by a committed attempt row, so after a crash we know whether a request may
 have left. Before writing, the approval and proposal are re-read, the digest recomputed, the
-approver and the policy checked again: nothing approved earlier is trusted blindly.
+approver and the policy checked again: nothing approved earlier is trusted blindly. What the
+requests are is each action kind's business (``execution/kinds``); the gate is the same for all.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from uuid import UUID
 
-from resolveflow.adapters.github.protocol import GitHub, RepoName
-from resolveflow.domain.actions import GitHubIssueAction, body_with_marker
-from resolveflow.domain.policy import (
-    check_approval_still_valid,
-    check_labels_exist,
-    check_repository_allowed,
-)
-from resolveflow.domain.records import Execution, ExecutionState
-from resolveflow.errors import (
-    InvalidInput,
-    LeaseLost,
-    NotAuthorized,
-    PolicyViolation,
-    ProviderError,
-    ProviderOutcomeUnknown,
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderUnavailable,
-    ResolveFlowError,
-)
+from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.domain.policy import check_approval_still_valid, check_repository_allowed
+from resolveflow.domain.records import Execution
+from resolveflow.domain.vocabulary import Credential
+from resolveflow.errors import NotAuthorized, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
+from resolveflow.execution.kinds import KindRegistry
+from resolveflow.execution.kinds.base import Prepared, Verified
 from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import executions as execution_store
@@ -45,20 +32,6 @@ from resolveflow.store.context import execution_context
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Verified:
-    action: GitHubIssueAction
-    token: str | None  # the approver's own token, when they configured one
-    credential: str
-
-
-@dataclass(frozen=True)
-class Prepared:
-    execution: Execution
-    verified: Verified
-    attempt_id: UUID | None  # the comment attempt, when it was started with the claim
 
 
 class Executor:
@@ -76,6 +49,7 @@ class Executor:
         self.owner = owner or new_owner_id()
         self.token_lookup = token_lookup
         self.record = Recorder(db, self.owner, settings)
+        self.kinds = KindRegistry(github, self.record)
 
     # --- entry points --------------------------------------------------------------------
 
@@ -132,11 +106,12 @@ class Executor:
         except ResolveFlowError as exc:
             return self.record.refused_in(conn, claimed, exc)
         attempt_id = None
-        if verified.action.comment is not None and not verified.action.labels:
+        step = self.kinds.for_action(verified.action).step_with_claim(verified.action)
+        if step is not None:
             attempt_id = execution_store.insert_attempt(
                 conn,
                 claimed,
-                step="comment",
+                step=step,
                 owner=self.owner,
                 credential=verified.credential,
                 lease_seconds=self.settings.lease_seconds,
@@ -147,30 +122,7 @@ class Executor:
     def _continue(self, prepared: Prepared | Execution) -> Execution:
         if isinstance(prepared, Execution):
             return prepared  # refused before sending
-        execution, verified = prepared.execution, prepared.verified
-        repo = RepoName.parse(verified.action.target.repository)
-        if verified.action.labels and not execution.labels_done:
-            try:
-                known = self.github.list_repository_labels(repo, token=verified.token)
-            except ProviderError as exc:
-                return self.record.read_failed(execution, exc)
-            except InvalidInput as exc:
-                return self.record.refused(execution, exc)
-            try:
-                check_labels_exist(verified.action, known)
-            except PolicyViolation as exc:
-                return self.record.refused(execution, exc)
-        if verified.action.comment is not None and execution.comment_id is None:
-            after_comment = self._send_comment(execution, verified, repo, prepared.attempt_id)
-            if (
-                after_comment.state is not ExecutionState.SENDING
-                or after_comment.comment_id is None
-            ):
-                return after_comment
-            execution = after_comment
-        if verified.action.labels and not execution.labels_done:
-            return self._send_labels(execution, verified, repo)
-        return self.record.finished(execution, ExecutionState.SENT, "sent")
+        return self.kinds.for_action(prepared.verified.action).send(prepared)
 
     def _verify(self, conn: Connection, execution: Execution) -> Verified:
         """Re-read approval, proposal, approver and policy from the database, as they are now."""
@@ -188,54 +140,8 @@ class Executor:
             raise NotAuthorized("the execution's digest differs from the proposal's")
         check_repository_allowed(action, context.allowed_repositories)
         token = approver_token(conn, context, self.token_lookup)
-        return Verified(action=action, token=token, credential="approver" if token else "service")
-
-    def _send_comment(
-        self, execution: Execution, verified: Verified, repo: RepoName, attempt_id: UUID | None
-    ) -> Execution:
-        assert verified.action.comment is not None
-        if attempt_id is None:
-            try:
-                attempt_id = self.record.attempt_started(execution, "comment", verified.credential)
-            except LeaseLost:
-                return execution
-        body = body_with_marker(verified.action.comment, str(execution.id))
-        try:
-            posted = self.github.post_comment(
-                repo, verified.action.target.issue, body, token=verified.token
-            )
-        except ProviderRateLimited as exc:
-            return self.record.rate_limited(execution, attempt_id, exc)
-        except (ProviderRejected, InvalidInput) as exc:
-            return self.record.rejected(execution, attempt_id, exc)
-        except ProviderUnavailable as exc:
-            return self.record.unavailable(execution, attempt_id, exc)
-        except ProviderOutcomeUnknown as exc:
-            return self.record.unknown(execution, attempt_id, exc)
-        except ProviderError as exc:
-            return self.record.unknown(execution, attempt_id, exc)
-        return self.record.comment_posted(
-            execution, attempt_id, posted.id, posted.url, final=not verified.action.labels
+        return Verified(
+            action=action,
+            token=token,
+            credential=Credential.APPROVER if token else Credential.SERVICE,
         )
-
-    def _send_labels(self, execution: Execution, verified: Verified, repo: RepoName) -> Execution:
-        try:
-            attempt_id = self.record.attempt_started(execution, "labels", verified.credential)
-        except LeaseLost:
-            return execution
-        try:
-            self.github.add_labels(
-                repo,
-                verified.action.target.issue,
-                list(verified.action.labels),
-                token=verified.token,
-            )
-        except ProviderRateLimited as exc:
-            return self.record.rate_limited(execution, attempt_id, exc)
-        except (ProviderRejected, InvalidInput) as exc:
-            return self.record.rejected(execution, attempt_id, exc)
-        except ProviderUnavailable as exc:
-            return self.record.unavailable(execution, attempt_id, exc)
-        except ProviderError as exc:
-            return self.record.unknown(execution, attempt_id, exc)
-        return self.record.labels_applied(execution, attempt_id)

@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.domain.vocabulary import AttemptOutcome, AttemptStep, AuditEvent, Credential
 from resolveflow.errors import (
     InvalidInput,
     ProviderError,
@@ -28,6 +29,12 @@ from resolveflow.store.database import Connection, Database
 logger = logging.getLogger(__name__)
 
 
+def wrote_something(execution: Execution) -> bool:
+    """An earlier step already reached the outside system (a comment posted before its labels):
+    whatever happens next, the execution can end partial at worst, never failed."""
+    return execution.comment_id is not None or execution.result_ref is not None
+
+
 class Recorder:
     def __init__(self, db: Database, owner: str, settings: GateSettings) -> None:
         self.db = db
@@ -39,7 +46,9 @@ class Recorder:
         """The execution's tenant, pipelined: outcome, state and audit travel in one round trip."""
         return self.db.tenant(execution.tenant_id, pipelined=True)
 
-    def _audit(self, conn: Connection, execution: Execution, event: str, **details: Any) -> None:
+    def _audit(
+        self, conn: Connection, execution: Execution, event: AuditEvent, **details: Any
+    ) -> None:
         audit.record(
             conn,
             tenant_id=execution.tenant_id,
@@ -62,7 +71,9 @@ class Recorder:
         )
         return after
 
-    def attempt_started(self, execution: Execution, step: str, credential: str) -> UUID:
+    def attempt_started(
+        self, execution: Execution, step: AttemptStep, credential: Credential
+    ) -> UUID:
         """Committed before the request leaves, so a crash afterwards is never mistaken for 'not sent'."""
         with self._transaction(execution) as conn:
             return store.insert_attempt(
@@ -79,7 +90,7 @@ class Recorder:
         conn: Connection,
         execution: Execution,
         attempt_id: UUID,
-        outcome: str,
+        outcome: AttemptOutcome,
         exc: ResolveFlowError | None = None,
         provider_ref: str | None = None,
     ) -> None:
@@ -101,7 +112,7 @@ class Recorder:
                 conn, execution, owner=self.owner, state=state, detail=detail, **fields
             )
             if after is not None:
-                self._audit(conn, execution, f"execution.{state.value}", detail=detail)
+                self._audit(conn, execution, AuditEvent.execution_ended(state), detail=detail)
         return self._checked(execution, after)
 
     def refused(self, execution: Execution, exc: ResolveFlowError) -> Execution:
@@ -117,7 +128,7 @@ class Recorder:
         When the comment already went out (an earlier round posted it, then labels were deferred),
         the execution is partial, never failed: the record must not hide a live comment.
         """
-        if execution.comment_id is not None:
+        if wrote_something(execution):
             state, detail = ExecutionState.PARTIAL, f"comment posted; labels refused: {exc.message}"
         else:
             state, detail = ExecutionState.FAILED, f"refused before sending: {exc.message}"
@@ -126,7 +137,7 @@ class Recorder:
             self._audit(
                 conn,
                 execution,
-                "execution.refused",
+                AuditEvent.EXECUTION_REFUSED,
                 error=type(exc).__name__,
                 message=exc.message,
             )
@@ -148,7 +159,7 @@ class Recorder:
         execution: Execution,
         wait: float,
         detail: str,
-        outcome: tuple[UUID, str, ResolveFlowError] | None = None,
+        outcome: tuple[UUID, AttemptOutcome, ResolveFlowError] | None = None,
     ) -> Execution:
         """Defer (nothing was sent) or give up; the attempt's outcome goes in the same transaction."""
         exhausted = (
@@ -161,9 +172,7 @@ class Recorder:
                 self._outcome(conn, execution, attempt_id, name, exc)
             if exhausted:
                 state = (
-                    ExecutionState.PARTIAL
-                    if execution.comment_id is not None
-                    else ExecutionState.FAILED
+                    ExecutionState.PARTIAL if wrote_something(execution) else ExecutionState.FAILED
                 )
                 after = store.finish(
                     conn,
@@ -172,7 +181,7 @@ class Recorder:
                     state=state,
                     detail=f"gave up after {execution.rate_limit_waits} waits: {detail}",
                 )
-                event = f"execution.{state.value}"
+                event = AuditEvent.execution_ended(state)
             else:
                 after = store.release_for_retry(
                     conn,
@@ -182,7 +191,7 @@ class Recorder:
                     detail=detail,
                     count_wait=True,
                 )
-                event = "execution.deferred"
+                event = AuditEvent.EXECUTION_DEFERRED
             if after is not None:
                 self._audit(conn, execution, event, detail=detail, wait_seconds=wait)
         return self._checked(execution, after)
@@ -194,28 +203,26 @@ class Recorder:
             execution,
             exc.retry_after_seconds,
             f"rate limited: {exc.message}",
-            (attempt_id, "rate_limited", exc),
+            (attempt_id, AttemptOutcome.RATE_LIMITED, exc),
         )
 
     def unavailable(self, execution: Execution, attempt_id: UUID, exc: ProviderError) -> Execution:
         return self._retry_or_give_up(
             execution,
             self.settings.unavailable_retry_seconds,
-            f"GitHub unreachable: {exc.message}",
-            (attempt_id, "unavailable", exc),
+            f"unreachable: {exc.message}",
+            (attempt_id, AttemptOutcome.UNAVAILABLE, exc),
         )
 
     def rejected(
         self, execution: Execution, attempt_id: UUID, exc: ProviderRejected | InvalidInput
     ) -> Execution:
         # A comment that already went out stays out: the labels failing makes it partial.
-        state = (
-            ExecutionState.PARTIAL if execution.comment_id is not None else ExecutionState.FAILED
-        )
+        state = ExecutionState.PARTIAL if wrote_something(execution) else ExecutionState.FAILED
         status = exc.status if isinstance(exc, ProviderRejected) else None
-        why = f"GitHub refused ({status})" if status else "refused before sending"
+        why = f"refused ({status})" if status else "refused before sending"
         with self._transaction(execution) as conn:
-            self._outcome(conn, execution, attempt_id, "rejected", exc)
+            self._outcome(conn, execution, attempt_id, AttemptOutcome.REJECTED, exc)
             after = store.finish(
                 conn,
                 execution,
@@ -227,7 +234,7 @@ class Recorder:
                 self._audit(
                     conn,
                     execution,
-                    f"execution.{state.value}",
+                    AuditEvent.execution_ended(state),
                     status=status,
                     message=exc.message,
                 )
@@ -235,7 +242,7 @@ class Recorder:
 
     def unknown(self, execution: Execution, attempt_id: UUID, exc: ProviderError) -> Execution:
         with self._transaction(execution) as conn:
-            self._outcome(conn, execution, attempt_id, "unknown", exc)
+            self._outcome(conn, execution, attempt_id, AttemptOutcome.UNKNOWN, exc)
             after = store.finish(
                 conn,
                 execution,
@@ -244,14 +251,14 @@ class Recorder:
                 detail=f"outcome unknown: {exc.message}",
             )
             if after is not None:
-                self._audit(conn, execution, "execution.unknown", message=exc.message)
+                self._audit(conn, execution, AuditEvent.EXECUTION_UNKNOWN, message=exc.message)
         return self._checked(execution, after)
 
     def comment_posted(
         self, execution: Execution, attempt_id: UUID, comment_id: int, url: str, *, final: bool
     ) -> Execution:
         with self._transaction(execution) as conn:
-            self._outcome(conn, execution, attempt_id, "sent", provider_ref=str(comment_id))
+            self._outcome(conn, execution, attempt_id, AttemptOutcome.SENT, provider_ref=str(comment_id))
             if final:
                 after = store.finish(
                     conn,
@@ -262,19 +269,19 @@ class Recorder:
                     comment_id=comment_id,
                     comment_url=url,
                 )
-                event = "execution.sent"
+                event = AuditEvent.EXECUTION_SENT
             else:
                 after = store.record_comment(
                     conn, execution, owner=self.owner, comment_id=comment_id, comment_url=url
                 )
-                event = "execution.comment_posted"
+                event = AuditEvent.EXECUTION_COMMENT_POSTED
             if after is not None:
                 self._audit(conn, execution, event, comment_id=comment_id, url=url)
         return self._checked(execution, after)
 
     def labels_applied(self, execution: Execution, attempt_id: UUID) -> Execution:
         with self._transaction(execution) as conn:
-            self._outcome(conn, execution, attempt_id, "sent")
+            self._outcome(conn, execution, attempt_id, AttemptOutcome.SENT)
             after = store.finish(
                 conn,
                 execution,
@@ -284,5 +291,34 @@ class Recorder:
                 labels_done=True,
             )
             if after is not None:
-                self._audit(conn, execution, "execution.sent", labels=True)
+                self._audit(conn, execution, AuditEvent.EXECUTION_SENT, labels=True)
+        return self._checked(execution, after)
+
+    def created(
+        self,
+        execution: Execution,
+        attempt_id: UUID,
+        *,
+        ref: str,
+        url: str,
+        state: ExecutionState,
+        detail: str,
+    ) -> Execution:
+        """A one-request kind wrote its object (``state`` is sent, or partial when the provider
+        dropped part of it)."""
+        with self._transaction(execution) as conn:
+            self._outcome(conn, execution, attempt_id, AttemptOutcome.SENT, provider_ref=ref)
+            after = store.finish(
+                conn,
+                execution,
+                owner=self.owner,
+                state=state,
+                detail=detail,
+                result_ref=ref,
+                result_url=url,
+            )
+            if after is not None:
+                self._audit(
+                    conn, execution, AuditEvent.execution_ended(state), ref=ref, url=url
+                )
         return self._checked(execution, after)

@@ -1,43 +1,37 @@
-"""Reconciliation: settle executions whose outcome is unknown by looking at GitHub itself.
+"""Reconciliation: settle executions whose outcome is unknown by looking at the outside system.
 
-Never resends anything. It reads every page of the issue's comments for the execution's hidden marker
-(and the exact approved body), and the issue's labels; what it finds moves the execution forward, and
-what it cannot prove is left ``unknown`` for a person.
+Never resends anything. Each action kind says where its hidden marker went and how to find it
+(``execution/kinds``); what reconciliation finds moves the execution forward, and what it cannot
+prove is left ``unknown`` for a person.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.github.protocol import GitHub, IssueComment, RepoName
-from resolveflow.domain.actions import (
-    GitHubIssueAction,
-    body_with_marker,
-    execution_marker,
-    parse_action,
-)
+from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.domain.actions import parse_action
 from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.domain.vocabulary import AttemptStep, AuditEvent
 from resolveflow.errors import ProviderError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
+from resolveflow.execution.kinds import KindRegistry
+from resolveflow.execution.kinds.base import Evidence, Settled
 from resolveflow.execution.lease import GateSettings, new_owner_id
+from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.context import execution_context
 from resolveflow.store.database import Database
 
+__all__ = ["Reconciler", "Settled"]
+
 logger = logging.getLogger(__name__)
 
 _OPEN = (ExecutionState.SENDING, ExecutionState.UNKNOWN)
-
-
-@dataclass(frozen=True)
-class Settled:
-    execution_id: UUID
-    state: ExecutionState
-    detail: str
 
 
 class Reconciler:
@@ -55,6 +49,7 @@ class Reconciler:
         self.settings = settings
         self.owner = owner or new_owner_id()
         self.actor = f"reconciler:{self.owner}"
+        self.kinds = KindRegistry(github, Recorder(db, self.owner, settings))
 
     def run(
         self, tenant_ids: list[UUID] | None = None, min_age_seconds: float = 0
@@ -75,75 +70,48 @@ class Reconciler:
         return results
 
     def reconcile_one(self, candidate: Execution) -> Settled | None:
+        evidence = self._take_over(candidate)
+        if evidence is None:
+            return None  # someone else holds it, or it settled meanwhile
+        if not evidence.attempted:
+            return self.requeue(evidence.execution, "no request had left; returned to the queue")
+        try:
+            return self.kinds.for_action(evidence.action).reconcile(evidence, self)
+        except ProviderError as exc:
+            return self.leave_unknown(
+                evidence.execution, f"could not check the outside system: {exc.message}"
+            )
+
+    def _take_over(self, candidate: Execution) -> Evidence | None:
         tenant_id = candidate.tenant_id
         with self.db.tenant(tenant_id) as conn:
             execution = store.take_over_for_reconcile(
                 conn, tenant_id, candidate.id, self.owner, self.settings.lease_seconds
             )
             if execution is None:
-                return None  # someone else holds it, or it settled meanwhile
+                return None
             context = execution_context(conn, execution)
-            comment_tried = store.step_attempted(conn, execution, "comment")
-            labels_tried = store.step_attempted(conn, execution, "labels")
+            attempted = frozenset(
+                step for step in AttemptStep if store.step_attempted(conn, execution, step)
+            )
+            first_started = {
+                step: started
+                for step in attempted
+                if (started := store.first_attempt_started(conn, execution, step)) is not None
+            }
             token = approver_token(conn, context, self.token_lookup)
-        action = parse_action(context.proposal.action)
-        if not comment_tried and not labels_tried:
-            return self._requeue(execution, "no request had left; returned to the queue")
-        try:
-            return self._settle(execution, action, labels_tried, token)
-        except ProviderError as exc:
-            return self._leave_unknown(execution, f"could not check GitHub: {exc.message}")
-
-    def _settle(
-        self,
-        execution: Execution,
-        action: GitHubIssueAction,
-        labels_tried: bool,
-        token: str | None,
-    ) -> Settled:
-        repo = RepoName.parse(action.target.repository)
-        comment_id, comment_url = execution.comment_id, execution.comment_url
-        if action.comment is not None and comment_id is None:
-            comments = self.github.list_issue_comments(repo, action.target.issue, token=token)
-            poster = self.github.authenticated_login(token=token)
-            found = find_marked_comment(comments, action.comment, str(execution.id), poster)
-            if found is None:
-                return self._leave_unknown(execution, "no comment with this execution's marker")
-            comment_id, comment_url = found.id, found.url
-        if action.labels and not execution.labels_done:
-            if not labels_tried:
-                return self._requeue(
-                    execution,
-                    "comment found; labels not yet applied",
-                    comment_id=comment_id,
-                    comment_url=comment_url,
-                )
-            present = set(self.github.list_issue_labels(repo, action.target.issue))
-            if not set(action.labels) <= present:
-                return self._leave_unknown(
-                    execution,
-                    "comment found but labels are missing",
-                    comment_id=comment_id,
-                    comment_url=comment_url,
-                )
-        return self._finish(
-            execution,
-            ExecutionState.SENT,
-            "confirmed on GitHub by reconciliation",
-            comment_id=comment_id,
-            comment_url=comment_url,
-            labels_done=True,
+        return Evidence(
+            execution=execution,
+            action=parse_action(context.proposal.action),
+            token=token,
+            attempted=attempted,
+            first_started=first_started,
         )
 
-    def _finish(
-        self,
-        execution: Execution,
-        state: ExecutionState,
-        detail: str,
-        *,
-        comment_id: int | None = None,
-        comment_url: str | None = None,
-        labels_done: bool = False,
+    # --- the three ways to settle (the Settler protocol the kinds use) ----------------------
+
+    def finish(
+        self, execution: Execution, state: ExecutionState, detail: str, **fields: Any
     ) -> Settled:
         with self.db.tenant(execution.tenant_id) as conn:
             after = store.finish(
@@ -153,21 +121,19 @@ class Reconciler:
                 state=state,
                 detail=detail,
                 from_states=_OPEN,
-                comment_id=comment_id,
-                comment_url=comment_url,
-                labels_done=labels_done,
+                **fields,
             )
             changed = (
                 state is not execution.state
                 or detail != execution.detail
-                or (comment_id is not None and comment_id != execution.comment_id)
+                or any(value != getattr(execution, name) for name, value in fields.items())
             )
             if after is not None and changed:  # a repeated "still unknown" is not news
                 audit.record(
                     conn,
                     tenant_id=execution.tenant_id,
                     actor=self.actor,
-                    event=f"execution.reconciled_{state.value}",
+                    event=AuditEvent.reconciled(state),
                     subject_type="execution",
                     subject_id=execution.id,
                     details={"detail": detail, "from": execution.state.value},
@@ -175,30 +141,15 @@ class Reconciler:
         logger.info("reconciled", extra={"execution": str(execution.id), "state": state.value})
         return Settled(execution.id, state, detail)
 
-    def _leave_unknown(
-        self,
-        execution: Execution,
-        detail: str,
-        *,
-        comment_id: int | None = None,
-        comment_url: str | None = None,
-    ) -> Settled:
-        return self._finish(
+    def leave_unknown(self, execution: Execution, detail: str, **fields: Any) -> Settled:
+        return self.finish(
             execution,
             ExecutionState.UNKNOWN,
             f"{detail}; a person must decide (executions resolve)",
-            comment_id=comment_id,
-            comment_url=comment_url,
+            **fields,
         )
 
-    def _requeue(
-        self,
-        execution: Execution,
-        detail: str,
-        *,
-        comment_id: int | None = None,
-        comment_url: str | None = None,
-    ) -> Settled:
+    def requeue(self, execution: Execution, detail: str, **fields: Any) -> Settled:
         with self.db.tenant(execution.tenant_id) as conn:
             after = store.release_for_retry(
                 conn,
@@ -208,38 +159,16 @@ class Reconciler:
                 detail=detail,
                 count_wait=False,
                 from_states=_OPEN,
-                comment_id=comment_id,
-                comment_url=comment_url,
+                **fields,
             )
             if after is not None:
                 audit.record(
                     conn,
                     tenant_id=execution.tenant_id,
                     actor=self.actor,
-                    event="execution.requeued",
+                    event=AuditEvent.EXECUTION_REQUEUED,
                     subject_type="execution",
                     subject_id=execution.id,
                     details={"detail": detail},
                 )
         return Settled(execution.id, ExecutionState.PENDING, detail)
-
-
-def find_marked_comment(
-    comments: list[IssueComment], approved_comment: str, execution_id: str, poster: str
-) -> IssueComment | None:
-    """The comment carrying this execution's marker, with exactly the approved text, written by
-    the account the executor posts as.
-
-    Exact body and author mean that nobody else, quoting the marker or even copying the whole
-    comment from their own account, can make an undelivered action look delivered.
-    """
-    expected = body_with_marker(approved_comment, execution_id).strip()
-    marker = execution_marker(execution_id)
-    for comment in comments:
-        if (
-            marker in comment.body
-            and comment.author.lower() == poster.lower()
-            and comment.body.replace("\r\n", "\n").strip() == expected
-        ):
-            return comment
-    return None

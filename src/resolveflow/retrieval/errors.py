@@ -1,11 +1,12 @@
-"""Retrieval's own errors (all ResolveFlowError subclasses, like every error we raise)."""
+"""Retrieval's own errors (each under one category of ``resolveflow.errors``, like every error
+we raise)."""
 
 from __future__ import annotations
 
-from resolveflow.errors import ConfigError
+from resolveflow.errors import ConfigurationError
 
 
-class EmbeddingSpaceMismatch(ConfigError):
+class EmbeddingSpaceMismatch(ConfigurationError):
     """The index was built with another embedder: run `resolveflow index rebuild`."""
 
     @classmethod

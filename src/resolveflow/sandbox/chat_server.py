@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 implementing ``POST /v1/chat/completions``, for tests.
+"""The fake chat model: a real HTTP server on 127.0.0.1 implementing ``POST /v1/chat/completions``.
 
 The production ``OpenAIChatModel`` (the official client, httpx underneath) talks to it by base URL,
 so every byte goes through the same path as against a real endpoint. Replies are queued: a
@@ -6,18 +6,25 @@ so every byte goes through the same path as against a real endpoint. Replies are
 or ``Slow`` (wait, then another reply). With an empty queue it answers 500. Every request body is
 kept in ``requests`` so tests can check what was sent (the schema, the messages); the
 Authorization header is only counted, never stored.
+
+Built like the forge: ``ChatState`` (the queue and what was received, behind a lock), a route
+table of functions over it, and ``FakeChatServer``, which puts them on a ``LoopbackServer``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
+
+from resolveflow.sandbox.loopback import Exchange, LoopbackServer
+from resolveflow.sandbox.loopback import Reply as WireReply
 
 
 @dataclass(frozen=True)
@@ -49,51 +56,104 @@ class Slow:
 FakeAnswer = Reply | Refusal | HttpError | Slow
 
 
+@dataclass(eq=False)
+class ChatState:
+    """The queued answers and every request received; hold ``lock`` to touch them."""
+
+    model: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    answers: deque[FakeAnswer] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    authorized_requests: int = 0
+
+    def take(self, body: dict[str, Any], authorized: bool) -> FakeAnswer:
+        """Record the request and pop the next answer (a 500 when none is queued)."""
+        with self.lock:
+            self.requests.append(body)
+            self.authorized_requests += authorized
+            if self.answers:
+                return self.answers.popleft()
+            return HttpError(500, message="no reply queued")
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    body: dict[str, Any]
+    authorized: bool
+
+
+Answer = tuple[float, WireReply]  # seconds to wait first, then the reply
+
+
+def chat_completion(state: ChatState, request: ChatRequest) -> Answer:
+    answer = state.take(request.body, request.authorized)
+    delay = 0.0
+    if isinstance(answer, Slow):
+        delay, answer = answer.seconds, answer.then
+    if isinstance(answer, Reply):
+        return delay, WireReply(
+            200, _completion(answer.model or state.model, answer.content, None, answer)
+        )
+    if isinstance(answer, Refusal):
+        return delay, WireReply(200, _refusal(state.model, answer))
+    payload = {"error": {"message": answer.message, "type": "fake", "code": None}}
+    return delay, WireReply(answer.status, payload, headers=dict(answer.headers))
+
+
+Handler = Callable[[ChatState, ChatRequest], Answer]
+
+ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
+    ("POST", re.compile(r"^/v1/chat/completions/?$"), chat_completion),
+]
+
+
+def _find(method: str, path: str) -> Handler | None:
+    for route_method, pattern, handler in ROUTES:
+        if route_method == method and pattern.match(path):
+            return handler
+    return None
+
+
 class FakeChatServer:
+    """``ChatState`` and ``ROUTES`` served on 127.0.0.1 (see the module docstring)."""
+
     def __init__(self, model: str = "fake-model") -> None:
-        self.model = model
-        self._queue: deque[FakeAnswer] = deque()
-        self._lock = threading.Lock()
-        self.requests: list[dict[str, Any]] = []
-        self.authorized_requests = 0
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self.url = ""
+        self.state = ChatState(model)
+        self._server = LoopbackServer(self._serve, server_name="sandbox-chat")
+
+    @property
+    def model(self) -> str:
+        return self.state.model
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:{port}`` once started, else ``""``."""
+        return self._server.url or ""
 
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
-    def queue(self, *answers: FakeAnswer) -> None:
-        with self._lock:
-            self._queue.extend(answers)
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body received, in order (the live list)."""
+        return self.state.requests
 
-    def _take(self, body: dict[str, Any], authorized: bool) -> FakeAnswer:
-        with self._lock:
-            self.requests.append(body)
-            self.authorized_requests += authorized
-            return (
-                self._queue.popleft() if self._queue else HttpError(500, message="no reply queued")
-            )
+    @property
+    def authorized_requests(self) -> int:
+        with self.state.lock:
+            return self.state.authorized_requests
+
+    def queue(self, *answers: FakeAnswer) -> None:
+        with self.state.lock:
+            self.state.answers.extend(answers)
 
     def start(self) -> Self:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        server.daemon_threads = True
-        server.fake = self  # type: ignore[attr-defined]
-        self._httpd = server
-        host, port = server.server_address[:2]
-        self.url = f"http://{host!s}:{port}"
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        self._server.stop()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -107,7 +167,28 @@ class FakeChatServer:
         return _completion(reply.model or self.model, reply.content, None, reply)
 
     def refusal(self, refusal: Refusal) -> dict[str, Any]:
-        return _completion(self.model, None, refusal.text, Reply(None, 50, 5))
+        return _refusal(self.model, refusal)
+
+    def _serve(self, exchange: Exchange) -> None:
+        handler = _find(exchange.method, exchange.path)
+        if handler is None:
+            exchange.send(WireReply(404, {"error": {"message": "not found"}}))
+            return
+        try:
+            body = json.loads(exchange.body or b"{}")
+        except json.JSONDecodeError:
+            exchange.send(WireReply(400, {"error": {"message": "request is not JSON"}}))
+            return
+        authorized = bool(exchange.header("authorization"))
+        delay, reply = handler(self.state, ChatRequest(body, authorized))
+        if delay and self._server.stopping.wait(delay):
+            exchange.drop()  # stopped while waiting: the client has long given up
+            return
+        exchange.send(reply)
+
+
+def _refusal(model: str, refusal: Refusal) -> dict[str, Any]:
+    return _completion(model, None, refusal.text, Reply(None, 50, 5))
 
 
 def _completion(
@@ -132,49 +213,3 @@ def _completion(
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         },
     }
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def do_POST(self) -> None:
-        fake: FakeChatServer = self.server.fake  # type: ignore[attr-defined]
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self._send(404, {"error": {"message": "not found"}})
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            self._send(400, {"error": {"message": "request is not JSON"}})
-            return
-        answer = fake._take(body, bool(self.headers.get("authorization")))
-        if isinstance(answer, Slow):
-            time.sleep(answer.seconds)
-            answer = answer.then
-        try:
-            if isinstance(answer, Reply):
-                self._send(200, fake.completion(answer))
-            elif isinstance(answer, Refusal):
-                self._send(200, fake.refusal(answer))
-            else:
-                payload = {"error": {"message": answer.message, "type": "fake", "code": None}}
-                self._send(answer.status, payload, answer.headers)
-        except (BrokenPipeError, ConnectionResetError):
-            return  # the client gave up (a timeout test): nothing to answer
-
-    def _send(
-        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-    ) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from resolveflow.domain.actions import IssueTarget
 from resolveflow.domain.records import Principal, Role, Tenant
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.store import audit
@@ -46,7 +47,7 @@ def add_tenant(db: Database, name: str) -> Tenant:
             conn,
             tenant_id=tenant.id,
             actor=operator_actor(),
-            event="tenant.created",
+            event=AuditEvent.TENANT_CREATED,
             subject_type="tenant",
             subject_id=tenant.id,
             details={"name": name},
@@ -87,7 +88,7 @@ def add_principal(
             conn,
             tenant_id=tenant.id,
             actor=operator_actor(),
-            event="principal.created",
+            event=AuditEvent.PRINCIPAL_CREATED,
             subject_type="principal",
             subject_id=principal.id,
             details={
@@ -108,7 +109,7 @@ def set_roles(db: Database, tenant_name: str, subject: str, roles: list[Role]) -
             conn,
             tenant_id=tenant.id,
             actor=operator_actor(),
-            event="principal.roles_set",
+            event=AuditEvent.PRINCIPAL_ROLES_SET,
             subject_type="principal",
             subject_id=principal.id,
             details={"roles": [r.value for r in sorted(set(roles))]},
@@ -138,7 +139,7 @@ def add_repository(db: Database, tenant_name: str, full_name: str) -> str:
             conn,
             tenant_id=tenant.id,
             actor=operator_actor(),
-            event="repository.allowed",
+            event=AuditEvent.REPOSITORY_ALLOWED,
             subject_type="repository",
             subject_id=name,
         )
@@ -154,7 +155,7 @@ def remove_repository(db: Database, tenant_name: str, full_name: str) -> str:
             conn,
             tenant_id=tenant.id,
             actor=operator_actor(),
-            event="repository.removed",
+            event=AuditEvent.REPOSITORY_REMOVED,
             subject_type="repository",
             subject_id=name,
         )

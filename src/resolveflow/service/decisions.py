@@ -1,10 +1,13 @@
-"""Decisions taken in the web app or the API: recorded at once, carried out by the worker.
+"""The one path by which a person decides: the CLI, the web pages, the API and a run's controller
+all come here.
 
-An approval (or rejection) is recorded by ``service.proposals`` exactly as on the command line;
-then a job is queued that resumes the run from its checkpoint (the run's own ``execute`` step
-hands the execution to the executor gate) or, for a proposal without a run, executes it. If the
-queueing ever fails after the decision was committed, the worker's maintenance job finds the run
-still waiting with a decided proposal and resumes it, and the executor drains due executions.
+A decision names a run (its latest proposal) or a proposal. When the proposal belongs to a run,
+the run's lease is held and the run must be waiting at its pause, both as its status says and as
+its checkpoint says, so a decision never races the run's own steps. The approval or rejection
+is recorded by ``service.approvals``; then the follow-up either happens at once (the CLI: the run
+resumes in this process, under the same lease) or is queued for the worker (the web app and the
+API answer at once). If queueing fails after the decision committed, the worker's maintenance
+job finds the run still waiting with a decided proposal and resumes it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
 from uuid import UUID
 
+from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.records import Principal, Proposal
+from resolveflow.domain.vocabulary import Decision, RunStatus
 from resolveflow.errors import InvalidInput, InvalidTransition, NotFound, RunBusy
 from resolveflow.execution.lease import new_owner_id
+from resolveflow.service import approvals
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.store import proposals as proposal_store
@@ -28,13 +37,24 @@ from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
 
-LEASE_WAIT_SECONDS = 3.0
+LEASE_WAIT_SECONDS = 3.0  # a run may be a moment from its pause
 
 
-def reject_nul(*texts: str | None) -> None:
-    """Postgres text and jsonb cannot hold U+0000; say so instead of failing in the database."""
-    if any(text is not None and "\x00" in text for text in texts):
-        raise InvalidInput("text may not contain NUL characters (U+0000)")
+class FollowUp(StrEnum):
+    NOW = "now"  # resume the run in this process (the CLI)
+    QUEUE = "queue"  # queue a job for the worker (the web app, the API)
+
+
+class RunHandle(Protocol):
+    """What deciding needs of the run workflow (``workflows.runs.RunController``)."""
+
+    def at_pause(self, run_id: UUID) -> bool:
+        """The run's checkpoint waits at the approval pause."""
+        ...
+
+    def continue_with(self, tenant_id: UUID, run_id: UUID, approval_id: UUID) -> None:
+        """Resume the paused run with this decision; the caller holds the run's lease."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -47,10 +67,17 @@ class Target:
 class Decided:
     run_id: UUID | None
     proposal_id: UUID
-    decision: str
+    decision: Decision
     approval_id: UUID
     execution_id: UUID | None
     job_id: int | None
+    expires_at: datetime | None = None  # an approval's
+
+
+def reject_nul(*texts: str | None) -> None:
+    """Postgres text and jsonb cannot hold U+0000; say so instead of failing in the database."""
+    if any(text is not None and "\x00" in text for text in texts):
+        raise InvalidInput("text may not contain NUL characters (U+0000)")
 
 
 def find_target(db: Database, principal: Principal, run_or_proposal: UUID) -> Target:
@@ -60,7 +87,9 @@ def find_target(db: Database, principal: Principal, run_or_proposal: UUID) -> Ta
         if run is not None:
             latest = run_store.latest_proposal_for_run(conn, principal.tenant_id, run["id"])
             if latest is None:
-                raise NotFound(f"run {run_or_proposal} has no proposal (status {run['status']})")
+                raise NotFound(
+                    f"run {run_or_proposal} has no proposal to decide (status {run['status']})"
+                )
             return Target(run["id"], latest.id)
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, run_or_proposal)
         return Target(proposal.run_id, proposal.id)
@@ -68,15 +97,18 @@ def find_target(db: Database, principal: Principal, run_or_proposal: UUID) -> Ta
 
 @contextmanager
 def _paused(
-    db: Database, principal: Principal, target: Target, lease_seconds: float
+    db: Database,
+    principal: Principal,
+    target: Target,
+    runs: RunHandle,
+    lease_seconds: float,
 ) -> Iterator[None]:
-    """While deciding, hold the run's lease and require it to wait at its pause, as
-    ``RunController`` does: a decision never races the run's own steps."""
+    """Hold the run's lease and require it to wait at its pause while deciding."""
     if target.run_id is None:
         yield
         return
     tenant_id, owner = principal.tenant_id, new_owner_id()
-    deadline = time.monotonic() + LEASE_WAIT_SECONDS  # the run may be a moment from its pause
+    deadline = time.monotonic() + LEASE_WAIT_SECONDS
     while True:
         with db.tenant(tenant_id) as conn:
             if run_store.acquire_lease(conn, tenant_id, target.run_id, owner, lease_seconds):
@@ -86,10 +118,11 @@ def _paused(
         time.sleep(0.1)
     try:
         with db.tenant(tenant_id) as conn:
-            run = run_store.run_by_id(conn, tenant_id, target.run_id)
-        if run["status"] != "awaiting_approval":
+            status = RunStatus(run_store.run_by_id(conn, tenant_id, target.run_id)["status"])
+        if status is not RunStatus.AWAITING_APPROVAL or not runs.at_pause(target.run_id):
             raise InvalidTransition(
-                f"run {target.run_id} is not waiting for a decision (status {run['status']})"
+                f"run {target.run_id} is not waiting for a decision (status {status}); "
+                "see `resolveflow runs show`"
             )
         yield
     finally:
@@ -97,9 +130,19 @@ def _paused(
             run_store.release_lease(conn, tenant_id, target.run_id, owner)
 
 
-def _queue_follow_up(
-    db: Database, principal: Principal, target: Target, execution_id: UUID | None
+def _follow_up(
+    db: Database,
+    principal: Principal,
+    target: Target,
+    how: FollowUp,
+    runs: RunHandle,
+    approval_id: UUID,
+    execution_id: UUID | None,
 ) -> int | None:
+    if how is FollowUp.NOW:
+        if target.run_id is not None:
+            runs.continue_with(principal.tenant_id, target.run_id, approval_id)
+        return None  # a proposal without a run waits for `resolveflow execute`
     with db.tenant(principal.tenant_id) as conn:
         if target.run_id is not None:
             return queue.defer(
@@ -121,57 +164,62 @@ def _queue_follow_up(
     return None
 
 
+@dataclass(frozen=True)
+class Deciding:
+    """Where a decision comes from and what happens after it."""
+
+    runs: RunHandle
+    follow_up: FollowUp
+    ttl_seconds: int
+    lease_seconds: float
+
+
 def approve(
-    db: Database,
-    principal: Principal,
-    run_or_proposal: UUID,
-    digest: str,
-    ttl_seconds: int,
-    lease_seconds: float = 300.0,
+    db: Database, principal: Principal, run_or_proposal: UUID, digest: str, how: Deciding
 ) -> Decided:
     target = find_target(db, principal, run_or_proposal)
-    with _paused(db, principal, target, lease_seconds):
-        result = proposal_service.approve(db, principal, target.proposal_id, digest, ttl_seconds)
-        job = _queue_follow_up(db, principal, target, result.execution.id)
+    with _paused(db, principal, target, how.runs, how.lease_seconds):
+        result = approvals.approve(db, principal, target.proposal_id, digest, how.ttl_seconds)
+        job = _follow_up(
+            db,
+            principal,
+            target,
+            how.follow_up,
+            how.runs,
+            result.approval.id,
+            result.execution.id,
+        )
     return Decided(
-        target.run_id, target.proposal_id, "approved", result.approval.id, result.execution.id, job
+        target.run_id,
+        target.proposal_id,
+        Decision.APPROVED,
+        result.approval.id,
+        result.execution.id,
+        job,
+        result.approval.expires_at,
     )
 
 
 def reject(
-    db: Database,
-    principal: Principal,
-    run_or_proposal: UUID,
-    reason: str,
-    lease_seconds: float = 300.0,
+    db: Database, principal: Principal, run_or_proposal: UUID, reason: str, how: Deciding
 ) -> Decided:
     reject_nul(reason)
     target = find_target(db, principal, run_or_proposal)
-    with _paused(db, principal, target, lease_seconds):
-        rejection = proposal_service.reject(db, principal, target.proposal_id, reason)
-        job = _queue_follow_up(db, principal, target, None)
-    return Decided(target.run_id, target.proposal_id, "rejected", rejection.id, None, job)
+    with _paused(db, principal, target, how.runs, how.lease_seconds):
+        rejection = approvals.reject(db, principal, target.proposal_id, reason)
+        job = _follow_up(db, principal, target, how.follow_up, how.runs, rejection.id, None)
+    return Decided(
+        target.run_id, target.proposal_id, Decision.REJECTED, rejection.id, None, job
+    )
 
 
 def edit(
-    db: Database,
-    principal: Principal,
-    run_or_proposal: UUID,
-    *,
-    comment: str | None,
-    labels: list[str] | None,
+    db: Database, principal: Principal, run_or_proposal: UUID, changes: ActionChanges
 ) -> Proposal:
     """A new version of the latest proposal; it needs its own approval."""
-    reject_nul(comment, *(labels or []))
+    reject_nul(*changes.texts())
     target = find_target(db, principal, run_or_proposal)
-    return proposal_service.edit_proposal(
-        db,
-        principal,
-        target.proposal_id,
-        comment=comment,
-        labels=labels,
-        drop_comment=comment is not None and not comment.strip(),
-    )
+    return proposal_service.edit_proposal(db, principal, target.proposal_id, changes)
 
 
 def resolve(

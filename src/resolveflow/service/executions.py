@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from resolveflow.domain.actions import parse_action
 from resolveflow.domain.policy import require_role
 from resolveflow.domain.records import Execution, ExecutionState, Principal, Role
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidTransition
-from resolveflow.service.proposals import actor_of
+from resolveflow.service.approvals import actor_of
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store
 from resolveflow.store.database import Database
@@ -25,6 +27,8 @@ def execution_view(execution: Execution) -> dict[str, Any]:
         "comment_id": execution.comment_id,
         "comment_url": execution.comment_url,
         "labels_done": execution.labels_done,
+        "result_ref": execution.result_ref,
+        "result_url": execution.result_url,
         "detail": execution.detail,
         "rate_limit_waits": execution.rate_limit_waits,
         "not_before": execution.not_before.isoformat(),
@@ -47,8 +51,9 @@ def list_executions(
     views = []
     for row in rows:
         view = execution_view(execution_store.to_execution(row))
-        target = row["action"]["target"]
-        view["target"] = f"{target['repository']}#{target['issue']}"
+        action = parse_action(row["action"])
+        view["kind"] = action.kind
+        view["target"] = action.summary
         views.append(view)
     return views
 
@@ -89,7 +94,8 @@ def show_execution(db: Database, principal: Principal, execution_id: UUID) -> di
 def resolve(
     db: Database, principal: Principal, execution_id: UUID, *, was_sent: bool, note: str | None
 ) -> Execution:
-    """A person settles an unknown outcome after looking at GitHub. Nothing is ever resent."""
+    """A person settles an unknown outcome after looking at the outside system. Nothing is ever
+    resent."""
     require_role(principal, Role.APPROVER)
     with db.tenant(principal.tenant_id) as conn:
         current = execution_store.execution_by_id(conn, principal.tenant_id, execution_id)
@@ -114,7 +120,7 @@ def resolve(
             conn,
             tenant_id=principal.tenant_id,
             actor=actor_of(principal),
-            event="execution.resolved",
+            event=AuditEvent.EXECUTION_RESOLVED,
             subject_type="execution",
             subject_id=execution_id,
             details={"was_sent": was_sent, "state": after.state.value, "note": note},

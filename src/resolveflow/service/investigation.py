@@ -8,8 +8,8 @@ conversation, for a critique that is kept as narration. The outcome comes from t
 an unreachable endpoint, a spent budget) escalates to a person: the branch fails closed.
 
 Every model call is counted against the run's principal's daily budget before it is made and
-recorded afterwards (provider, model, tokens, latency, attempts, outcome). A ``CallBook`` without
-a database (backtests, the safety suite) counts nothing and writes nothing.
+recorded afterwards (provider, model, tokens, latency, attempts, outcome). A shadow
+``ModelCallBudget`` (backtests, the safety suite) counts nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -47,9 +47,10 @@ from resolveflow.domain.review import (
 )
 from resolveflow.domain.triage import ProposedAction
 from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.records import Hit
-from resolveflow.service.model_calls import CallBook, CallRecord, budgeted_call
+from resolveflow.service.model_calls import CallRecord, ModelCallBudget, budgeted_call
 from resolveflow.store import audit
 from resolveflow.store import investigations as store
 from resolveflow.store.database import Database
@@ -156,7 +157,7 @@ def investigate(
     tenant_id: UUID,
     model: ChatModel | None,
     config: InvestigationConfig,
-    book: CallBook,
+    budget: ModelCallBudget,
     as_of: datetime | None = None,
 ) -> Investigation:
     exclude = (f"github:{issue.repository.lower()}", str(issue.number))
@@ -171,9 +172,9 @@ def investigate(
     except ResolveFlowError as exc:
         logger.warning("retrieval failed", extra={"error": exc.message})
         failed = not_reviewable("retrieval", f"retrieval failed: {exc.message}")
-        return _finish(issue, policy, model, config, [], None, failed, book)
+        return _finish(issue, policy, model, config, [], None, failed, budget)
     return assess(
-        issue, policy, snippets_from_hits(hits, issue), model=model, config=config, book=book
+        issue, policy, snippets_from_hits(hits, issue), model=model, config=config, budget=budget
     )
 
 
@@ -192,7 +193,7 @@ def assess(
     *,
     model: ChatModel | None,
     config: InvestigationConfig,
-    book: CallBook,
+    budget: ModelCallBudget,
 ) -> Investigation:
     """Everything after retrieval: the diagnosis (if any), the review, the proposed action."""
     rules = review_policy(issue, policy, config.relevance_floor)
@@ -205,21 +206,23 @@ def assess(
             labels=neighbour_labels(related, rules.allowed_labels),
         )
         verdict = review(draft, snippets, issue, rules)
-        return _finish(issue, policy, None, config, snippets, None, verdict, book, draft)
+        return _finish(issue, policy, None, config, snippets, None, verdict, budget, draft)
     if not snippets:
         verdict = not_reviewable(
             "groundedness", "nothing was retrieved, so there is nothing to cite; no model call made"
         )
-        return _finish(issue, policy, model, config, snippets, None, verdict, book)
+        return _finish(issue, policy, model, config, snippets, None, verdict, budget)
     messages = diagnosis_messages(issue, snippets, sorted(rules.allowed_labels))
-    answer = budgeted_call(book, model, "diagnosis", lambda: model.structured(messages, Diagnosis))
+    answer = budgeted_call(
+        budget, model, "diagnosis", lambda: model.structured(messages, Diagnosis)
+    )
     if isinstance(answer, Review):
-        return _finish(issue, policy, model, config, snippets, None, answer, book)
+        return _finish(issue, policy, model, config, snippets, None, answer, budget)
     diagnosis = answer.value
     critique: str | None = None
     notes: tuple[str, ...] = ()
     said = budgeted_call(
-        book, model, "critique", lambda: model.text(critique_messages(issue, snippets, diagnosis))
+        budget, model, "critique", lambda: model.text(critique_messages(issue, snippets, diagnosis))
     )
     if isinstance(said, Review):
         notes = (f"no critique: {said.failed[0].reason}",)
@@ -232,7 +235,7 @@ def assess(
         duplicate_of=diagnosis.duplicate_of,
     )
     verdict = review(draft, snippets, issue, rules, critique=critique, notes=notes)
-    return _finish(issue, policy, model, config, snippets, diagnosis, verdict, book, draft)
+    return _finish(issue, policy, model, config, snippets, diagnosis, verdict, budget, draft)
 
 
 def _finish(
@@ -243,7 +246,7 @@ def _finish(
     snippets: list[Snippet],
     diagnosis: Diagnosis | None,
     verdict: Review,
-    book: CallBook,
+    budget: ModelCallBudget,
     draft: Draft | None = None,
 ) -> Investigation:
     rules = review_policy(issue, policy, config.relevance_floor)
@@ -271,7 +274,7 @@ def _finish(
         review=verdict,
         action=action,
         author_kind=author,
-        calls=tuple(book.records),
+        calls=tuple(budget.records),
         citations=draft.citations if draft else (),
     )
 
@@ -297,7 +300,7 @@ def record(db: Database, tenant_id: UUID, run_id: UUID, result: Investigation) -
             conn,
             tenant_id=tenant_id,
             actor=ACTOR,
-            event="run.investigated",
+            event=AuditEvent.RUN_INVESTIGATED,
             subject_type="run",
             subject_id=run_id,
             run_id=run_id,

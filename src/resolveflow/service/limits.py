@@ -10,8 +10,8 @@ import logging
 from enum import StrEnum
 
 from resolveflow.domain.records import Principal
-from resolveflow.errors import ResolveFlowError
-from resolveflow.store import web as web_store
+from resolveflow.errors import Unavailable
+from resolveflow.store import usage as usage_store
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ _SETTING = {LimitKind.RUNS: "RESOLVEFLOW_LIMIT_RUNS_PER_DAY"}
 _WHAT = {LimitKind.RUNS: "runs started"}
 
 
-class LimitExceeded(ResolveFlowError):
+class LimitExceeded(Unavailable):
     """A daily limit was reached; try again tomorrow (UTC) or ask an operator to raise it."""
 
 
@@ -36,7 +36,7 @@ def consume(
 ) -> int:
     """Count one use of ``kind`` for ``principal`` today; raise ``LimitExceeded`` at the cap."""
     with db.tenant(principal.tenant_id) as conn:
-        used = web_store.consume_usage(
+        used = usage_store.consume_usage(
             conn,
             tenant_id=principal.tenant_id,
             principal_id=principal.id,
@@ -56,5 +56,5 @@ def consume(
 
 def usage(db: Database, principal: Principal) -> dict[str, int]:
     with db.tenant(principal.tenant_id) as conn:
-        counts = web_store.usage_today(conn, principal.tenant_id, principal.id)
+        counts = usage_store.usage_today(conn, principal.tenant_id, principal.id)
     return {kind.value: counts.get(kind.value, 0) for kind in LimitKind}

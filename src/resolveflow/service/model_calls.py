@@ -2,8 +2,8 @@
 
 A call is reserved before it is made (one conditional UPSERT, so concurrent runs cannot overspend)
 and recorded afterwards with provider, model, tokens, latency, attempts and outcome. Any model
-failure, and a spent budget, becomes an escalation (the branch fails closed). A ``CallBook``
-without a database (backtests, the safety suite) counts nothing and writes nothing.
+failure, and a spent budget, becomes an escalation (the branch fails closed). A shadow
+``ModelCallBudget`` (backtests, the safety suite) counts nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -51,15 +51,21 @@ class CallRecord:
 
 
 @dataclass
-class CallBook:
-    """Budget and records of model calls for one run; ``db=None`` is shadow mode."""
+class ModelCallBudget:
+    """One run's model calls: counted against the daily budget of the principal who started the
+    run, and recorded. ``db=None`` is shadow mode."""
 
     db: Database | None
     tenant_id: UUID
+    daily_limit: int
     principal_id: UUID | None = None
     run_id: UUID | None = None
-    daily_limit: int = 200
     records: list[CallRecord] = field(default_factory=list)
+
+    @classmethod
+    def shadow(cls, tenant_id: UUID) -> ModelCallBudget:
+        """Keeps the records in memory only; with nothing counted, no limit applies."""
+        return cls(None, tenant_id, daily_limit=0)
 
     def reserve(self) -> bool:
         if self.db is None or self.principal_id is None:
@@ -96,15 +102,15 @@ class CallBook:
 
 
 def budgeted_call(
-    book: CallBook, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
+    budget: ModelCallBudget, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
 ) -> Completion[Any] | Review:
     """Make one budgeted, recorded call; a failure becomes an escalation (fail closed)."""
-    if not book.reserve():
+    if not budget.reserve():
         reason = (
-            f"the daily budget of {book.daily_limit} model calls of the person who started "
+            f"the daily budget of {budget.daily_limit} model calls of the person who started "
             "this run is spent"
         )
-        book.record(
+        budget.record(
             CallRecord(
                 purpose, model.provider, model.model, None, Usage(), 0.0, 0, "budget_spent", reason
             )
@@ -116,7 +122,7 @@ def budgeted_call(
     except ModelError as exc:
         elapsed = (time.perf_counter() - started) * 1000
         usage = exc.context.get("usage")
-        book.record(
+        budget.record(
             CallRecord(
                 purpose,
                 model.provider,
@@ -131,7 +137,7 @@ def budgeted_call(
         )
         return not_reviewable("model_output", f"{purpose}: {exc.message}")
     elapsed = (time.perf_counter() - started) * 1000
-    book.record(
+    budget.record(
         CallRecord(
             purpose,
             model.provider,

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import AuthenticationFailed, ConfigError, NotAuthorized, NotFound
 from resolveflow.service.admin import find_tenant
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store import web as web_store
+from resolveflow.store import sessions as session_store
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
 
@@ -88,7 +89,7 @@ def _principal_for(db: Database, login: str, grant: UserGrant) -> Principal:
                 conn,
                 tenant_id=tenant.id,
                 actor=f"github:{login}",
-                event="principal.created",
+                event=AuditEvent.PRINCIPAL_CREATED,
                 subject_type="principal",
                 subject_id=principal.id,
                 details={"subject": login, "roles": list(grant.roles), "via": "sign-in"},
@@ -99,7 +100,7 @@ def _principal_for(db: Database, login: str, grant: UserGrant) -> Principal:
                 conn,
                 tenant_id=tenant.id,
                 actor="configuration:RESOLVEFLOW_WEB_USERS",
-                event="principal.roles_set",
+                event=AuditEvent.PRINCIPAL_ROLES_SET,
                 subject_type="principal",
                 subject_id=principal.id,
                 details={"roles": list(grant.roles)},
@@ -124,7 +125,7 @@ def sign_in(
     cookie = new_token(principal.tenant_id)
     csrf = secrets.token_urlsafe(32)
     with db.tenant(principal.tenant_id) as conn:
-        web_store.save_user_token(
+        session_store.save_user_token(
             conn,
             cipher,
             tenant_id=principal.tenant_id,
@@ -132,7 +133,7 @@ def sign_in(
             github_login=login,
             token=github_token,
         )
-        web_store.insert_session(
+        session_store.insert_session(
             conn,
             tenant_id=principal.tenant_id,
             principal_id=principal.id,
@@ -144,7 +145,7 @@ def sign_in(
             conn,
             tenant_id=principal.tenant_id,
             actor=f"principal:{principal.subject}",
-            event="session.started",
+            event=AuditEvent.SESSION_STARTED,
             subject_type="principal",
             subject_id=principal.id,
             details={"via": "github", "login": login},
@@ -162,7 +163,7 @@ def _tenant_of(cookie: str) -> UUID:
 def session_for(db: Database, cookie: str) -> Session:
     tenant_id = _tenant_of(cookie)
     with db.tenant(tenant_id) as conn:
-        row = web_store.live_session(conn, tenant_id, hash_token(cookie.strip()))
+        row = session_store.live_session(conn, tenant_id, hash_token(cookie.strip()))
         principal = (
             tenant_store.principal_by_id(conn, tenant_id, row["principal_id"]) if row else None
         )
@@ -177,13 +178,13 @@ def sign_out(db: Database, cookie: str) -> None:
     except AuthenticationFailed:
         return
     with db.tenant(tenant_id) as conn:
-        ended = web_store.end_session(conn, tenant_id, hash_token(cookie.strip()))
+        ended = session_store.end_session(conn, tenant_id, hash_token(cookie.strip()))
         if ended:
             audit.record(
                 conn,
                 tenant_id=tenant_id,
                 actor="web",
-                event="session.ended",
+                event=AuditEvent.SESSION_ENDED,
                 subject_type="session",
                 subject_id=hashlib.sha256(cookie.encode()).hexdigest()[:16],
             )
@@ -196,4 +197,4 @@ def csrf_matches(expected: str, supplied: str | None) -> bool:
 def user_github_token(db: Database, cipher: TokenCipher, principal: Principal) -> str | None:
     """The token the user signed in with, decrypted (what the executor should post with)."""
     with db.tenant(principal.tenant_id) as conn:
-        return web_store.user_token(conn, cipher, principal.tenant_id, principal.id)
+        return session_store.user_token(conn, cipher, principal.tenant_id, principal.id)

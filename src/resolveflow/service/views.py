@@ -1,32 +1,29 @@
-"""What the web pages and the JSON API show: the inbox, a run with its evidence and the checks an
-approval must pass (each green or red with its reason), and the tenant's audit trail.
+"""What the web pages and the JSON API show: the inbox, a run with its evidence, a proposal with
+its exact action, the checks an approval must pass (each green or red with its reason), an
+execution with what it made, and the tenant's audit trail.
 
 Everything is read inside the viewer's tenant; another tenant's run is simply not found.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.actions import parse_action
-from resolveflow.domain.policy import (
-    check_labels_exist,
-    check_repository_allowed,
-    require_role,
-    verified_action,
-)
-from resolveflow.domain.records import Principal, Role
-from resolveflow.errors import ResolveFlowError
+from resolveflow.domain.actions import ActionKind, GitHubIssueCreateAction, parse_action
+from resolveflow.domain.records import Principal
+from resolveflow.domain.vocabulary import RunStatus
+from resolveflow.service import approvals
+from resolveflow.service import executions as execution_service
+from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
-from resolveflow.store import proposals as proposal_store
+from resolveflow.store import executions as execution_store
+from resolveflow.store import inbox as web_store
 from resolveflow.store import runs as run_store
-from resolveflow.store import tenants as tenant_store
-from resolveflow.store import web as web_store
 from resolveflow.store.database import Database
 
 CLASSIFICATIONS = ("deterministic", "ai_investigation", "human_review")
+AWAITING = RunStatus.AWAITING_APPROVAL.value
 MAX_COMMENTS_SHOWN = 50
 
 
@@ -39,113 +36,104 @@ def inbox(
     classification: str | None = None,
     limit: int = 100,
 ) -> dict[str, Any]:
+    """Runs and standalone proposals (made without a run) together, newest first.
+
+    A standalone proposal has no classification and only one status (waiting for a decision),
+    so it is listed unless a classification or another status is asked for."""
     if status is not None and status not in run_service.RUN_STATUSES:
         status = None
     if classification not in CLASSIFICATIONS:
         classification = None
+    repository = repository.lower() if repository else None
+    with_proposals = classification is None and status in (None, AWAITING)
     with db.tenant(principal.tenant_id) as conn:
         rows = web_store.inbox(
             conn,
             principal.tenant_id,
             status=status,
-            repository=repository.lower() if repository else None,
+            repository=repository,
             classification=classification,
             limit=limit,
         )
-        repositories = web_store.run_repositories(conn, principal.tenant_id)
-    items = [
-        {
-            "run_id": str(row["run_id"]),
-            "target": f"{row['repository']}#{row['issue_number']}",
-            "repository": row["repository"],
-            "status": row["status"],
-            "classification": row["classification"],
-            "rule": row["rule"],
-            "proposal_id": str(row["proposal_id"]) if row["proposal_id"] else None,
-            "digest": row["digest"],
-            "version": row["version"],
-            "labels": list((row["action"] or {}).get("labels") or []),
-            "has_comment": bool((row["action"] or {}).get("comment")),
-            "created_at": row["created_at"].isoformat(),
-        }
-        for row in rows
-    ]
+        pending = (
+            web_store.pending_proposals(
+                conn, principal.tenant_id, repository=repository, limit=limit
+            )
+            if with_proposals
+            else []
+        )
+        repositories = sorted(
+            set(web_store.run_repositories(conn, principal.tenant_id))
+            | set(web_store.proposal_repositories(conn, principal.tenant_id))
+        )
+    items = [_run_item(row) for row in rows] + [_proposal_item(row) for row in pending]
+    items.sort(key=lambda item: item["created_at"], reverse=True)
     return {
-        "items": items,
+        "items": items[:limit],
         "repositories": repositories,
         "classifications": list(CLASSIFICATIONS),
         "filters": {"status": status, "repository": repository, "classification": classification},
     }
 
 
-def _gate(name: str, check: Any) -> dict[str, Any]:
-    try:
-        detail = check()
-    except ResolveFlowError as exc:
-        return {"name": name, "ok": False, "reason": exc.message}
-    return {"name": name, "ok": True, "reason": detail}
+def _run_item(row: dict[str, Any]) -> dict[str, Any]:
+    action = row["action"] or {}
+    return {
+        "type": "run",
+        "href": f"/runs/{row['run_id']}",
+        "run_id": str(row["run_id"]),
+        "kind": ActionKind.GITHUB_ISSUE.value,  # the kind every run proposes
+        "target": f"{row['repository']}#{row['issue_number']}",
+        "repository": row["repository"],
+        "status": row["status"],
+        "classification": row["classification"],
+        "rule": row["rule"],
+        "proposal_id": str(row["proposal_id"]) if row["proposal_id"] else None,
+        "digest": row["digest"],
+        "version": row["version"],
+        "title": None,
+        "labels": list(action.get("labels") or []),
+        "assignees": [],
+        "has_comment": bool(action.get("comment")),
+        "created_at": row["created_at"].isoformat(),
+    }
+
+
+def _proposal_item(row: dict[str, Any]) -> dict[str, Any]:
+    action = parse_action(row["action"])
+    return {
+        "type": "proposal",
+        "href": f"/proposals/{row['proposal_id']}",
+        "run_id": None,
+        "kind": action.kind,
+        "target": action.summary,
+        "repository": action.repository,
+        "status": AWAITING,
+        "classification": None,
+        "rule": None,
+        "proposal_id": str(row["proposal_id"]),
+        "digest": row["digest"],
+        "version": row["version"],
+        "title": action.title if isinstance(action, GitHubIssueCreateAction) else None,
+        "labels": list(action.labels),
+        "assignees": list(getattr(action, "assignees", ())),
+        "has_comment": bool(getattr(action, "comment", None)),
+        "created_at": row["created_at"].isoformat(),
+    }
 
 
 def approval_gates(
-    db: Database,
-    viewer: Principal,
-    run_id: UUID,
-    repository_labels: list[str] | None,
-    ttl_seconds: int,
+    db: Database, viewer: Principal, run_id: UUID, ttl_seconds: int
 ) -> list[dict[str, Any]]:
-    """The checks an approval by ``viewer`` must pass, computed from the records as they are now
-    (the approval and, later, the executor check them again)."""
+    """The checks an approval by ``viewer`` must pass, from the records as they are now: the same
+    checks, on the same facts, that ``approve`` runs (and the executor runs its own again)."""
     with db.tenant(viewer.tenant_id) as conn:
         proposal = run_store.latest_proposal_for_run(conn, viewer.tenant_id, run_id)
-        if proposal is None:
-            return []
-        decision = proposal_store.approval_for_proposal(conn, viewer.tenant_id, proposal.id)
-        allowed = tenant_store.list_repositories(conn, viewer.tenant_id)
-        now = proposal_store.database_now(conn)
-    action = parse_action(proposal.action)
-
-    def undecided() -> str:
-        if decision is not None:
-            raise ResolveFlowError(f"already {decision.decision}")
-        return "no decision yet"
-
-    def digest() -> str:
-        verified_action(proposal)
-        return "the stored action still hashes to the digest shown"
-
-    def role() -> str:
-        require_role(viewer, Role.APPROVER)
-        return f"{viewer.subject} has the approver role"
-
-    def not_requester() -> str:
-        if proposal.created_by is not None and proposal.created_by == viewer.id:
-            raise ResolveFlowError("you requested this run; another approver must decide")
-        return "you did not request it"
-
-    def repository() -> str:
-        check_repository_allowed(action, allowed)
-        return f"{action.target.repository} is on the allowlist"
-
-    def labels() -> str:
-        if repository_labels is None:
-            return "no labels to check"
-        check_labels_exist(action, repository_labels)
-        return "every label exists in the repository" if action.labels else "no labels"
-
-    def window() -> str:
-        deadline = proposal.created_at + timedelta(seconds=ttl_seconds)
-        if now >= deadline:
-            raise ResolveFlowError("too old to approve; edit it to make a new version")
-        return f"open until {deadline.isoformat(timespec='minutes')}"
-
+    if proposal is None:
+        return []
     return [
-        _gate("undecided", undecided),
-        _gate("digest", digest),
-        _gate("approver role", role),
-        _gate("not your own request", not_requester),
-        _gate("repository allowed", repository),
-        _gate("labels exist", labels),
-        _gate("approval window", window),
+        {"name": result.name, "ok": result.ok, "reason": result.reason}
+        for result in approvals.checks_for(db, viewer, proposal.id, ttl_seconds)
     ]
 
 
@@ -178,11 +166,48 @@ def run_page(db: Database, viewer: Principal, run_id: UUID, ttl_seconds: int) ->
         }
         for c in raw.get("check_runs") or []
     ]
-    labels = raw.get("repository_labels")
-    view["gates"] = approval_gates(
-        db, viewer, run_id, list(labels) if isinstance(labels, list) else None, ttl_seconds
-    )
+    view["gates"] = approval_gates(db, viewer, run_id, ttl_seconds)
     view["decidable"] = bool(view["gates"]) and all(gate["ok"] for gate in view["gates"])
+    return view
+
+
+def proposal_page(
+    db: Database, viewer: Principal, proposal_id: UUID, ttl_seconds: int
+) -> dict[str, Any]:
+    """One proposal version as ``service.proposals.describe`` tells it, with the checks an
+    approval by ``viewer`` must pass and, once it was carried out, what the execution made."""
+    view = proposal_service.describe(db, viewer, proposal_id)  # NotFound in another tenant
+    view["gates"] = [
+        {"name": result.name, "ok": result.ok, "reason": result.reason}
+        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds)
+    ]
+    view["is_latest"] = view["version"] == view["latest_version"]
+    view["latest_id"] = view["versions"][-1]["id"]
+    view["decidable"] = bool(view["gates"]) and all(gate["ok"] for gate in view["gates"])
+    view["execution"] = _execution_outcome(db, viewer, view["execution"])
+    return view
+
+
+def _execution_outcome(
+    db: Database, viewer: Principal, execution: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The execution's state and the links to what it posted or created."""
+    if execution is None:
+        return None
+    with db.tenant(viewer.tenant_id) as conn:
+        row = execution_store.execution_by_id(conn, viewer.tenant_id, UUID(execution["id"]))
+    shown = execution_service.execution_view(row)
+    keys = ("id", "state", "detail", "comment_url", "result_ref", "result_url")
+    return {key: shown[key] for key in keys}
+
+
+def execution_page(db: Database, viewer: Principal, execution_id: UUID) -> dict[str, Any]:
+    """The execution, with the kind and target of the proposal it carries out."""
+    view = execution_service.show_execution(db, viewer, execution_id)
+    proposal = proposal_service.describe(db, viewer, UUID(view["proposal_id"]))
+    view["kind"] = proposal["kind"]
+    view["target"] = proposal["summary"]
+    view["run_id"] = proposal["run_id"]
     return view
 
 

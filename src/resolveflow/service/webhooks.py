@@ -26,7 +26,8 @@ from uuid import UUID
 
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
-from resolveflow.errors import InvalidInput, NotFound, ProviderRejected, ResolveFlowError
+from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.errors import Forbidden, InvalidInput, NotFound, ProviderRejected
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.github_crawl import issue_document
 from resolveflow.retrieval.ingest import Indexer
@@ -34,7 +35,7 @@ from resolveflow.service.auth import hash_token, new_token
 from resolveflow.service.limits import LimitExceeded, LimitKind, consume
 from resolveflow.store import audit, queue
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store import web as web_store
+from resolveflow.store import webhooks as webhook_store
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ _EVENT = re.compile(r"^[a-z_]{1,50}$")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 
 
-class SignatureInvalid(ResolveFlowError):
+class SignatureInvalid(Forbidden):
     """The webhook signature is missing or wrong; the delivery was ignored."""
 
 
@@ -131,7 +132,7 @@ class Receipt:
 def record_delivery(db: Database, delivery: Delivery) -> Receipt:
     """The delivery row and, when there is work, its job: one transaction."""
     with db.unscoped() as conn:
-        new = web_store.insert_delivery(
+        new = webhook_store.insert_delivery(
             conn,
             delivery_id=delivery.delivery_id,
             event=delivery.event,
@@ -171,7 +172,7 @@ def fan_out(db: Database, delivery_id: str, *, auto_triage: bool) -> int:
     index update already waiting for the same issue is not queued twice.
     """
     with db.unscoped() as conn:
-        row = web_store.delivery_by_id(conn, delivery_id)
+        row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None:
         raise NotFound(f"no webhook delivery {delivery_id}")
     delivery = Delivery(
@@ -223,7 +224,7 @@ def webhook_principal(db: Database, tenant_id: UUID) -> Principal:
                 conn,
                 tenant_id=tenant_id,
                 actor=WEBHOOK_ACTOR,
-                event="principal.created",
+                event=AuditEvent.PRINCIPAL_CREATED,
                 subject_type="principal",
                 subject_id=principal.id,
                 details={"subject": WEBHOOK_SUBJECT, "roles": ["requester"]},
@@ -242,11 +243,11 @@ def start_webhook_run(
     """At most one run per (delivery, tenant): the claim is committed before the run starts, so a
     crash in between loses that run rather than starting two (the next delivery starts one)."""
     with db.unscoped() as conn:
-        row = web_store.delivery_by_id(conn, delivery_id)
+        row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None or row["repository"] is None or row["issue_number"] is None:
         return None
     with db.tenant(tenant_id) as conn:
-        if not web_store.claim_webhook_run(conn, delivery_id, tenant_id):
+        if not webhook_store.claim_webhook_run(conn, delivery_id, tenant_id):
             logger.info("webhook run already claimed", extra={"delivery": delivery_id})
             return None
     principal = webhook_principal(db, tenant_id)
@@ -264,7 +265,7 @@ def start_webhook_run(
                 conn,
                 tenant_id=tenant_id,
                 actor=WEBHOOK_ACTOR,
-                event="webhook.run_refused",
+                event=AuditEvent.WEBHOOK_RUN_REFUSED,
                 subject_type="webhook_delivery",
                 subject_id=delivery_id,
                 details={"reason": exc.message},

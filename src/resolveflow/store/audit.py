@@ -7,6 +7,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -16,7 +17,7 @@ def record(
     *,
     tenant_id: UUID,
     actor: str,
-    event: str,
+    event: AuditEvent,
     subject_type: str,
     subject_id: UUID | str,
     details: dict[str, Any] | None = None,
@@ -27,7 +28,7 @@ def record(
         {
             "tenant_id": tenant_id,
             "actor": actor,
-            "event": event,
+            "event": event.value,
             "subject_type": subject_type,
             "subject_id": str(subject_id),
             "run_id": run_id,

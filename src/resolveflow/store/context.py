@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
+from resolveflow.domain.vocabulary import Decision
 from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
@@ -47,7 +48,7 @@ def execution_context(conn: Connection, execution: Execution) -> ExecutionContex
             id=row["a_id"],
             tenant_id=row["a_tenant_id"],
             proposal_id=row["a_proposal_id"],
-            decision=row["decision"],
+            decision=Decision(row["decision"]),
             digest=row["a_digest"],
             principal_id=row["principal_id"],
             reason=row["reason"],

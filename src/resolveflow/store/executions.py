@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.domain.vocabulary import AttemptOutcome, AttemptStep, Credential
 from resolveflow.errors import LeaseLost, NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
@@ -25,6 +27,8 @@ _COLUMNS = (
     "comment_url",
     "labels_done",
     "detail",
+    "result_ref",
+    "result_url",
     "created_at",
     "updated_at",
 )
@@ -143,6 +147,8 @@ def finish(
     comment_id: int | None = None,
     comment_url: str | None = None,
     labels_done: bool = False,
+    result_ref: str | None = None,
+    result_url: str | None = None,
 ) -> Execution | None:
     """Record a final (or unknown) state; None when ``owner`` no longer holds the lease."""
     return _one(
@@ -158,6 +164,8 @@ def finish(
             "comment_id": comment_id,
             "comment_url": comment_url,
             "labels_done": labels_done,
+            "result_ref": result_ref,
+            "result_url": result_url,
         },
     )
 
@@ -228,9 +236,9 @@ def insert_attempt(
     conn: Connection,
     execution: Execution,
     *,
-    step: str,
+    step: AttemptStep,
     owner: str,
-    credential: str,
+    credential: Credential,
     lease_seconds: float,
     with_claim: bool = False,
 ) -> UUID:
@@ -244,9 +252,9 @@ def insert_attempt(
         {
             "tenant_id": execution.tenant_id,
             "execution_id": execution.id,
-            "step": step,
+            "step": step.value,
             "owner": owner,
-            "credential": credential,
+            "credential": credential.value,
             "lease_seconds": lease_seconds,
         },
     ).fetchone()
@@ -261,7 +269,7 @@ def insert_outcome(
     *,
     tenant_id: UUID,
     attempt_id: UUID,
-    outcome: str,
+    outcome: AttemptOutcome,
     http_status: int | None = None,
     provider_ref: str | None = None,
     message: str | None = None,
@@ -271,7 +279,7 @@ def insert_outcome(
         {
             "attempt_id": attempt_id,
             "tenant_id": tenant_id,
-            "outcome": outcome,
+            "outcome": outcome.value,
             "http_status": http_status,
             "provider_ref": provider_ref,
             "message": message,
@@ -288,9 +296,20 @@ def attempts_for_execution(
     ).fetchall()
 
 
-def step_attempted(conn: Connection, execution: Execution, step: str) -> bool:
+def step_attempted(conn: Connection, execution: Execution, step: AttemptStep) -> bool:
     row = conn.execute(
         q("executions", "step_attempted"),
-        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step},
+        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step.value},
     ).fetchone()
     return bool(row and row["attempted"])
+
+
+def first_attempt_started(
+    conn: Connection, execution: Execution, step: AttemptStep
+) -> datetime | None:
+    row = conn.execute(
+        q("executions", "first_attempt_started"),
+        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step.value},
+    ).fetchone()
+    started: datetime | None = row["started_at"] if row else None
+    return started

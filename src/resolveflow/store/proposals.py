@@ -9,6 +9,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from resolveflow.domain.records import Approval, Proposal
+from resolveflow.domain.vocabulary import Decision
 from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
@@ -34,7 +35,7 @@ def _approval(row: dict[str, Any]) -> Approval:
         id=row["id"],
         tenant_id=row["tenant_id"],
         proposal_id=row["proposal_id"],
-        decision=row["decision"],
+        decision=Decision(row["decision"]),
         digest=row["digest"],
         principal_id=row["principal_id"],
         reason=row["reason"],
@@ -116,7 +117,7 @@ def insert_approval(
     tenant_id: UUID,
     proposal_id: UUID,
     digest: str,
-    decision: str,
+    decision: Decision,
     principal_id: UUID,
     reason: str | None,
     expires_at: datetime | None,
@@ -127,7 +128,7 @@ def insert_approval(
             "tenant_id": tenant_id,
             "proposal_id": proposal_id,
             "digest": digest,
-            "decision": decision,
+            "decision": decision.value,
             "principal_id": principal_id,
             "reason": reason,
             "expires_at": expires_at,

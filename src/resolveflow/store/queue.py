@@ -15,7 +15,7 @@ import procrastinate
 from procrastinate import exceptions as queue_errors
 from procrastinate.schema import SchemaManager
 
-from resolveflow.errors import ResolveFlowError
+from resolveflow.errors import StoreUnavailable
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -80,7 +80,7 @@ def defer(
     except queue_errors.AlreadyEnqueued:
         return None
     except queue_errors.ConnectorException as exc:
-        raise ResolveFlowError(f"could not queue {task}: {exc.__cause__ or exc}") from exc
+        raise StoreUnavailable(f"could not queue {task}: {exc.__cause__ or exc}") from exc
     logger.info("job queued", extra={"task": task, "job": job_id})
     return job_id
 
@@ -91,13 +91,13 @@ def setup_queue(conn: Connection) -> None:
     Idempotent; run as the owner (the migration hook, or ``serve``/``worker``/``demo`` at start).
     """
     with conn.transaction():
-        conn.execute(q("web", "queue_lock"), {"key": _SETUP_LOCK})
-        row = conn.execute(q("web", "queue_installed")).fetchone()
+        conn.execute(q("queue", "queue_lock"), {"key": _SETUP_LOCK})
+        row = conn.execute(q("queue", "queue_installed")).fetchone()
         if not (row and row["installed"]):
             conn.execute(SchemaManager.get_schema())
             logger.info("job queue schema installed")
-        conn.execute(q("web", "grant_queue_tables"))
+        conn.execute(q("queue", "grant_queue_tables"))
 
 
 def jobs_by_task(conn: Connection, task: str) -> list[dict[str, Any]]:
-    return conn.execute(q("web", "jobs_by_task"), {"task_name": task}).fetchall()
+    return conn.execute(q("queue", "jobs_by_task"), {"task_name": task}).fetchall()

@@ -130,3 +130,13 @@ def release_lease(conn: Connection, tenant_id: UUID, run_id: UUID, owner: str) -
     conn.execute(
         q("runs", "release_lease"), {"tenant_id": tenant_id, "run_id": run_id, "owner": owner}
     )
+
+
+def stalled_runs(
+    conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Runs still awaiting approval although their latest proposal was decided this long ago."""
+    return conn.execute(
+        q("runs", "stalled_runs"),
+        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
+    ).fetchall()

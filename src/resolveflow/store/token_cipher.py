@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from resolveflow.errors import ConfigError, ResolveFlowError
+from resolveflow.errors import ConfigError, Forbidden
 
 
-class TokenUnreadable(ResolveFlowError):
+class TokenUnreadable(Forbidden):
     """A stored GitHub token cannot be decrypted with the configured key(s); sign in again."""
 
 

@@ -13,12 +13,13 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.references import parse_issue_reference
 from resolveflow.service import decisions, limits, views
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
-from resolveflow.web.security import Viewer, check_csrf, identify, wired
+from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
 
@@ -61,6 +62,20 @@ class Edit(_Body):
     labels: list[Annotated[str, Field(min_length=1, max_length=50)]] | None = Field(
         default=None, max_length=50
     )
+    title: str | None = Field(default=None, max_length=256, description="A new issue's title.")
+    body: str | None = Field(default=None, max_length=65_000, description="A new issue's body.")
+    assignees: list[Annotated[str, Field(min_length=1, max_length=39)]] | None = Field(
+        default=None, max_length=10
+    )
+
+    def changes(self) -> ActionChanges:
+        return ActionChanges(
+            comment=self.comment,
+            labels=tuple(self.labels) if self.labels is not None else None,
+            title=self.title,
+            body=self.body,
+            assignees=tuple(self.assignees) if self.assignees is not None else None,
+        )
 
 
 class Resolve(_Body):
@@ -70,7 +85,7 @@ class Resolve(_Body):
 
 def _decided(result: decisions.Decided) -> Json:
     return {
-        "decision": result.decision,
+        "decision": result.decision.value,
         "run_id": str(result.run_id) if result.run_id else None,
         "proposal_id": str(result.proposal_id),
         "approval_id": str(result.approval_id),
@@ -108,30 +123,25 @@ def start_run(request: Request, who: ViewerDep, body: StartRun) -> Json:
     app = wired(request)
     decisions.reject_nul(body.issue)
     repository, number = parse_issue_reference(body.issue)
-    limits.consume(app.db, who.principal, limits.LimitKind.RUNS, app.settings.limit_runs_per_day)
-    run_id = request.app.state.web.controller().start(who.principal, repository, number)
-    return views.run_page(app.db, who.principal, run_id, app.settings.approval_ttl_seconds)
+    runs_per_day = app.settings.limits.runs_per_day
+    limits.consume(app.db, who.principal, limits.LimitKind.RUNS, runs_per_day)
+    run_id = app.run_controller().start(who.principal, repository, number)
+    return views.run_page(app.db, who.principal, run_id, app.settings.approval.ttl_seconds)
 
 
 @router.get("/runs/{run_id}")
 def show_run(request: Request, who: ViewerDep, run_id: UUID) -> Json:
     """The run: evidence, classification and rule, proposal, digest, approval checks, timeline."""
     app = wired(request)
-    return views.run_page(app.db, who.principal, run_id, app.settings.approval_ttl_seconds)
+    return views.run_page(app.db, who.principal, run_id, app.settings.approval.ttl_seconds)
 
 
 @router.post("/runs/{run_or_proposal}/approve", status_code=202)
 @router.post("/proposals/{run_or_proposal}/approve", status_code=202)
 def approve(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Approve) -> Json:
-    app = wired(request)
     return _decided(
         decisions.approve(
-            app.db,
-            who.principal,
-            run_or_proposal,
-            body.digest,
-            app.settings.approval_ttl_seconds,
-            app.settings.run_lease_seconds,
+            wired(request).db, who.principal, run_or_proposal, body.digest, deciding(request)
         )
     )
 
@@ -140,7 +150,9 @@ def approve(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Appro
 @router.post("/proposals/{run_or_proposal}/reject", status_code=202)
 def reject(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Reject) -> Json:
     return _decided(
-        decisions.reject(wired(request).db, who.principal, run_or_proposal, body.reason)
+        decisions.reject(
+            wired(request).db, who.principal, run_or_proposal, body.reason, deciding(request)
+        )
     )
 
 
@@ -149,9 +161,7 @@ def reject(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Reject
 def edit(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Edit) -> Json:
     """A new version of the latest proposal, with its own digest; it needs its own approval."""
     db = wired(request).db
-    proposal = decisions.edit(
-        db, who.principal, run_or_proposal, comment=body.comment, labels=body.labels
-    )
+    proposal = decisions.edit(db, who.principal, run_or_proposal, body.changes())
     return proposal_service.describe(db, who.principal, proposal.id)
 
 
@@ -200,7 +210,7 @@ def search(
 ) -> list[Json]:
     """Hybrid search over the tenant's index."""
     decisions.reject_nul(q)
-    searcher = request.app.state.web.searcher()
+    searcher = wired(request).searcher()
     return [hit.as_json() for hit in searcher.search(who.principal.tenant_id, q, k=k)]
 
 

@@ -1,4 +1,5 @@
-"""The FastAPI application, built around an already wired ``App`` (database, GitHub, executor).
+"""The FastAPI application around an already wired ``App``: routes reach everything they use
+(database, GitHub, run controller, searcher, token cipher) through ``security.wired(request)``.
 
 Routes live in ``api`` (JSON under ``/api/v1``, in the OpenAPI schema), ``pages`` (HTML),
 ``oauth`` (sign-in) and ``webhooks``. Every response carries a strict Content-Security-Policy:
@@ -8,26 +9,17 @@ scripts only from this origin (the vendored htmx), no inline script or style, no
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from resolveflow.adapters.embedder.protocol import Embedder
-from resolveflow.errors import AuthenticationFailed, ResolveFlowError
-from resolveflow.retrieval.search import Searcher
-from resolveflow.service.sessions import UserGrant, parse_users
-from resolveflow.store.token_cipher import TokenCipher
-from resolveflow.web import api, oauth, pages, webhooks
-from resolveflow.web.errors import status_for
+from resolveflow.web import api, errors, oauth, pages, webhooks
 from resolveflow.web.markdown import render
-from resolveflow.wiring import App, build_embedder, search_params
-from resolveflow.workflows.runs import RunController
+from resolveflow.wiring import App
 
 logger = logging.getLogger(__name__)
 
@@ -36,36 +28,6 @@ _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
-
-
-class WebState:
-    """What the routes share; built lazily where building is costly (graph, embedder)."""
-
-    def __init__(self, wired: App, sandbox: str | None) -> None:
-        self.wired = wired
-        self.sandbox = sandbox
-        self._lock = threading.Lock()
-        self._controller: RunController | None = None
-        self._searcher: Searcher | None = None
-        settings = wired.settings
-        self.grants: dict[str, UserGrant] = parse_users(settings.web_users)
-        key = settings.token_encryption_key
-        self.cipher = TokenCipher(key.get_secret_value()) if key else None
-
-    def controller(self) -> RunController:
-        with self._lock:
-            if self._controller is None:
-                self._controller = self.wired.run_controller()
-            return self._controller
-
-    def searcher(self) -> Searcher:
-        with self._lock:
-            if self._searcher is None:
-                embedder: Embedder = build_embedder(self.wired.settings)
-                self._searcher = Searcher(
-                    self.wired.db, embedder, search_params(self.wired.settings)
-                )
-            return self._searcher
 
 
 def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
@@ -79,7 +41,6 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         openapi_url="/api/openapi.json",
     )
     app.state.wired = wired
-    app.state.web = WebState(wired, sandbox)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["markdown"] = render
     templates.env.globals["sandbox"] = sandbox
@@ -89,6 +50,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.include_router(webhooks.router)
     app.include_router(oauth.router)
     app.include_router(pages.router)
+    errors.install(app, templates)  # before the headers middleware: the 500 page gets them too
 
     @app.middleware("http")
     async def security_headers(
@@ -99,42 +61,13 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
-        if request.url.path.startswith(("/api/", "/runs", "/executions", "/inbox", "/audit")):
+        if request.url.path.startswith(
+            ("/api/", "/runs", "/proposals", "/executions", "/inbox", "/audit")
+        ):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
 
-    @app.exception_handler(ResolveFlowError)
-    async def domain_error(request: Request, exc: ResolveFlowError) -> Response:
-        status = status_for(exc)
-        if status >= 500:
-            logger.warning(
-                "request failed", extra={"path": request.url.path, "error": type(exc).__name__}
-            )
-        if _wants_html(request):
-            if isinstance(exc, AuthenticationFailed):
-                return RedirectResponse("/login", status_code=303)
-            return templates.TemplateResponse(
-                request,
-                "error.html",
-                {"status": status, "message": exc.message, "viewer": None},
-                status_code=status,
-            )
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return JSONResponse(
-            {"error": type(exc).__name__, "message": exc.message},
-            status_code=status,
-            headers=headers,
-        )
-
     return app
-
-
-def _wants_html(request: Request) -> bool:
-    path = request.url.path
-    if path.startswith(("/api/", "/webhooks/")):
-        return False
-    accept = request.headers.get("accept", "")
-    return "text/html" in accept or request.headers.get("HX-Request") == "true"
 
 
 def page_context(request: Request, **values: Any) -> dict[str, Any]:

@@ -1,37 +1,197 @@
-"""The only place where ResolveFlow's errors become HTTP statuses."""
+"""The only place where errors become HTTP responses.
+
+Every ``ResolveFlowError`` gets its category's status (one table, ``_STATUS``, with a few more
+specific statuses where HTTP has a word for the case) and a one-line message: JSON under
+``/api/`` and ``/webhooks/``, the error page otherwise. Anything else (a bug) gets a generic 500
+page that names an incident id and nothing internal; the traceback goes to the log under that id.
+See docs/errors.md.
+"""
 
 from __future__ import annotations
 
+import logging
+import uuid
+from collections.abc import Mapping
+from http import HTTPStatus
+
+from fastapi import FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 from resolveflow import errors as e
+from resolveflow.domain.diagnosis import (
+    ModelBudgetSpent,
+    ModelError,
+    ModelTimeout,
+    ModelUnavailable,
+)
 from resolveflow.service.limits import LimitExceeded
 from resolveflow.service.webhooks import SignatureInvalid
 
-# Most specific first: the first matching class wins.
-_STATUS: list[tuple[type[e.ResolveFlowError], int]] = [
-    (LimitExceeded, 429),
-    (SignatureInvalid, 401),
-    (e.AuthenticationFailed, 401),
-    (e.NotFound, 404),
-    (e.NotAuthorized, 403),
-    (e.PolicyViolation, 403),
-    (e.DigestMismatch, 409),
-    (e.AlreadyDecided, 409),
-    (e.AlreadyExecuted, 409),
-    (e.AlreadyExists, 409),
-    (e.SupersededProposal, 409),
-    (e.InvalidTransition, 409),
-    (e.RunBusy, 409),
-    (e.ApprovalExpired, 410),
-    (e.InvalidInput, 400),
-    (e.ConfigError, 503),
-    (e.StoreUnavailable, 503),
-    (e.ProviderRateLimited, 503),
-    (e.ProviderError, 502),
-]
+logger = logging.getLogger(__name__)
+
+# The nearest class in an error's MRO decides. Each category is here, so every categorized
+# error has a status; the other rows are the few cases HTTP has a more exact status for.
+_STATUS: dict[type[e.ResolveFlowError], int] = {
+    e.InvalidInput: 400,
+    e.NotFound: 404,
+    e.Forbidden: 403,
+    e.Conflict: 409,
+    e.Unavailable: 503,
+    e.ConfigurationError: 503,  # the server cannot serve this until an operator fixes it
+    # -- more exact statuses
+    e.AuthenticationFailed: 401,
+    SignatureInvalid: 401,
+    e.ApprovalExpired: 410,
+    LimitExceeded: 429,
+    ModelBudgetSpent: 429,
+    e.ProviderError: 502,  # GitHub answered, with an error
+    ModelError: 502,  # the model answered, unusably
+    e.ProviderRateLimited: 503,
+    e.ProviderUnavailable: 503,
+    ModelUnavailable: 503,
+    ModelTimeout: 504,
+}
+INTERNAL = 500
+_INTERNAL_MESSAGE = "Something went wrong on our side; it has been logged as incident {incident}."
 
 
 def status_for(exc: e.ResolveFlowError) -> int:
-    for kind, status in _STATUS:
-        if isinstance(exc, kind):
-            return status
-    return 500
+    """The HTTP status for ``exc``; 500 only for a bare ``ResolveFlowError`` (no category)."""
+    for kind in type(exc).__mro__:
+        if kind in _STATUS:
+            return _STATUS[kind]
+    return INTERNAL
+
+
+def wants_html(request: Request) -> bool:
+    path = request.url.path
+    if path.startswith(("/api/", "/webhooks/")):
+        return False
+    accept = request.headers.get("accept", "")
+    return "text/html" in accept or request.headers.get("HX-Request") == "true"
+
+
+def install(app: FastAPI, templates: Jinja2Templates) -> None:
+    """Register the handlers. Call it before adding middleware that decorates responses (the
+    security headers), so that the 500 page passes through that middleware too."""
+    render = _Renderer(templates)
+    app.add_exception_handler(e.ResolveFlowError, render.resolveflow_error)
+    app.add_exception_handler(RequestValidationError, render.validation_error)
+    app.add_exception_handler(HTTPException, render.http_exception)
+    app.add_middleware(_LastResort, render=render)
+
+
+class _Renderer:
+    def __init__(self, templates: Jinja2Templates) -> None:
+        self.templates = templates
+
+    def response(
+        self,
+        request: Request,
+        status: int,
+        name: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
+        message = e.one_line(message)
+        if wants_html(request):
+            return self.templates.TemplateResponse(
+                request,
+                "error.html",
+                {"status": status, "message": message, "viewer": None},
+                status_code=status,
+                headers=headers,
+            )
+        return JSONResponse(
+            {"error": name, "message": message}, status_code=status, headers=headers
+        )
+
+    async def resolveflow_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, e.ResolveFlowError)
+        status = status_for(exc)
+        if status == INTERNAL:
+            return self.internal(request, exc)
+        if status >= 500:
+            logger.warning(
+                "request failed",
+                extra={"path": request.url.path, "error": type(exc).__name__, "status": status},
+            )
+        if status == 401:
+            if wants_html(request) and isinstance(exc, e.AuthenticationFailed):
+                return RedirectResponse("/login", status_code=303)
+            return self.response(
+                request, status, type(exc).__name__, exc.message, {"WWW-Authenticate": "Bearer"}
+            )
+        return self.response(request, status, type(exc).__name__, exc.message)
+
+    async def validation_error(self, request: Request, exc: Exception) -> Response:
+        """The request did not match the route's parameters or body: FastAPI's 422, with the
+        same envelope as ours (the field-by-field ``detail`` kept for API clients)."""
+        assert isinstance(exc, RequestValidationError)
+        problems = exc.errors()
+        first = problems[0] if problems else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        message = f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request"
+        if wants_html(request):
+            return self.response(request, 422, "InvalidInput", message)
+        return JSONResponse(
+            {
+                "error": "InvalidInput",
+                "message": e.one_line(message),
+                "detail": jsonable_encoder(problems),
+            },
+            status_code=422,
+        )
+
+    async def http_exception(self, request: Request, exc: Exception) -> Response:
+        """Starlette's own errors: an unknown path (404), a wrong method (405)."""
+        assert isinstance(exc, HTTPException)
+        phrase = HTTPStatus(exc.status_code).phrase
+        if exc.status_code in (204, 304):  # no body allowed
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return self.response(
+            request, exc.status_code, phrase.replace(" ", ""), str(exc.detail), exc.headers
+        )
+
+    def internal(self, request: Request, exc: BaseException) -> Response:
+        incident = uuid.uuid4().hex[:12]
+        logger.error(
+            "unexpected error",
+            exc_info=exc,
+            extra={"path": request.url.path, "incident": incident},
+        )
+        message = _INTERNAL_MESSAGE.format(incident=incident)
+        return self.response(request, INTERNAL, "InternalError", message)
+
+
+class _LastResort:
+    """Answers any exception no handler took with the generic 500 page, instead of Starlette's
+    server-error middleware (which re-raises it to the server after answering)."""
+
+    def __init__(self, app: ASGIApp, render: _Renderer) -> None:
+        self.app = app
+        self.render = render
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception as exc:
+            if started:  # too late for a page: the server closes the connection
+                raise
+            response = self.render.internal(Request(scope, receive), exc)
+            await response(scope, receive, send)

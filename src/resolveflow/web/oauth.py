@@ -13,7 +13,6 @@ import logging
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from resolveflow.adapters.github.oauth import GitHubOAuth
 from resolveflow.errors import AuthenticationFailed, ConfigError
 from resolveflow.service import sessions
 from resolveflow.web.security import (
@@ -32,30 +31,14 @@ router = APIRouter(include_in_schema=False)
 _STATE_MAX_AGE = 600
 
 
-def _client(request: Request) -> GitHubOAuth:
-    settings = wired(request).settings
-    if not settings.github_oauth_client_id or settings.github_oauth_client_secret is None:
-        raise ConfigError(
-            "sign-in with GitHub is not configured (RESOLVEFLOW_GITHUB_OAUTH_CLIENT_ID and "
-            "RESOLVEFLOW_GITHUB_OAUTH_CLIENT_SECRET); use an API token instead"
-        )
-    return GitHubOAuth(
-        settings.github_web_url,
-        settings.github_oauth_client_id,
-        settings.github_oauth_client_secret.get_secret_value(),
-        scope=settings.github_oauth_scope,
-        timeout_seconds=settings.github_timeout_seconds,
-    )
-
-
 def redirect_uri(request: Request) -> str:
-    base = wired(request).settings.web_public_url or str(request.base_url).rstrip("/")
+    base = wired(request).settings.web.public_url or str(request.base_url).rstrip("/")
     return f"{base}/auth/callback"
 
 
 @router.get("/auth/login")
 def login(request: Request) -> Response:
-    authorization = _client(request).authorization(redirect_uri(request))
+    authorization = wired(request).github_oauth().authorization(redirect_uri(request))
     response = RedirectResponse(authorization.url, status_code=303)
     set_cookie(
         response,
@@ -70,31 +53,31 @@ def login(request: Request) -> Response:
 
 @router.get("/auth/callback")
 def callback(request: Request, code: str = "", state: str = "") -> Response:
-    client = _client(request)
-    web = request.app.state.web
-    if web.cipher is None:
+    app = wired(request)
+    client = app.github_oauth()
+    cipher = app.token_cipher()
+    if cipher is None:
         raise ConfigError("RESOLVEFLOW_TOKEN_ENCRYPTION_KEY is not set; sign-in stores no tokens")
     expected_state, _, verifier = request.cookies.get(OAUTH_COOKIE, "").partition(".")
     if not (code and state and expected_state and verifier) or not hmac.compare_digest(
         expected_state.encode(), state.encode()
     ):
         raise AuthenticationFailed("the sign-in expired or did not start here; try again")
-    app = wired(request)
     token = client.exchange(code[:200], redirect_uri(request), verifier)
     github_login = app.github.authenticated_login(token=token)
     session = sessions.sign_in(
         app.db,
         login=github_login,
         github_token=token,
-        grants=web.grants,
-        cipher=web.cipher,
-        ttl_seconds=app.settings.web_session_ttl_seconds,
+        grants=app.user_grants(),
+        cipher=cipher,
+        ttl_seconds=app.settings.web.session_ttl_seconds,
     )
     logger.info("signed in", extra={"principal": session.principal.subject})
     response = RedirectResponse("/inbox", status_code=303)
     clear_cookie(response, request, OAUTH_COOKIE, path="/auth")
     set_cookie(
-        response, request, SESSION_COOKIE, session.cookie, app.settings.web_session_ttl_seconds
+        response, request, SESSION_COOKIE, session.cookie, app.settings.web.session_ttl_seconds
     )
     return response
 

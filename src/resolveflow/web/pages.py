@@ -1,8 +1,9 @@
-"""The pages: sign-in, the inbox, a run, executions and the audit trail (Jinja2, htmx-boosted).
+"""The pages: sign-in, the inbox, a run, a proposal, executions and the audit trail (Jinja2,
+htmx-boosted).
 
 Every form posts with the session's CSRF token and answers with a redirect (303) back to a page,
 so the pages work without JavaScript too; htmx only makes them smoother (boosted navigation,
-inbox filters, and the run page following its execution until it settles).
+inbox filters, and the run and proposal pages following their execution until it settles).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from resolveflow.domain.actions import ActionChanges
 from resolveflow.errors import AuthenticationFailed, InvalidInput
 from resolveflow.service import decisions, views
 from resolveflow.service import executions as execution_service
-from resolveflow.web.security import Viewer, check_csrf, identify, wired
+from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 
 router = APIRouter(include_in_schema=False)
 
@@ -66,7 +68,7 @@ def login_page(request: Request) -> Response:
         request,
         "login.html",
         None,
-        oauth=bool(settings.github_oauth_client_id),
+        oauth=bool(settings.github.oauth_client_id),
         signed_out=request.query_params.get("signed_out") == "1",
     )
 
@@ -94,7 +96,7 @@ def inbox(
 def run_page(request: Request, run_id: UUID) -> Response:
     viewer = identify(request)
     app = wired(request)
-    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval_ttl_seconds)
+    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval.ttl_seconds)
     return _render(request, "run.html", viewer, run=view, **_progress(view))
 
 
@@ -102,7 +104,7 @@ def run_page(request: Request, run_id: UUID) -> Response:
 def run_status(request: Request, run_id: UUID) -> Response:
     viewer = identify(request)
     app = wired(request)
-    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval_ttl_seconds)
+    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval.ttl_seconds)
     return _render(request, "_run_status.html", viewer, run=view, **_progress(view))
 
 
@@ -121,14 +123,8 @@ def approve(
     request: Request, run_id: UUID, digest: str = Form(""), csrf_token: str = Form("")
 ) -> Response:
     viewer = _form_viewer(request, csrf_token)
-    app = wired(request)
     decisions.approve(
-        app.db,
-        viewer.principal,
-        run_id,
-        digest.strip(),
-        app.settings.approval_ttl_seconds,
-        app.settings.run_lease_seconds,
+        wired(request).db, viewer.principal, run_id, digest.strip(), deciding(request)
     )
     return _back(f"/runs/{run_id}", "approved")
 
@@ -138,8 +134,7 @@ def reject(
     request: Request, run_id: UUID, reason: str = Form(""), csrf_token: str = Form("")
 ) -> Response:
     viewer = _form_viewer(request, csrf_token)
-    app = wired(request)
-    decisions.reject(app.db, viewer.principal, run_id, reason, app.settings.run_lease_seconds)
+    decisions.reject(wired(request).db, viewer.principal, run_id, reason, deciding(request))
     return _back(f"/runs/{run_id}", "rejected")
 
 
@@ -155,8 +150,85 @@ def edit(
     names = [name.strip() for name in labels.split(",") if name.strip()]
     if len(comment) > 65_000 or len(names) > 50:
         raise InvalidInput("the comment or the label list is too long")
-    decisions.edit(wired(request).db, viewer.principal, run_id, comment=comment, labels=names)
+    changes = ActionChanges(comment=comment, labels=tuple(names))
+    decisions.edit(wired(request).db, viewer.principal, run_id, changes)
     return _back(f"/runs/{run_id}", "edited")
+
+
+@router.get("/proposals/{proposal_id}", response_class=HTMLResponse)
+def proposal_page(request: Request, proposal_id: UUID) -> Response:
+    return _proposal(request, proposal_id, "proposal.html")
+
+
+@router.get("/proposals/{proposal_id}/status", response_class=HTMLResponse)
+def proposal_status(request: Request, proposal_id: UUID) -> Response:
+    return _proposal(request, proposal_id, "_proposal_status.html")
+
+
+def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
+    """The page follows the execution once the proposal is approved, until it settles."""
+    viewer = identify(request)
+    app = wired(request)
+    ttl = app.settings.approval.ttl_seconds
+    view = views.proposal_page(app.db, viewer.principal, proposal_id, ttl)
+    state = (view["execution"] or {}).get("state")
+    following = view["decision"] == "approved" and state not in _SETTLED_EXECUTION
+    return _render(
+        request, template, viewer, proposal=view, following=following, execution_state=state
+    )
+
+
+@router.post("/proposals/{proposal_id}/approve")
+def approve_proposal(
+    request: Request, proposal_id: UUID, digest: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    decisions.approve(
+        wired(request).db, viewer.principal, proposal_id, digest.strip(), deciding(request)
+    )
+    return _back(f"/proposals/{proposal_id}", "approved")
+
+
+@router.post("/proposals/{proposal_id}/reject")
+def reject_proposal(
+    request: Request, proposal_id: UUID, reason: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    decisions.reject(wired(request).db, viewer.principal, proposal_id, reason, deciding(request))
+    return _back(f"/proposals/{proposal_id}", "rejected")
+
+
+@router.post("/proposals/{proposal_id}/edit")
+def edit_proposal(
+    request: Request,
+    proposal_id: UUID,
+    comment: str | None = Form(None),
+    title: str | None = Form(None),
+    body: str | None = Form(None),
+    labels: str = Form(""),
+    assignees: str | None = Form(None),
+    csrf_token: str = Form(""),
+) -> Response:
+    """The form sends the fields of its kind; a field the kind lacks is refused by the domain."""
+    viewer = _form_viewer(request, csrf_token)
+    changes = ActionChanges(
+        comment=comment,
+        title=title,
+        body=body,
+        labels=_names(labels),
+        assignees=None if assignees is None else _names(assignees),
+    )
+    if any(len(text) > 65_000 for text in changes.texts()):
+        raise InvalidInput("the text is too long")
+    edited = decisions.edit(wired(request).db, viewer.principal, proposal_id, changes)
+    return _back(f"/proposals/{edited.id}", "edited")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if len(names) > 50:
+        raise InvalidInput("the list is too long")
+    return names
 
 
 @router.get("/executions", response_class=HTMLResponse)
@@ -172,7 +244,7 @@ def executions_page(request: Request, state: str = "") -> Response:
 @router.get("/executions/{execution_id}", response_class=HTMLResponse)
 def execution_page(request: Request, execution_id: UUID) -> Response:
     viewer = identify(request)
-    view = execution_service.show_execution(wired(request).db, viewer.principal, execution_id)
+    view = views.execution_page(wired(request).db, viewer.principal, execution_id)
     return _render(request, "execution.html", viewer, execution=view)
 
 

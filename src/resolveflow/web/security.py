@@ -16,6 +16,7 @@ from resolveflow.domain.records import Principal
 from resolveflow.errors import AuthenticationFailed, NotAuthorized
 from resolveflow.service import sessions
 from resolveflow.service.auth import authenticate
+from resolveflow.service.decisions import Deciding, FollowUp
 from resolveflow.wiring import App
 
 SESSION_COOKIE = "rf_session"
@@ -39,6 +40,17 @@ class Viewer:
 def wired(request: Request) -> App:
     app: App = request.app.state.wired
     return app
+
+
+def deciding(request: Request) -> Deciding:
+    """Decisions taken over HTTP answer at once; the worker carries them out."""
+    app = wired(request)
+    return Deciding(
+        runs=app.run_controller(),
+        follow_up=FollowUp.QUEUE,
+        ttl_seconds=app.settings.approval.ttl_seconds,
+        lease_seconds=app.settings.triage.run_lease_seconds,
+    )
 
 
 def bearer_token(request: Request) -> str | None:
@@ -83,7 +95,7 @@ def set_cookie(
         max_age=max_age,
         path=path,
         httponly=True,
-        secure=wired(request).settings.web_cookie_secure,
+        secure=wired(request).settings.web.cookie_secure,
         samesite="lax",
     )
 
@@ -93,6 +105,6 @@ def clear_cookie(response: Response, request: Request, name: str, path: str = "/
         name,
         path=path,
         httponly=True,
-        secure=wired(request).settings.web_cookie_secure,
+        secure=wired(request).settings.web.cookie_secure,
         samesite="lax",
     )

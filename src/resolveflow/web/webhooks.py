@@ -35,7 +35,7 @@ MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
     },
 )
 async def github_webhook(request: Request) -> Any:
-    secret = wired(request).settings.github_webhook_secret
+    secret = wired(request).settings.webhooks.secret
     if secret is None:
         raise ConfigError("webhooks are not configured: set RESOLVEFLOW_GITHUB_WEBHOOK_SECRET")
     declared = request.headers.get("content-length", "")

@@ -51,7 +51,7 @@ async def _work(proc: procrastinate.App, *, concurrency: int, wait: bool, signal
 def run_worker(app: App) -> None:
     """Work until SIGINT/SIGTERM (the ``resolveflow worker`` command)."""
     proc = build_queue(app)
-    asyncio.run(_work(proc, concurrency=app.settings.worker_concurrency, wait=True, signals=True))
+    asyncio.run(_work(proc, concurrency=app.settings.worker.concurrency, wait=True, signals=True))
 
 
 def run_once(app: App, jobs: Jobs | None = None) -> None:
@@ -65,7 +65,7 @@ class WorkerThread:
 
     def __init__(self, app: App, jobs: Jobs | None = None) -> None:
         self._proc = build_queue(app, jobs)
-        self._concurrency = app.settings.worker_concurrency
+        self._concurrency = app.settings.worker.concurrency
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = threading.Event()

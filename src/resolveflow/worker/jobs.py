@@ -19,23 +19,19 @@ reconciliation (reading GitHub) or a person settles one.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 from uuid import UUID
 
 import procrastinate
 from psycopg import AsyncConnection
 
-from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput, NotFound, RunBusy
-from resolveflow.retrieval.ingest import Indexer
 from resolveflow.service import webhooks
 from resolveflow.store import queue
+from resolveflow.store import runs as run_store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store import web as web_store
 from resolveflow.store.queries import q
-from resolveflow.wiring import App, build_embedder
-from resolveflow.workflows.runs import RunController
+from resolveflow.wiring import App
 
 logger = logging.getLogger(__name__)
 
@@ -47,47 +43,31 @@ _BUSY_RETRY = procrastinate.RetryStrategy(
 
 
 class Jobs:
-    """The job bodies, sharing one wired ``App`` (and lazily its graph and embedder)."""
+    """The job bodies, on one wired ``App`` (whose run controller and embedder they share with
+    the web app when both run in one process)."""
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self._lock = threading.Lock()
-        self._controller: RunController | None = None
-        self._embedder: Embedder | None = None
-
-    def controller(self) -> RunController:
-        with self._lock:
-            if self._controller is None:
-                self._controller = self.app.run_controller()
-            return self._controller
-
-    def indexer(self) -> Indexer:
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = build_embedder(self.app.settings)
-            return Indexer(self.app.db, self._embedder)
-
-    # --- bodies ----------------------------------------------------------------------------
 
     def handle_delivery(self, delivery_id: str) -> int:
         return webhooks.fan_out(
-            self.app.db, delivery_id, auto_triage=self.app.settings.webhook_auto_triage
+            self.app.db, delivery_id, auto_triage=self.app.settings.webhooks.auto_triage
         )
 
     def start_webhook_run(self, delivery_id: str, tenant_id: str) -> str | None:
         run_id = webhooks.start_webhook_run(
             self.app.db,
-            self.controller().start,
+            self.app.run_controller().start,
             delivery_id=delivery_id,
             tenant_id=UUID(tenant_id),
-            runs_per_day=self.app.settings.limit_webhook_runs_per_day,
+            runs_per_day=self.app.settings.limits.webhook_runs_per_day,
         )
         logger.info("webhook run", extra={"delivery": delivery_id, "run": str(run_id)})
         return str(run_id) if run_id else None
 
     def update_index(self, tenant_id: str, repository: str, issue_number: int) -> bool:
         return webhooks.index_issue(
-            self.indexer(), self.app.github, UUID(tenant_id), repository, issue_number
+            self.app.indexer(), self.app.github, UUID(tenant_id), repository, issue_number
         )
 
     def resume_run(self, tenant_id: str, run_id: str, principal_id: str) -> str:
@@ -97,7 +77,7 @@ class Jobs:
         if principal is None:
             raise NotFound("the principal who decided no longer exists")
         try:
-            self.controller().resume(principal, run)
+            self.app.run_controller().resume(principal, run)
         except InvalidInput as exc:  # already resumed by someone else: nothing left to do
             logger.info("nothing to resume", extra={"run": run_id, "reason": exc.message})
             return "nothing to do"
@@ -108,8 +88,8 @@ class Jobs:
         return final.state.value
 
     def maintenance(self) -> dict[str, int]:
-        settings = self.app.settings
-        settled = self.app.reconciler().run(min_age_seconds=settings.reconcile_interval_seconds)
+        interval = self.app.settings.executor.reconcile_interval_seconds
+        settled = self.app.reconciler().run(min_age_seconds=interval)
         executed = self.app.executor().run_due()
         resumed = self.resume_stalled()
         return {"reconciled": len(settled), "executed": executed, "resumed": resumed}
@@ -122,7 +102,7 @@ class Jobs:
         resumed = 0
         for tenant in tenants:
             with db.tenant(tenant.id) as conn:
-                stalled = web_store.stalled_runs(conn, tenant.id, min_age_seconds)
+                stalled = run_store.stalled_runs(conn, tenant.id, min_age_seconds)
             for row in stalled:
                 try:
                     self.resume_run(str(tenant.id), str(row["id"]), str(row["decided_by"]))
@@ -134,21 +114,21 @@ class Jobs:
 
 async def _as_runtime_role(conn: AsyncConnection[Any]) -> None:
     # The worker's own connections also run as the non-superuser role, like the pool's.
-    await conn.execute(q("web", "set_runtime_role"))
+    await conn.execute(q("queue", "set_runtime_role"))
     await conn.commit()
 
 
 def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
     """A procrastinate app whose tasks run ``jobs`` (made from ``app`` when not given)."""
     body = jobs or Jobs(app)
-    settings = app.settings
+    connect_timeout = app.settings.database.connect_timeout_seconds
     connector = queue.QueueConnector(
         conninfo=app.db.url,
         min_size=1,
-        max_size=settings.worker_concurrency + 2,
-        timeout=settings.db_connect_timeout_seconds,
+        max_size=app.settings.worker.concurrency + 2,
+        timeout=connect_timeout,
         configure=_as_runtime_role,
-        kwargs={"connect_timeout": max(1, int(settings.db_connect_timeout_seconds))},
+        kwargs={"connect_timeout": max(1, int(connect_timeout))},
     )
     proc = procrastinate.App(connector=connector)
 
@@ -164,7 +144,7 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
     def maintenance(timestamp: int) -> dict[str, int]:
         return body.maintenance()
 
-    proc.periodic(cron=settings.worker_reconcile_cron, periodic_id="maintenance")(
+    proc.periodic(cron=app.settings.worker.reconcile_cron, periodic_id="maintenance")(
         task(queue.MAINTENANCE)(maintenance)
     )
     return proc

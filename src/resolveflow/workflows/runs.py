@@ -1,4 +1,4 @@
-"""Starting triage runs and deciding on them: the run lease, the tenant check, the resume."""
+"""Starting triage runs, resuming them, and the run side of deciding (``service.decisions``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from uuid import UUID
 from langgraph.types import Command
 
 from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import (
     InvalidInput,
     InvalidTransition,
@@ -20,9 +21,10 @@ from resolveflow.errors import (
     NotFound,
     ResolveFlowError,
     RunBusy,
+    category_class,
 )
 from resolveflow.execution.lease import new_owner_id
-from resolveflow.service import proposals as proposal_service
+from resolveflow.service import decisions
 from resolveflow.store import audit
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
@@ -76,7 +78,7 @@ class RunController:
                 conn,
                 tenant_id=principal.tenant_id,
                 actor=f"principal:{principal.subject}",
-                event="run.started",
+                event=AuditEvent.RUN_STARTED,
                 subject_type="run",
                 subject_id=run_id,
                 run_id=run_id,
@@ -113,65 +115,42 @@ class RunController:
                         conn,
                         tenant_id=tenant_id,
                         actor="workflow:triage",
-                        event="run.failed",
+                        event=AuditEvent.RUN_FAILED,
                         subject_type="run",
                         subject_id=run_id,
                         run_id=run_id,
                         details={"error": reason},
                     )
-            raise ResolveFlowError(f"run {run_id} failed: {reason}") from exc
+            # Same category as the cause, so the CLI and the web report it the same way.
+            raise category_class(exc)(f"run {run_id} failed: {reason}") from exc
 
-    def find(self, principal: Principal, run_or_proposal: UUID) -> tuple[UUID | None, UUID]:
-        """(run id, proposal id to decide) for a run id or a proposal id, in the principal's tenant."""
-        with self.db.tenant(principal.tenant_id) as conn:
-            run = run_store.find_run(conn, principal.tenant_id, run_or_proposal)
-            if run is not None:
-                latest = run_store.latest_proposal_for_run(conn, principal.tenant_id, run["id"])
-                if latest is None:
-                    raise NotFound(
-                        f"run {run_or_proposal} has no proposal to decide (status {run['status']})"
-                    )
-                return run["id"], latest.id
-            proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, run_or_proposal)
-            return proposal.run_id, proposal.id
+    # --- deciding: the one path in service.decisions, with this controller as the run --------
+
+    def deciding(self) -> decisions.Deciding:
+        """Decisions taken in this process resume the run here, under the decision's lease."""
+        return decisions.Deciding(
+            runs=self,
+            follow_up=decisions.FollowUp.NOW,
+            ttl_seconds=self.approval_ttl_seconds,
+            lease_seconds=self.lease_seconds,
+        )
 
     def approve(
         self, principal: Principal, run_or_proposal: UUID, digest: str
-    ) -> proposal_service.ApprovalResult:
-        run_id, proposal_id = self.find(principal, run_or_proposal)
-        if run_id is None:
-            return proposal_service.approve(
-                self.db, principal, proposal_id, digest, self.approval_ttl_seconds
-            )
-        with self._leased(principal.tenant_id, run_id):
-            self._require_paused(principal.tenant_id, run_id)
-            result = proposal_service.approve(
-                self.db, principal, proposal_id, digest, self.approval_ttl_seconds
-            )
-            self._resume(principal.tenant_id, run_id, result.approval.id)
-        return result
+    ) -> decisions.Decided:
+        return decisions.approve(self.db, principal, run_or_proposal, digest, self.deciding())
 
-    def reject(self, principal: Principal, run_or_proposal: UUID, reason: str) -> Any:
-        run_id, proposal_id = self.find(principal, run_or_proposal)
-        if run_id is None:
-            return proposal_service.reject(self.db, principal, proposal_id, reason)
-        with self._leased(principal.tenant_id, run_id):
-            self._require_paused(principal.tenant_id, run_id)
-            rejection = proposal_service.reject(self.db, principal, proposal_id, reason)
-            self._resume(principal.tenant_id, run_id, rejection.id)
-        return rejection
+    def reject(
+        self, principal: Principal, run_or_proposal: UUID, reason: str
+    ) -> decisions.Decided:
+        return decisions.reject(self.db, principal, run_or_proposal, reason, self.deciding())
 
-    def _require_paused(self, tenant_id: UUID, run_id: UUID) -> None:
-        """Decisions on a run's proposal are taken only while the run waits at its pause;
-        otherwise an approval could create an execution that no run step accounts for."""
-        with self.db.tenant(tenant_id) as conn:
-            run = run_store.run_by_id(conn, tenant_id, run_id)
+    def at_pause(self, run_id: UUID) -> bool:
         snapshot = self.graph.get_state(self._config(run_id))
-        if run["status"] != "awaiting_approval" or tuple(snapshot.next) != ("await_approval",):
-            raise InvalidTransition(
-                f"run {run_id} is not waiting for a decision (status {run['status']}); "
-                "see `resolveflow runs show`"
-            )
+        return tuple(snapshot.next) == ("await_approval",)
+
+    def continue_with(self, tenant_id: UUID, run_id: UUID, approval_id: UUID) -> None:
+        self._resume(tenant_id, run_id, approval_id)
 
     def resume(self, principal: Principal, run_id: UUID) -> None:
         """Continue a run that a crash interrupted: one stopped before its pause is driven on to

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from resolveflow.domain.records import ExecutionState, Proposal
 from resolveflow.domain.triage import ProposedAction
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import NotFound, ResolveFlowError
 from resolveflow.execution.gate import Executor
 from resolveflow.service import proposals as proposal_service
@@ -33,7 +34,7 @@ def _ids(state: Any) -> tuple[UUID, UUID]:
     return UUID(state["tenant_id"]), UUID(state["run_id"])
 
 
-def audit_run(db: Database, state: Any, event: str, **details: Any) -> None:
+def audit_run(db: Database, state: Any, event: AuditEvent, **details: Any) -> None:
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
         audit.record(
@@ -56,7 +57,7 @@ def record_snapshot(db: Database, state: Any, raw: dict[str, Any], facts: dict[s
             conn,
             tenant_id=tenant_id,
             actor=WORKFLOW_ACTOR,
-            event="run.evidence",
+            event=AuditEvent.RUN_EVIDENCE,
             subject_type="run",
             subject_id=run_id,
             run_id=run_id,
@@ -97,7 +98,7 @@ def create_run_proposal(
                 conn,
                 tenant_id=tenant_id,
                 actor=WORKFLOW_ACTOR,
-                event="run.no_action",
+                event=AuditEvent.RUN_NO_ACTION,
                 subject_type="run",
                 subject_id=run_id,
                 run_id=run_id,
@@ -130,7 +131,7 @@ def create_run_proposal(
 
 def refuse_resume(db: Database, state: Any, reason: str) -> dict[str, Any]:
     logger.warning("resume refused", extra={"run": state.get("run_id"), "reason": reason})
-    audit_run(db, state, "run.resume_refused", reason=reason)
+    audit_run(db, state, AuditEvent.RUN_RESUME_REFUSED, reason=reason)
     return {"resume_refused": reason, "approval_id": None}
 
 
@@ -179,7 +180,7 @@ def mark_failed(db: Database, state: Any, reason: str) -> None:
             conn,
             tenant_id=tenant_id,
             actor=WORKFLOW_ACTOR,
-            event="run.failed",
+            event=AuditEvent.RUN_FAILED,
             subject_type="run",
             subject_id=run_id,
             run_id=run_id,

@@ -30,6 +30,7 @@ from resolveflow.domain.triage import (
     propose,
 )
 from resolveflow.domain.triage_policy import Classification, PolicyFile
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
 from resolveflow.execution.gate import Executor
 from resolveflow.service import evidence as evidence_service
@@ -156,7 +157,7 @@ def _classify(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     steps.audit_run(
         deps.db,
         state,
-        "run.classified",
+        AuditEvent.RUN_CLASSIFIED,
         classification=result.classification.value,
         rule=result.rule,
         reason=result.reason,
@@ -174,7 +175,7 @@ def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     if deps.investigator is None:
         # No diagnosis step (retrieval + model + review) is configured: a person decides.
         steps.audit_run(
-            deps.db, state, "run.routed", to="human_review", reason=INVESTIGATION_NOT_CONFIGURED
+            deps.db, state, AuditEvent.RUN_ROUTED, to="human_review", reason=INVESTIGATION_NOT_CONFIGURED
         )
         return {
             "branch": Classification.HUMAN_REVIEW.value,

@@ -1,17 +1,17 @@
 """The GitHub protocol the rest of ResolveFlow depends on.
 
-Implementations: ``githubkit_client.GitHubKitClient`` (real HTTP through githubkit) and, for tests,
-the same client pointed at ``github_fake.FakeGitHubServer`` on loopback.
+Implementations: ``adapters.github.client.GitHubKitClient`` (real HTTP through githubkit) and, for
+tests, the same client pointed at ``sandbox.forge.server.FakeGitHubServer`` on loopback.
 
-Error contract for every method (see ``domain.errors``):
+Error contract for every method (the classes are in ``resolveflow.errors``):
 
 - ``ProviderRateLimited``: 403/429 carrying rate-limit headers; nothing was written. Carries the wait.
 - ``ProviderRejected``: any other definite 4xx; nothing was written. Carries the status.
 - ``ProviderOutcomeUnknown``: timeout after the request was sent, 5xx, connection lost after sending,
   or a 2xx whose body is malformed. A write may have happened.
 - ``ProviderUnavailable``: the request could not be sent at all (connection refused, DNS failure).
-- ``InvalidInput``: the arguments are unusable (a path-like repository name, an empty body); raised
-  before anything is sent.
+- ``InvalidInput``: the arguments are unusable (a path-like repository name, an empty body, an
+  issue title over GitHub's limit); raised before anything is sent.
 """
 
 from __future__ import annotations
@@ -72,6 +72,19 @@ class IssueData:
     is_pull_request: bool
     url: str  # html_url
     merged_at: datetime | None = None  # pull requests only (from the issue's pull_request field)
+    assignees: tuple[str, ...] = ()  # logins
+
+
+@dataclass(frozen=True)
+class CreatedIssue:
+    """An issue as GitHub stored it on creation."""
+
+    number: int
+    url: str  # html_url
+    body: str  # as GitHub stored it ("" when null)
+    author: str  # user.login
+    labels: tuple[str, ...]
+    assignees: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -163,6 +176,32 @@ class GitHub(Protocol):
         ``since`` filters on ``updated_at`` (GitHub's semantics), so an interrupted crawl resumes
         from the last ``updated_at`` it stored.
         """
+        ...
+
+    def list_issues_created_since(
+        self, repo: RepoName, since: datetime, *, token: str | None = None
+    ) -> list[IssueData]:
+        """Issues (not pull requests) created at or after ``since``, newest first.
+
+        ``GET /repos/{o}/{r}/issues?state=all&sort=created&direction=desc&since=<since>
+        &per_page=100&page=N``, following every page; stops after the first page whose oldest
+        item was created before ``since``. (``since`` filters on ``updated_at``, which is never
+        earlier than ``created_at``, so it is a safe pre-filter.)
+        """
+        ...
+
+    @writes
+    def create_issue(
+        self,
+        repo: RepoName,
+        *,
+        title: str,
+        body: str,
+        labels: list[str],
+        assignees: list[str],
+        token: str | None = None,
+    ) -> CreatedIssue:
+        """``POST /repos/{o}/{r}/issues``. Never retried inside the adapter."""
         ...
 
     @writes

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resolveflow.sandbox.forge import payloads
-from resolveflow.sandbox.forge.model import FakeReply
+from resolveflow.sandbox.loopback import Reply
 
 
 @dataclass(frozen=True)
@@ -140,29 +140,29 @@ class FaultQueue:
 # --- canned replies ------------------------------------------------------------------------
 
 
-def status_reply(fault: Status) -> FakeReply:
+def status_reply(fault: Status) -> Reply:
     headers = dict(fault.headers or {})
     if fault.body is None:
         payload = payloads.error(f"Injected {fault.code}", status=fault.code)
-        return FakeReply(fault.code, payload, headers=headers)
+        return Reply(fault.code, payload, headers=headers)
     if isinstance(fault.body, dict):
-        return FakeReply(fault.code, fault.body, content_type=fault.content_type, headers=headers)
+        return Reply(fault.code, fault.body, content_type=fault.content_type, headers=headers)
     raw = fault.body.encode()
-    return FakeReply(fault.code, raw=raw, content_type=fault.content_type, headers=headers)
+    return Reply(fault.code, raw=raw, content_type=fault.content_type, headers=headers)
 
 
-def secondary_rate_limit_reply(fault: SecondaryRateLimit) -> FakeReply:
-    reply = FakeReply(403, payloads.error(payloads.SECONDARY_RATE_LIMIT_MESSAGE))
+def secondary_rate_limit_reply(fault: SecondaryRateLimit) -> Reply:
+    reply = Reply(403, payloads.error(payloads.SECONDARY_RATE_LIMIT_MESSAGE))
     reply.headers["Retry-After"] = str(fault.retry_after)
     return reply
 
 
-def malformed_reply(fault: Malformed2xx, method: str) -> FakeReply:
+def malformed_reply(fault: Malformed2xx, method: str) -> Reply:
     raw = b'{"id": 1, "unterminated' if fault.invalid_json else b'{"id": 1}'
-    return FakeReply(201 if method == "POST" else 200, raw=raw)
+    return Reply(201 if method == "POST" else 200, raw=raw)
 
 
-def tampered_reply(fault: TamperedBody, reply: FakeReply) -> FakeReply:
+def tampered_reply(fault: TamperedBody, reply: Reply) -> Reply:
     """``reply`` with ``fault`` applied to a copy of its JSON payload (2xx JSON only)."""
     if not 200 <= reply.status < 300 or reply.raw is not None:
         return reply
@@ -171,7 +171,7 @@ def tampered_reply(fault: TamperedBody, reply: FakeReply) -> FakeReply:
         _edit(payload, path.split("."), path, delete=True)
     for path, value in fault.replace.items():
         _edit(payload, path.split("."), path, value=value)
-    return FakeReply(reply.status, payload, content_type=reply.content_type, headers=reply.headers)
+    return Reply(reply.status, payload, content_type=reply.content_type, headers=reply.headers)
 
 
 def _edit(

@@ -1,23 +1,17 @@
-"""The records behind ``FakeGitHubServer`` and the base class that owns them.
+"""The forge's records: plain dataclasses for repositories, issues, pull requests and CI runs,
+the parsed request the routes see, and the seeding helpers for timestamps, shas and enum values.
 
-``FakeData`` holds the lock, the repositories and the id counter, plus the helpers every route
-needs (look-ups that 404 like GitHub, label payloads, pagination). The routes and seeding methods
-are layered on top of it: CI objects in ``github_fake_ci``, issues, comments, labels and accounts
-in ``github_fake_state``, HTTP and faults in ``github_fake``. Methods marked "lock held" expect the
-caller to hold ``_lock``.
+Nothing here locks or does I/O; ``state.ForgeState`` holds these records behind its lock.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from resolveflow.sandbox.forge import payloads
+Timestamp = str | datetime | None  # what seeding accepts: ISO 8601 text, a datetime, or "now"
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -60,7 +54,7 @@ class IssueRecord:
     id: int
     number: int
     title: str
-    body: str
+    body: str | None  # None when an issue is created without one, as on GitHub
     state: str
     user: str
     is_pull_request: bool
@@ -70,6 +64,7 @@ class IssueRecord:
     author_association: str = "CONTRIBUTOR"
     pull: PullRecord | None = None  # set by add_pull_request; plain is_pull_request has none
     labels: list[str] = field(default_factory=list)  # lower-cased keys into RepoRecord.labels
+    assignees: list[str] = field(default_factory=list)  # logins
     comments: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -118,6 +113,7 @@ class RepoRecord:
     check_runs: dict[int, CheckRunRecord] = field(default_factory=dict)
     workflow_runs: dict[int, WorkflowRunRecord] = field(default_factory=dict)
     commits: set[str] = field(default_factory=set)  # every head sha seeded, for ref look-ups
+    pushers: set[str] = field(default_factory=set)  # logins with push access to this repo only
 
 
 @dataclass
@@ -129,25 +125,17 @@ class FakeRequest:
     query: dict[str, list[str]]
     body: bytes
     login: str | None
-    logged: bool = False
+    logged: bool = False  # a write is logged once, whatever happens to it afterwards
+    params: tuple[str, ...] = ()  # the route pattern's groups, URL-decoded
+
+    @property
+    def args(self) -> dict[str, str]:
+        """The query string's last value per name (GitHub ignores repeats the same way)."""
+        return {key: values[-1] for key, values in self.query.items()}
 
     @property
     def is_write(self) -> bool:
         return self.method in WRITE_METHODS
-
-
-@dataclass
-class FakeReply:
-    """What to answer: a JSON ``payload`` or ``raw`` bytes, plus extra headers."""
-
-    status: int
-    payload: Any = None
-    raw: bytes | None = None
-    content_type: str = "application/json; charset=utf-8"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def encoded(self) -> bytes:
-        return self.raw if self.raw is not None else json.dumps(self.payload).encode()
 
 
 def timestamp(value: str | datetime | None, default: str | None = None) -> str | None:
@@ -172,130 +160,3 @@ def check_choice(name: str, value: str | None, allowed: frozenset[str]) -> None:
     """Seeding guard: refuse values GitHub's schema would reject, so payloads stay valid."""
     if value is not None and value not in allowed:
         raise ValueError(f"{name} must be one of {sorted(allowed)}, not {value!r}")
-
-
-class FakeData:
-    """The lock, the repositories and the helpers every route uses (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._repos: dict[str, RepoRecord] = {}
-        self._next_id = 1_000_001
-        self._url: str | None = None
-
-    @property
-    def url(self) -> str:
-        """Base URL such as ``http://127.0.0.1:54321`` (no trailing slash)."""
-        if self._url is None:
-            raise RuntimeError("FakeGitHubServer was never started; call start() first")
-        return self._url
-
-    # --- helpers (lock held) ---------------------------------------------------------------
-
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
-    def _repo(self, full_name: str) -> RepoRecord:
-        repo = self._repos.get(full_name)
-        if repo is None:
-            raise payloads.Rejected(404, payloads.not_found())
-        return repo
-
-    def _issue(self, full_name: str, number: int) -> IssueRecord:
-        issue = self._repo(full_name).issues.get(number)
-        if issue is None:
-            raise payloads.Rejected(404, payloads.not_found())
-        return issue
-
-    def _ensure_label(self, repo: RepoRecord, name: str) -> LabelRecord:
-        existing = repo.labels.get(name.lower())
-        if existing is None:
-            existing = LabelRecord(self._new_id(), name, payloads.NEW_LABEL_COLOR, None)
-            repo.labels[name.lower()] = existing
-        return existing
-
-    def _label_payloads(self, full_name: str, keys: list[str]) -> list[dict[str, Any]]:
-        labels = self._repo(full_name).labels
-        return [
-            payloads.label(
-                self.url,
-                full_name,
-                label_id=lab.id,
-                name=lab.name,
-                color=lab.color,
-                description=lab.description,
-            )
-            for lab in (labels[key] for key in keys if key in labels)
-        ]
-
-    def _issue_payload(self, full_name: str, issue: IssueRecord) -> dict[str, Any]:
-        return payloads.issue(
-            self.url,
-            self.url,
-            full_name,
-            issue_id=issue.id,
-            number=issue.number,
-            title=issue.title,
-            body=issue.body,
-            state=issue.state,
-            user=payloads.simple_user(self.url, self.url, issue.user),
-            labels=self._label_payloads(full_name, issue.labels),
-            comment_count=len(issue.comments),
-            is_pull_request=issue.is_pull_request,
-            created_at=issue.created_at,
-            updated_at=issue.updated_at,
-            closed_at=issue.closed_at,
-            author_association=issue.author_association,
-            merged_at=issue.merged_at,
-        )
-
-    def _store_issue(
-        self,
-        full_name: str,
-        number: int,
-        title: str,
-        body: str,
-        *,
-        labels: Iterable[str],
-        user: str,
-        state: str,
-        created_at: str | datetime | None,
-        updated_at: str | datetime | None,
-        closed_at: str | datetime | None,
-        author_association: str,
-        is_pull_request: bool,
-        pull: PullRecord | None = None,
-    ) -> IssueRecord:
-        """Create or replace issue ``number``; unknown labels are created in the repo."""
-        check_choice("state", state, frozenset({"open", "closed"}))
-        check_choice("author_association", author_association, AUTHOR_ASSOCIATIONS)
-        repo = self._repos.setdefault(full_name, RepoRecord(full_name))
-        now = payloads.now_iso()
-        created = timestamp(created_at, now) or now
-        closed = timestamp(closed_at, now if state == "closed" else None)
-        issue = IssueRecord(
-            self._new_id(),
-            number,
-            title,
-            body,
-            state,
-            user,
-            is_pull_request,
-            created,
-            updated_at=timestamp(updated_at, max(now, created, closed or created)) or now,
-            closed_at=closed,
-            author_association=author_association,
-            pull=pull,
-        )
-        issue.labels = [self._ensure_label(repo, name).name.lower() for name in labels]
-        repo.issues[number] = issue
-        if pull is not None:
-            repo.commits.add(pull.head_sha)
-        return issue
-
-    def _paged(self, request: FakeRequest, items: list[dict[str, Any]]) -> FakeReply:
-        page, link = payloads.paginate(
-            items, base_url=self.url, path=request.path, query=request.query
-        )
-        return FakeReply(200, page, headers={"Link": link} if link else {})

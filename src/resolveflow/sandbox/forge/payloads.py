@@ -4,7 +4,8 @@ githubkit validates every response against GitHub's OpenAPI schema (version 2026
 githubkit-schemas 26.x), so the fake must send *complete* objects: every field the schema marks
 required, with the right type, even when ResolveFlow never reads it. The shapes below follow
 githubkit's ``SimpleUser``, ``PrivateUser``, ``Label``, ``IssueComment`` and ``Issue`` models and
-are checked by ``tests/integration/test_github_adapter.py``.
+are checked by ``tests/integration/test_github_adapter.py`` and ``test_sandbox_forge.py``. The
+second half parses request bodies and query strings the way GitHub does (400, 422, pagination).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import base64
 import json
 import math
 import zlib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -183,10 +185,11 @@ def issue(
     issue_id: int,
     number: int,
     title: str,
-    body: str,
+    body: str | None,
     state: str,
     user: JSON,
     labels: list[JSON],
+    assignees: list[JSON] | None = None,
     comment_count: int,
     is_pull_request: bool,
     created_at: str,
@@ -219,8 +222,8 @@ def issue(
         "body": body,
         "user": user,
         "labels": labels,
-        "assignee": None,
-        "assignees": [],
+        "assignee": assignees[0] if assignees else None,
+        "assignees": assignees or [],
         "milestone": None,
         "locked": False,
         "active_lock_reason": None,
@@ -287,6 +290,39 @@ def label_names(body: Any) -> list[str]:
     if not all(isinstance(name, str) and name for name in names):
         raise Rejected(422, validation_failed("Label", "name", code="invalid"))
     return [str(name) for name in names]
+
+
+@dataclass(frozen=True)
+class NewIssue:
+    """The fields of ``POST /repos/{o}/{r}/issues`` the forge acts on (milestone and type are
+    ignored: the forge has neither)."""
+
+    title: str
+    body: str | None
+    labels: list[str]
+    assignees: list[str]
+
+
+def new_issue(body: Any) -> NewIssue:
+    """Parse a create-issue body. ``title`` (a string or a number, as the schema allows) is
+    required and non-empty; ``labels`` are names or ``{"name": ...}``; ``assignees`` are logins,
+    and the deprecated single ``assignee`` is honoured too. Anything else shaped wrong is a 422."""
+    fields = body if isinstance(body, dict) else {}
+    title = fields.get("title")
+    if isinstance(title, int) and not isinstance(title, bool):
+        title = str(title)
+    if not isinstance(title, str) or not title.strip():
+        raise Rejected(422, validation_failed("Issue", "title"))
+    text = fields.get("body")
+    if text is not None and not isinstance(text, str):
+        raise Rejected(422, validation_failed("Issue", "body", code="invalid"))
+    labels = label_names({"labels": fields["labels"]}) if fields.get("labels") else []
+    logins = fields.get("assignees") or []
+    if fields.get("assignee") and isinstance(logins, list):  # the deprecated single form
+        logins = [*logins, fields["assignee"]]
+    if not isinstance(logins, list) or not all(isinstance(x, str) and x for x in logins):
+        raise Rejected(422, validation_failed("Issue", "assignees", code="invalid"))
+    return NewIssue(title, text, labels, [str(login) for login in logins])
 
 
 def int_param(query: dict[str, list[str]], name: str, default: int) -> int:

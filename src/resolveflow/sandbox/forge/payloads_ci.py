@@ -182,8 +182,8 @@ def pull_request(
         "closed_at": issue_payload["closed_at"],
         "merged_at": merged_at,
         "merge_commit_sha": None,
-        "assignee": None,
-        "assignees": [],
+        "assignee": issue_payload["assignee"],
+        "assignees": issue_payload["assignees"],
         "requested_reviewers": [],
         "requested_teams": [],
         "head": {

@@ -87,6 +87,8 @@ UPDATE executions
 SET state = %(state)s, detail = %(detail)s, lease_expires_at = NULL,
     comment_id = coalesce(%(comment_id)s, comment_id),
     comment_url = coalesce(%(comment_url)s, comment_url),
+    result_ref = coalesce(%(result_ref)s, result_ref),
+    result_url = coalesce(%(result_url)s, result_url),
     labels_done = labels_done OR %(labels_done)s
 WHERE tenant_id = %(tenant_id)s AND id = %(id)s
   AND state = ANY(%(from_states)s) AND lease_owner = %(owner)s
@@ -111,7 +113,7 @@ RETURNING *
 
 -- name: resolve_by_person
 -- The resulting state is decided here, on the locked row: a comment that reconciliation confirmed
--- meanwhile turns "not sent" into partial.
+-- meanwhile turns "not sent" into partial (a created issue is one request: found means sent).
 UPDATE executions
 SET state = CASE WHEN %(was_sent)s THEN 'sent'
                  WHEN comment_id IS NOT NULL THEN 'partial'
@@ -188,3 +190,8 @@ JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
 LEFT JOIN approvals a ON a.tenant_id = e.tenant_id AND a.id = e.approval_id
 LEFT JOIN principals pr ON pr.tenant_id = e.tenant_id AND pr.id = a.principal_id
 WHERE e.tenant_id = %(tenant_id)s AND e.id = %(id)s
+
+-- name: first_attempt_started
+-- When the first request of a step may have left: the start of reconciliation's time window.
+SELECT min(started_at) AS started_at FROM execution_attempts
+WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s AND step = %(step)s

@@ -63,3 +63,19 @@ GRANT SELECT, INSERT, UPDATE, DELETE
 
 -- name: checkpoint_tables_granted
 SELECT has_table_privilege('resolveflow_app', 'checkpoint_writes', 'DELETE') AS granted
+
+-- name: stalled_runs
+-- Runs still waiting although their latest proposal was decided (an approval from the web is
+-- recorded first and the run resumed by a job; this finds runs whose job never ran).
+SELECT r.id, r.requested_by, a.principal_id AS decided_by
+FROM runs r
+JOIN LATERAL (
+    SELECT p.id FROM proposals p
+    WHERE p.tenant_id = r.tenant_id AND p.run_id = r.id
+    ORDER BY p.version DESC, p.created_at DESC LIMIT 1
+) latest ON true
+JOIN approvals a ON a.proposal_id = latest.id AND a.tenant_id = r.tenant_id
+WHERE r.tenant_id = %(tenant_id)s AND r.status = 'awaiting_approval'
+  AND a.decided_at < clock_timestamp() - make_interval(secs => %(min_age_seconds)s)
+ORDER BY a.decided_at
+LIMIT %(limit)s

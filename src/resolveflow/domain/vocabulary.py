@@ -1,0 +1,138 @@
+"""The words of the domain as types: run and execution states, decisions, attempts, audit events.
+
+Strings stored in the database are these enums' values; the database's CHECK constraints and the
+execution-state trigger allow exactly these (tests compare them).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    EXECUTING = "executing"
+    COMPLETED = "completed"
+    NO_ACTION = "no_action"
+    REJECTED = "rejected"
+    FAILED = "failed"
+
+    @property
+    def is_settled(self) -> bool:
+        return self in {self.COMPLETED, self.NO_ACTION, self.REJECTED, self.FAILED}
+
+
+class ExecutionState(StrEnum):
+    PENDING = "pending"  # approved, waiting to be claimed (possibly not before a rate-limit reset)
+    SENDING = "sending"  # claimed under a lease; a write may be in flight
+    SENT = "sent"
+    PARTIAL = "partial"  # part of the action was written, the rest definitely refused
+    FAILED = "failed"  # definitely not written (refused by policy or by the provider)
+    UNKNOWN = "unknown"  # may or may not have been written; reconciliation or a person decides
+    NOT_SENT = "not_sent"  # a person confirmed it was not written
+
+    @property
+    def is_final(self) -> bool:
+        return self in {self.SENT, self.PARTIAL, self.FAILED, self.NOT_SENT}
+
+
+_S = ExecutionState
+# Every state move the executor, the reconciler and a person may make; the trigger
+# rf_guard_execution_state allows exactly these (tests/integration/test_vocabulary.py).
+EXECUTION_MOVES: frozenset[tuple[ExecutionState, ExecutionState]] = frozenset(
+    {
+        (_S.PENDING, _S.PENDING),  # a repeated release
+        (_S.PENDING, _S.SENDING),  # claim
+        (_S.SENDING, _S.SENDING),  # lease renewal, a step recorded
+        (_S.SENDING, _S.SENT),
+        (_S.SENDING, _S.PARTIAL),
+        (_S.SENDING, _S.FAILED),
+        (_S.SENDING, _S.UNKNOWN),
+        (_S.SENDING, _S.PENDING),  # deferred: rate limit, unreachable, nothing sent
+        (_S.UNKNOWN, _S.UNKNOWN),  # reconciliation could not prove anything yet
+        (_S.UNKNOWN, _S.SENT),  # reconciliation or a person: it was written
+        (_S.UNKNOWN, _S.PARTIAL),
+        (_S.UNKNOWN, _S.NOT_SENT),  # a person: it was not written
+        (_S.UNKNOWN, _S.PENDING),  # reconciliation: no request had left
+    }
+)
+
+
+def can_move(before: ExecutionState, after: ExecutionState) -> bool:
+    return (before, after) in EXECUTION_MOVES
+
+
+class Decision(StrEnum):
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class AttemptStep(StrEnum):
+    """One request an execution makes; each is preceded by a committed attempt row."""
+
+    COMMENT = "comment"  # github.issue
+    LABELS = "labels"  # github.issue
+    CREATE = "create"  # github.issue_create
+
+
+class AttemptOutcome(StrEnum):
+    SENT = "sent"
+    REJECTED = "rejected"  # definitely refused; nothing written
+    RATE_LIMITED = "rate_limited"  # nothing written; try again later
+    UNAVAILABLE = "unavailable"  # could not be sent at all
+    UNKNOWN = "unknown"  # may have been written
+
+    @property
+    def may_have_written(self) -> bool:
+        return self in {self.SENT, self.UNKNOWN}
+
+
+class Credential(StrEnum):
+    APPROVER = "approver"  # the approver's own token
+    SERVICE = "service"  # the service token
+
+
+class AuditEvent(StrEnum):
+    TENANT_CREATED = "tenant.created"
+    PRINCIPAL_CREATED = "principal.created"
+    PRINCIPAL_ROLES_SET = "principal.roles_set"
+    REPOSITORY_ALLOWED = "repository.allowed"
+    REPOSITORY_REMOVED = "repository.removed"
+    SESSION_STARTED = "session.started"
+    SESSION_ENDED = "session.ended"
+    WEBHOOK_RUN_REFUSED = "webhook.run_refused"
+    RUN_STARTED = "run.started"
+    RUN_CLASSIFIED = "run.classified"
+    RUN_ROUTED = "run.routed"
+    RUN_RESUME_REFUSED = "run.resume_refused"
+    RUN_EVIDENCE = "run.evidence"
+    RUN_INVESTIGATED = "run.investigated"
+    RUN_NO_ACTION = "run.no_action"
+    RUN_FAILED = "run.failed"
+    PROPOSAL_CREATED = "proposal.created"
+    PROPOSAL_EDITED = "proposal.edited"
+    PROPOSAL_APPROVED = "proposal.approved"
+    PROPOSAL_REJECTED = "proposal.rejected"
+    PROPOSAL_APPROVE_REFUSED = "proposal.approve_refused"
+    PROPOSAL_REJECT_REFUSED = "proposal.reject_refused"
+    EXECUTION_SENT = "execution.sent"
+    EXECUTION_PARTIAL = "execution.partial"
+    EXECUTION_FAILED = "execution.failed"
+    EXECUTION_UNKNOWN = "execution.unknown"
+    EXECUTION_REFUSED = "execution.refused"
+    EXECUTION_DEFERRED = "execution.deferred"
+    EXECUTION_COMMENT_POSTED = "execution.comment_posted"
+    EXECUTION_REQUEUED = "execution.requeued"
+    EXECUTION_RESOLVED = "execution.resolved"
+    EXECUTION_RECONCILED_SENT = "execution.reconciled_sent"
+    EXECUTION_RECONCILED_PARTIAL = "execution.reconciled_partial"
+    EXECUTION_RECONCILED_UNKNOWN = "execution.reconciled_unknown"
+
+    @classmethod
+    def execution_ended(cls, state: ExecutionState) -> AuditEvent:
+        return cls(f"execution.{state.value}")
+
+    @classmethod
+    def reconciled(cls, state: ExecutionState) -> AuditEvent:
+        return cls(f"execution.reconciled_{state.value}")

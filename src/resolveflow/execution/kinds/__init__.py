@@ -1,0 +1,33 @@
+"""The registry of action kinds: one executor per ``ActionKind``."""
+
+from __future__ import annotations
+
+from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.domain.actions import ActionKind
+from resolveflow.domain.policy import AnyAction
+from resolveflow.execution.kinds import github_issue, github_issue_create
+from resolveflow.execution.kinds.base import KindExecutor, KindSpec
+from resolveflow.execution.outcomes import Recorder
+
+SPECS: dict[ActionKind, KindSpec] = {
+    ActionKind.GITHUB_ISSUE: github_issue.SPEC,
+    ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.SPEC,
+}
+
+
+class KindRegistry:
+    """Each kind's executor, built over one GitHub client and one recorder."""
+
+    def __init__(self, github: GitHub, record: Recorder) -> None:
+        self._executors: dict[ActionKind, KindExecutor] = {
+            ActionKind.GITHUB_ISSUE: github_issue.GitHubIssueExecutor(github, record),
+            ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.GitHubIssueCreateExecutor(
+                github, record
+            ),
+        }
+        missing = set(ActionKind) - set(self._executors)
+        if missing:  # a kind without an executor could be approved but never sent
+            raise RuntimeError(f"no executor for {sorted(missing)}")
+
+    def for_action(self, action: AnyAction) -> KindExecutor:
+        return self._executors[ActionKind(action.kind)]

@@ -1,0 +1,153 @@
+"""``github.issue_create``: one new issue, created by one request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from resolveflow.adapters.github.protocol import GitHub, IssueData, RepoName
+from resolveflow.domain.actions import (
+    ActionKind,
+    GitHubIssueCreateAction,
+    body_with_marker,
+    execution_marker,
+)
+from resolveflow.domain.policy import AnyAction, check_labels_exist
+from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.domain.vocabulary import AttemptStep
+from resolveflow.errors import InvalidInput, LeaseLost, PolicyViolation, ProviderError
+from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler
+from resolveflow.execution.kinds.sending import send_outcome
+from resolveflow.execution.outcomes import Recorder
+
+# GitHub's clock and ours differ a little; the exact body and marker make a wider window harmless.
+CLOCK_SKEW = timedelta(minutes=10)
+
+SPEC = KindSpec(
+    kind=ActionKind.GITHUB_ISSUE_CREATE,
+    writes_with=("create_issue",),
+    steps=(AttemptStep.CREATE,),
+    marker="at the end of the issue body, after a blank line",
+    reconciliation=(
+        "the repository's issues created since the first attempt started (less 10 minutes of "
+        "clock skew), every page, newest first, with `since`: one opened by the executor's "
+        "account whose body is exactly the approved body plus the marker"
+    ),
+    partial=(
+        "the issue was created but GitHub dropped some labels or assignees (it does so silently "
+        "when the account lacks push access)"
+    ),
+)
+
+
+class GitHubIssueCreateExecutor:
+    spec = SPEC
+
+    def __init__(self, github: GitHub, record: Recorder) -> None:
+        self.github = github
+        self.record = record
+
+    def step_with_claim(self, action: AnyAction) -> AttemptStep | None:
+        assert isinstance(action, GitHubIssueCreateAction)
+        return None if action.labels else AttemptStep.CREATE
+
+    def send(self, prepared: Prepared) -> Execution:
+        execution, verified = prepared.execution, prepared.verified
+        action = verified.action
+        assert isinstance(action, GitHubIssueCreateAction)
+        repo = RepoName.parse(action.target.repository)
+        if action.labels:
+            try:
+                check_labels_exist(
+                    action, self.github.list_repository_labels(repo, token=verified.token)
+                )
+            except ProviderError as exc:
+                return self.record.read_failed(execution, exc)
+            except (InvalidInput, PolicyViolation) as exc:
+                return self.record.refused(execution, exc)
+        attempt_id = prepared.attempt_id
+        if attempt_id is None:
+            try:
+                attempt_id = self.record.attempt_started(
+                    execution, AttemptStep.CREATE, verified.credential
+                )
+            except LeaseLost:
+                return execution
+        try:
+            created = self.github.create_issue(
+                repo,
+                title=action.title,
+                body=body_with_marker(action.body, str(execution.id)),
+                labels=list(action.labels),
+                assignees=list(action.assignees),
+                token=verified.token,
+            )
+        except (ProviderError, InvalidInput) as exc:
+            return send_outcome(self.record, execution, attempt_id, exc)
+        state, detail = judge(action, created.labels, created.assignees, "issue created")
+        return self.record.created(
+            execution,
+            attempt_id,
+            ref=str(created.number),
+            url=created.url,
+            state=state,
+            detail=detail,
+        )
+
+    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled:
+        execution, action, token = evidence.execution, evidence.action, evidence.token
+        assert isinstance(action, GitHubIssueCreateAction)
+        started = evidence.first_started.get(AttemptStep.CREATE)
+        if started is None:
+            return settle.requeue(execution, "no request had left; returned to the queue")
+        repo = RepoName.parse(action.target.repository)
+        issues = self.github.list_issues_created_since(repo, started - CLOCK_SKEW, token=token)
+        poster = self.github.authenticated_login(token=token)
+        found = find_marked_issue(issues, action.body, str(execution.id), poster)
+        if found is None:
+            return settle.leave_unknown(execution, "no issue with this execution's marker")
+        state, detail = judge(
+            action, found.labels, found.assignees, "confirmed on GitHub by reconciliation"
+        )
+        return settle.finish(
+            execution, state, detail, result_ref=str(found.number), result_url=found.url
+        )
+
+
+def judge(
+    action: GitHubIssueCreateAction,
+    labels: tuple[str, ...],
+    assignees: tuple[str, ...],
+    done: str,
+) -> tuple[ExecutionState, str]:
+    """Sent when the issue carries every approved label and assignee; partial otherwise."""
+    missing_labels = sorted(set(action.labels) - set(labels))
+    missing_people = sorted(set(action.assignees) - {login.lower() for login in assignees})
+    if not missing_labels and not missing_people:
+        return ExecutionState.SENT, done
+    dropped = ", ".join(
+        part
+        for part in (
+            f"labels {', '.join(missing_labels)}" if missing_labels else "",
+            f"assignees {', '.join(missing_people)}" if missing_people else "",
+        )
+        if part
+    )
+    return ExecutionState.PARTIAL, f"{done}, but GitHub dropped {dropped}"
+
+
+def find_marked_issue(
+    issues: list[IssueData], approved_body: str, execution_id: str, poster: str
+) -> IssueData | None:
+    """The issue whose body is exactly the approved body plus this execution's marker, opened by
+    the account the executor writes as; a stranger copying the text does not count."""
+    expected = body_with_marker(approved_body, execution_id).strip()
+    marker = execution_marker(execution_id)
+    for issue in issues:
+        if (
+            not issue.is_pull_request
+            and marker in issue.body
+            and issue.author.lower() == poster.lower()
+            and issue.body.replace("\r\n", "\n").strip() == expected
+        ):
+            return issue
+    return None

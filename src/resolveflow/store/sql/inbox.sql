@@ -1,0 +1,51 @@
+-- name: inbox
+-- Runs waiting for a decision, newest first, with the latest proposal's digest and target.
+SELECT r.id AS run_id, r.repository, r.issue_number, r.status, r.created_at,
+       c.classification, c.rule, c.branch,
+       latest.id AS proposal_id, latest.digest, latest.version, latest.action
+FROM runs r
+LEFT JOIN run_classifications c ON c.run_id = r.id
+LEFT JOIN LATERAL (
+    SELECT p.id, p.digest, p.version, p.action FROM proposals p
+    WHERE p.tenant_id = r.tenant_id AND p.run_id = r.id
+    ORDER BY p.version DESC, p.created_at DESC LIMIT 1
+) latest ON true
+WHERE r.tenant_id = %(tenant_id)s
+  AND (%(status)s::text IS NULL OR r.status = %(status)s)
+  AND (%(repository)s::text IS NULL OR r.repository = %(repository)s)
+  AND (%(classification)s::text IS NULL OR c.classification = %(classification)s)
+ORDER BY r.created_at DESC
+LIMIT %(limit)s
+
+-- name: run_repositories
+SELECT DISTINCT repository FROM runs
+WHERE tenant_id = %(tenant_id)s AND repository IS NOT NULL
+ORDER BY repository
+
+-- name: recent_audit_events
+SELECT id, at, actor, event, subject_type, subject_id, run_id, details
+FROM audit_events
+WHERE tenant_id = %(tenant_id)s
+ORDER BY id DESC
+LIMIT %(limit)s
+
+-- name: pending_proposals
+-- Proposals made without a run whose latest version nobody has decided yet, newest first.
+SELECT p.id AS proposal_id, p.version, p.digest, p.action, p.created_at,
+       p.action->'target'->>'repository' AS repository
+FROM proposals p
+WHERE p.tenant_id = %(tenant_id)s
+  AND p.run_id IS NULL
+  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.proposal_id = p.id)
+  AND NOT EXISTS (
+      SELECT 1 FROM proposals newer
+      WHERE newer.lineage_id = p.lineage_id AND newer.version > p.version
+  )
+  AND (%(repository)s::text IS NULL OR p.action->'target'->>'repository' = %(repository)s)
+ORDER BY p.created_at DESC
+LIMIT %(limit)s
+
+-- name: proposal_repositories
+SELECT DISTINCT action->'target'->>'repository' AS repository FROM proposals
+WHERE tenant_id = %(tenant_id)s AND run_id IS NULL
+ORDER BY repository
