@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import psycopg
 import pytest
 
@@ -87,18 +85,24 @@ def test_a_proposal_is_decided_once(db: Database, world: World) -> None:
         approvals.reject(db, world.approver(db), proposal.id, "   ")
 
 
-def test_proposal_too_old_to_approve(db: Database, world: World) -> None:
+def test_proposal_too_old_to_approve(db: Database, world: World, superuser) -> None:
     proposal = _proposal(db, world)
-    time.sleep(1.1)
+    superuser.execute(  # made two hours ago; approvals are open for one
+        "UPDATE proposals SET created_at = created_at - interval '2 hours' WHERE id = %s",
+        [proposal.id],
+    )
     with pytest.raises(ApprovalExpired):
-        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 1)
+        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 3600)
 
 
 def test_expired_approval_is_refused_by_the_executor(
-    db: Database, world: World, fake_github: FakeGitHubServer, github_client
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client, superuser
 ) -> None:
-    _, approved = propose_and_approve(db, world, ttl_seconds=1)
-    time.sleep(1.2)
+    _, approved = propose_and_approve(db, world, ttl_seconds=3600)
+    superuser.execute(  # the hour has passed
+        "UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = %s",
+        [approved.approval.id],
+    )
     make_executor(db, github_client).run_due()
     execution = execution_state(db, world, approved.execution.id)
     assert execution.state is ExecutionState.FAILED

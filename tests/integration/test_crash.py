@@ -6,9 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
-from conftest import World, execution_state, propose_and_approve
+from conftest import World, execution_state, expire_lease, propose_and_approve
 from resolveflow.domain.records import ExecutionState
 from resolveflow.sandbox.forge.server import FakeGitHubServer, HangAfterWrite
 from resolveflow.store.database import Database
@@ -21,7 +20,7 @@ def _cli_env(database_url: str, fake: FakeGitHubServer, home) -> dict[str, str]:
         RESOLVEFLOW_GITHUB_API_URL=fake.url,
         RESOLVEFLOW_GITHUB_TOKEN="service-token",
         RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS="0.5",
-        RESOLVEFLOW_LEASE_SECONDS="2.5",
+        RESOLVEFLOW_LEASE_SECONDS="60",  # the test expires the dead worker's lease itself
         RESOLVEFLOW_HOME=str(home),
     )
     return env
@@ -32,7 +31,12 @@ def _cli(*args: str) -> list[str]:
 
 
 def test_sigkill_after_the_write_ends_sent_through_reconciliation_with_one_write(
-    db: Database, world: World, database_url: str, fake_github: FakeGitHubServer, tmp_path
+    db: Database,
+    world: World,
+    database_url: str,
+    fake_github: FakeGitHubServer,
+    tmp_path,
+    superuser,
 ) -> None:
     _, approved = propose_and_approve(db, world)
     fake_github.inject(HangAfterWrite())
@@ -50,7 +54,7 @@ def test_sigkill_after_the_write_ends_sent_through_reconciliation_with_one_write
     assert worker.returncode == -signal.SIGKILL
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENDING
 
-    time.sleep(2.7)  # the dead worker's lease expires
+    expire_lease(superuser, approved.execution.id)  # the dead worker's lease runs out
     restarted = subprocess.run(
         _cli("reconcile", "--json"), env=env, capture_output=True, text=True, timeout=120
     )

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 from conftest import (
     World,
     attempt_outcomes,
     execution_state,
+    make_due,
     make_executor,
     make_reconciler,
     propose_and_approve,
+    seconds_until_due,
 )
 from resolveflow.domain.records import ExecutionState
 from resolveflow.sandbox.forge.server import (
@@ -114,17 +114,18 @@ def test_a_stranger_quoting_the_marker_does_not_count_as_delivery(
 
 
 def test_secondary_rate_limit_waits_then_posts_once_and_is_never_unknown(
-    db: Database, world: World, fake_github: FakeGitHubServer, github_client
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client, superuser
 ) -> None:
     _, approved = propose_and_approve(db, world)
-    fake_github.inject(SecondaryRateLimit(retry_after=1))
+    fake_github.inject(SecondaryRateLimit(retry_after=60))
     executor = make_executor(db, github_client)
     executor.run_due()
     waiting = execution_state(db, world, approved.execution.id)
     assert waiting.state is ExecutionState.PENDING
     assert waiting.rate_limit_waits == 1
+    assert 55 < seconds_until_due(superuser, approved.execution.id) <= 60
     assert executor.run_due() == 0  # not due before Retry-After
-    time.sleep(1.1)
+    make_due(superuser, approved.execution.id)  # the minute has passed
     assert executor.run_due() == 1
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENT
     assert fake_github.writes_applied == 1
@@ -136,16 +137,17 @@ def test_secondary_rate_limit_waits_then_posts_once_and_is_never_unknown(
 
 
 def test_primary_rate_limit_waits_until_the_reset_time(
-    db: Database, world: World, fake_github: FakeGitHubServer, github_client
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client, superuser
 ) -> None:
     _, approved = propose_and_approve(db, world)
-    fake_github.inject(PrimaryRateLimit(reset_in=1))
+    fake_github.inject(PrimaryRateLimit(reset_in=60))  # x-ratelimit-reset: whole seconds
     executor = make_executor(db, github_client)
     executor.run_due()
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.PENDING
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and executor.run_due() == 0:
-        time.sleep(0.2)
+    assert 55 < seconds_until_due(superuser, approved.execution.id) <= 60
+    assert executor.run_due() == 0  # not due before the reset
+    make_due(superuser, approved.execution.id)  # the reset time has come
+    assert executor.run_due() == 1
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENT
     assert fake_github.writes_applied == 1
 
@@ -156,9 +158,8 @@ def test_rate_limit_retries_are_bounded(
     _, approved = propose_and_approve(db, world)
     fake_github.inject(SecondaryRateLimit(retry_after=0), times=5)
     executor = make_executor(db, github_client, rate_limit_max_waits=2)
-    for _ in range(5):
+    for _ in range(5):  # Retry-After: 0, so each retry is due at once
         executor.run_due()
-        time.sleep(0.05)
     execution = execution_state(db, world, approved.execution.id)
     assert execution.state is ExecutionState.FAILED
     assert "gave up" in (execution.detail or "")

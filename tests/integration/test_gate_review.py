@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 from conftest import (
     World,
     attempt_outcomes,
     execution_state,
+    expire_lease,
+    make_due,
     make_executor,
     make_reconciler,
     propose_and_approve,
@@ -22,16 +22,16 @@ REPO = "acme/widgets"
 
 
 def test_refusal_after_the_comment_went_out_is_partial_not_failed(
-    db: Database, world: World, fake_github: FakeGitHubServer, github_client
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client, superuser
 ) -> None:
     _, approved = propose_and_approve(db, world, labels=["bug"])
-    fake_github.inject(SecondaryRateLimit(retry_after=1), path=r"/issues/1/labels$")
+    fake_github.inject(SecondaryRateLimit(retry_after=60), path=r"/issues/1/labels$")
     executor = make_executor(db, github_client)
     executor.run_due()
     waiting = execution_state(db, world, approved.execution.id)
     assert waiting.state is ExecutionState.PENDING and waiting.comment_id is not None
     fake_github.remove_repo_label(REPO, "bug")
-    time.sleep(1.1)
+    make_due(superuser, approved.execution.id)  # Retry-After has passed
     executor.run_due()
     execution = execution_state(db, world, approved.execution.id)
     assert execution.state is ExecutionState.PARTIAL
@@ -54,16 +54,16 @@ def test_not_sent_after_the_comment_was_confirmed_becomes_partial(
 
 
 def test_a_rate_limited_attempt_does_not_count_as_possibly_sent(
-    db: Database, world: World, fake_github: FakeGitHubServer, github_client
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client, superuser
 ) -> None:
     _, approved = propose_and_approve(db, world)
-    fake_github.inject(SecondaryRateLimit(retry_after=1))
+    fake_github.inject(SecondaryRateLimit(retry_after=60))
     make_executor(db, github_client).run_due()
     assert attempt_outcomes(db, world, approved.execution.id) == [("comment", "rate_limited")]
-    time.sleep(1.1)
+    make_due(superuser, approved.execution.id)  # Retry-After has passed
     with db.tenant(world.tenant.id) as conn:  # a worker claims it, then dies before any attempt
-        assert executions.claim_by_id(conn, world.tenant.id, approved.execution.id, "dead", 0.1)
-    time.sleep(0.2)
+        assert executions.claim_by_id(conn, world.tenant.id, approved.execution.id, "dead", 30)
+    expire_lease(superuser, approved.execution.id)
     [settled] = make_reconciler(db, github_client).run()
     assert settled.state is ExecutionState.PENDING
     assert fake_github.writes_applied == 0

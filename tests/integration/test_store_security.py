@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import psycopg
 import pytest
 
-from conftest import World, make_world, propose_and_approve
+from conftest import World, expire_lease, make_world, propose_and_approve
 from resolveflow.domain.records import ExecutionState
 from resolveflow.errors import InvalidTransition, NotAuthorized
 from resolveflow.store import executions
@@ -103,13 +101,15 @@ def test_execution_state_never_moves_backwards(db: Database, world: World, super
         )
 
 
-def test_a_late_owner_cannot_overwrite_a_newer_owners_result(db: Database, world: World) -> None:
+def test_a_late_owner_cannot_overwrite_a_newer_owners_result(
+    db: Database, world: World, superuser
+) -> None:
     _, approved = propose_and_approve(db, world)
     tenant = world.tenant.id
     with db.tenant(tenant) as conn:
-        claimed = executions.claim_by_id(conn, tenant, approved.execution.id, "old-owner", 0.2)
+        claimed = executions.claim_by_id(conn, tenant, approved.execution.id, "old-owner", 30)
     assert claimed is not None
-    time.sleep(0.3)
+    expire_lease(superuser, claimed.id)
     with db.tenant(tenant) as conn:
         taken = executions.take_over_for_reconcile(conn, tenant, claimed.id, "new-owner", 30)
         assert taken is not None
@@ -136,14 +136,15 @@ def test_a_late_owner_cannot_overwrite_a_newer_owners_result(db: Database, world
 
 
 def test_abandoned_claim_with_no_attempt_goes_back_to_the_queue(
-    db: Database, world: World, fake_github, github_client
+    db: Database, world: World, fake_github, github_client, superuser
 ) -> None:
     from conftest import execution_state, make_executor, make_reconciler
 
     _, approved = propose_and_approve(db, world)
     with db.tenant(world.tenant.id) as conn:
-        executions.claim_by_id(conn, world.tenant.id, approved.execution.id, "crashed", 0.1)
-    time.sleep(0.2)
+        executions.claim_by_id(conn, world.tenant.id, approved.execution.id, "crashed", 30)
+    assert make_reconciler(db, github_client).run() == []  # the lease still runs
+    expire_lease(superuser, approved.execution.id)
     [settled] = make_reconciler(db, github_client).run()
     assert settled.state is ExecutionState.PENDING
     make_executor(db, github_client).run_due()

@@ -100,19 +100,25 @@ def test_the_suite_notices_a_gate_that_lets_something_through() -> None:
     assert any("outcome escalate, expected approve" in p for p in problems)
 
 
-def test_a_spent_budget_or_a_failed_model_escalates_without_a_comment() -> None:
-    for script in ([ModelBudgetSpent("spent")], []):
-        result = assess(
-            issue(),
-            safety.POLICY,
-            list(SNIPPETS),
-            model=ScriptedModel(script),
-            config=InvestigationConfig(relevance_floor=0.5),
-            budget=ModelCallBudget.shadow(UUID(int=0)),
-        )
-        assert result.review.outcome is Outcome.ESCALATE
-        assert result.action.comment is None and result.action.labels == ("needs-triage",)
-        assert result.calls[0].outcome in {"budget_spent", "unavailable"}
+@pytest.mark.parametrize(
+    ("script", "outcome"),
+    [([ModelBudgetSpent("spent")], "budget_spent"), ([], "unavailable")],
+    ids=["budget spent", "model unavailable"],
+)
+def test_a_spent_budget_or_a_failed_model_escalates_without_a_comment(
+    script: list[ModelBudgetSpent], outcome: str
+) -> None:
+    result = assess(
+        issue(),
+        safety.POLICY,
+        list(SNIPPETS),
+        model=ScriptedModel(script),
+        config=InvestigationConfig(relevance_floor=0.5),
+        budget=ModelCallBudget.shadow(UUID(int=0)),
+    )
+    assert result.review.outcome is Outcome.ESCALATE
+    assert result.action.comment is None and result.action.labels == ("needs-triage",)
+    assert [call.outcome for call in result.calls] == [outcome]
 
 
 def test_no_snippets_means_no_model_call() -> None:

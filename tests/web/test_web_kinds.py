@@ -269,4 +269,15 @@ def test_the_run_page_still_works_and_its_proposal_page_links_back(site: Web) ->
     assert found and 'id="approve-form"' in html and f'id="digest">{run["digest"]}<' in html
     proposal = page(site, f"/proposals/{found.group(1)}", **alex).text
     assert f'href="/runs/{run["run_id"]}" id="run-link"' in proposal
-    assert ">github.issue<" in proposal and 'id="rendered-comment"' in proposal
+    assert ">github.issue<" in proposal and '<span class="label">needs-triage</span>' in proposal
+    approved = site.client.post(
+        f"/proposals/{found.group(1)}/approve",
+        data={"digest": run["digest"]},
+        headers={**HTML, **alex},
+        follow_redirects=False,
+    )
+    assert approved.status_code == 303  # deciding here goes through the run, as on its page
+    site.work()
+    after = page(site, f"/runs/{run['run_id']}", **alex).text
+    assert 'id="run-state">completed<' in after
+    assert site.fake.issue_labels(REPO, 1) == ["needs-triage"]

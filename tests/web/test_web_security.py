@@ -157,7 +157,14 @@ def test_unlisted_logins_cannot_sign_in_and_a_forged_state_is_refused(signed_web
         sign_in(web, "stranger")
     assert web.client.get("/api/v1/me").status_code == 401
     forged = web.client.get("/auth/callback?code=abc&state=forged", follow_redirects=False)
-    assert forged.status_code in (303, 401)
+    assert (forged.status_code, forged.json()["error"]) == (401, "AuthenticationFailed")
+    # A browser asking for the same page is sent back to the sign-in page instead.
+    page = web.client.get(
+        "/auth/callback?code=abc&state=forged",
+        headers={"Accept": "text/html"},
+        follow_redirects=False,
+    )
+    assert (page.status_code, page.headers["location"]) == (303, "/login")
     assert web.client.get("/api/v1/me").status_code == 401
 
 

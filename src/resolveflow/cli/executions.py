@@ -79,8 +79,8 @@ def list_(
         as_json,
         lambda: table(
             "executions",
-            ["id", "state", "target", "detail"],
-            [(r["id"], r["state"], r["target"], r["detail"]) for r in rows],
+            ["id", "state", "kind", "target", "detail"],
+            [(r["id"], r["state"], r["kind"], r["target"], r["detail"]) for r in rows],
         ),
     )
 
@@ -101,12 +101,16 @@ def show(
                 for key in (
                     "id",
                     "state",
+                    "kind",
+                    "target",
                     "proposal_id",
                     "digest",
                     "comment_url",
                     "labels_done",
+                    "result_url",
                     "detail",
                 )
+                if view.get(key) is not None
             ]
         )
         table(
@@ -141,7 +145,7 @@ def resolve(
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Settle an unknown execution after checking GitHub yourself. Nothing is resent."""
+    """Settle an unknown execution after checking the target yourself. Nothing is resent."""
     if was_sent == not_sent:
         raise InvalidInput("give exactly one of --was-sent or --not-sent")
     with common.app() as opened:

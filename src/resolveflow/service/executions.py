@@ -13,6 +13,7 @@ from resolveflow.errors import InvalidTransition
 from resolveflow.service.approvals import actor_of
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store
+from resolveflow.store import proposals as proposal_store
 from resolveflow.store.database import Database
 
 
@@ -61,11 +62,14 @@ def list_executions(
 def show_execution(db: Database, principal: Principal, execution_id: UUID) -> dict[str, Any]:
     with db.tenant(principal.tenant_id) as conn:
         execution = execution_store.execution_by_id(conn, principal.tenant_id, execution_id)
+        proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, execution.proposal_id)
         attempts = execution_store.attempts_for_execution(conn, principal.tenant_id, execution.id)
         events = audit.events_for(
             conn, principal.tenant_id, [str(execution.id), str(execution.proposal_id)]
         )
     view = execution_view(execution)
+    action = parse_action(proposal.action)
+    view["kind"], view["target"] = action.kind, action.summary
     view["attempts"] = [
         {
             key: (
