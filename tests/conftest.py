@@ -28,7 +28,7 @@ from resolveflow.store.database import Database
 from resolveflow.store.migrate import upgrade
 from resolveflow.wiring import setup_libraries
 
-pytest_plugins = ["fixtures_github"]
+pytest_plugins = ["fixtures_github", "fixtures_cli"]
 
 TESTS = Path(__file__).resolve().parent
 TEST_DATA = TESTS / "data"  # small fixtures that ship with the repository (tests/data/README.md)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_cli import Cli, _setup, cli  # noqa: F401  (the cli fixture)
-
+from fixtures_cli import Cli, _setup
 from resolveflow.domain.actions import execution_marker
 from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer, Status
 

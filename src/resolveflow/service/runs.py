@@ -7,20 +7,13 @@ from uuid import UUID
 
 from resolveflow.domain.actions import parse_action
 from resolveflow.domain.records import Principal
+from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.service import proposals as proposal_service
 from resolveflow.store import audit
 from resolveflow.store import runs as run_store
 from resolveflow.store.database import Database
 
-RUN_STATUSES = (
-    "running",
-    "awaiting_approval",
-    "executing",
-    "completed",
-    "no_action",
-    "rejected",
-    "failed",
-)
+RUN_STATUSES = tuple(status.value for status in RunStatus)
 
 
 def _run_summary(row: dict[str, Any]) -> dict[str, Any]:

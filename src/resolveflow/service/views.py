@@ -45,7 +45,7 @@ def inbox(
     if classification not in CLASSIFICATIONS:
         classification = None
     repository = repository.lower() if repository else None
-    with_proposals = classification is None
+    with_proposals = classification is None and status in (None, AWAITING)
     with db.tenant(principal.tenant_id) as conn:
         rows = web_store.inbox(
             conn,

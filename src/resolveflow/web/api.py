@@ -7,7 +7,7 @@ out by the worker, so approve and reject answer 202.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.references import parse_issue_reference
+from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.service import decisions, limits, views
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
@@ -23,12 +24,6 @@ from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wir
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
 
-RunStatus = Literal[
-    "running", "awaiting_approval", "executing", "completed", "no_action", "rejected", "failed"
-]
-ExecutionStateName = Literal[
-    "pending", "sending", "sent", "partial", "failed", "unknown", "not_sent"
-]
 Json = dict[str, Any]
 
 
@@ -181,7 +176,7 @@ def show_proposal(request: Request, who: ViewerDep, proposal_id: UUID) -> Json:
 def list_executions(
     request: Request,
     who: ViewerDep,
-    state: ExecutionStateName | None = None,
+    state: ExecutionState | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> list[Json]:
     return execution_service.list_executions(wired(request).db, who.principal, state, limit)

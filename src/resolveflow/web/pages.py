@@ -15,6 +15,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from resolveflow.domain.actions import ActionChanges
+from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
 from resolveflow.service import decisions, views
 from resolveflow.service import executions as execution_service
@@ -28,8 +29,9 @@ NOTICES = {
     "edited": "A new version was written; it needs its own approval.",
     "resolved": "Recorded. Nothing was resent.",
 }
-_SETTLED_RUN = {"completed", "no_action", "rejected", "failed"}
-_SETTLED_EXECUTION = {"sent", "partial", "failed", "not_sent", "unknown"}
+_SETTLED_RUN = {status.value for status in RunStatus if status.is_settled}
+# Unknown is not final, but only a person or reconciliation moves it on: stop following.
+_SETTLED_EXECUTION = {state.value for state in ExecutionState if state.is_final} | {"unknown"}
 
 
 def _render(request: Request, template: str, viewer: Viewer | None, **values: Any) -> Response:
@@ -234,7 +236,7 @@ def _names(text: str) -> tuple[str, ...]:
 @router.get("/executions", response_class=HTMLResponse)
 def executions_page(request: Request, state: str = "") -> Response:
     viewer = identify(request)
-    known = {"pending", "sending", "sent", "partial", "failed", "unknown", "not_sent"}
+    known = {state.value for state in ExecutionState}
     rows = execution_service.list_executions(
         wired(request).db, viewer.principal, state if state in known else None
     )

@@ -1,0 +1,71 @@
+"""pytest plugin: the CLI in real processes, bound to a fresh database and the sandbox forge.
+
+Loaded from ``tests/conftest.py`` via ``pytest_plugins``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from resolveflow.sandbox.forge.server import FakeGitHubServer
+
+
+class Cli:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def run(self, *args: str, token: str | None = None, ok: bool = True):  # type: ignore[no-untyped-def]
+        env = dict(self.env)
+        if token:
+            env["RESOLVEFLOW_TOKEN"] = token
+        result = subprocess.run(
+            [sys.executable, "-m", "resolveflow", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        if ok:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    def json(self, *args: str, token: str | None = None):  # type: ignore[no-untyped-def]
+        return json.loads(self.run(*args, "--json", token=token).stdout)
+
+    def fails(self, *args: str, token: str | None = None, match: str) -> str:
+        result = self.run(*args, token=token, ok=False)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, result.stderr
+        assert match in lines[0], lines[0]
+        return lines[0]
+
+
+@pytest.fixture
+def cli(database_url: str, fake_github: FakeGitHubServer, tmp_path: Path) -> Cli:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVEFLOW_")}
+    env.update(
+        RESOLVEFLOW_DATABASE_URL=database_url,
+        RESOLVEFLOW_GITHUB_API_URL=fake_github.url,
+        RESOLVEFLOW_GITHUB_TOKEN="service-token",
+        RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS="2",
+        RESOLVEFLOW_HOME=str(tmp_path / "home"),
+        COLUMNS="200",
+    )
+    return Cli(env)
+
+
+def _setup(cli: Cli) -> tuple[str, str]:
+    assert cli.json("tenants", "add", "acme")["name"] == "acme"
+    rita = cli.json("principals", "add", "--subject", "rita", "--role", "requester")["token"]
+    alex = cli.json("principals", "add", "--subject", "alex", "--role", "approver")["token"]
+    assert cli.json("repos", "add", "Acme/Widgets") == {"repository": "acme/widgets"}
+    return rita, alex
