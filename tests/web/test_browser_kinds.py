@@ -10,6 +10,7 @@ docs/screenshots/ were taken by this test.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -149,8 +150,10 @@ def test_the_inbox_lists_both_kinds_and_a_new_issue_is_approved_and_created_once
     site.shot(page, "new-issue-created")
 
     page.click("#execution-link")
-    page.wait_for_selector("#result-url")
+    page.wait_for_url(re.compile(r"/executions/[0-9a-f-]{36}$"))
+    page.wait_for_selector("h1:has-text('Execution')")
     assert page.inner_text("#kind") == "github.issue_create"
+    assert page.locator("#result-url").get_attribute("href") == created[0]["html_url"]
     site.shot(page, "execution-new-issue")
     page.goto(f"{site.url}/executions")
     assert page.locator(f'a[href="{created[0]["html_url"]}"]').count() == 1

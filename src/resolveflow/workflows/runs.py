@@ -16,9 +16,7 @@ from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import (
     InvalidInput,
-    InvalidTransition,
     NotAuthorized,
-    NotFound,
     ResolveFlowError,
     RunBusy,
     category_class,
