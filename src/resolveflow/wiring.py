@@ -1,11 +1,12 @@
 """The composition root: settings -> every long-lived object.
 
-``App`` opens nothing costly up front. Its accessors build the GitHub clients, the embedder, the
-searcher, the chat model and the triage graph's ``RunController`` on first use and share them
-across threads (the web app's request threads and the worker's jobs use the same ones), so each
-is built once per process. ``executor()`` and ``reconciler()`` are cheap and return a new one with
-its own lease owner id each time. The web app, the worker and the CLI receive what they need
-from here; nothing else constructs these objects.
+``App`` opens nothing costly up front. Its accessors build the GitHub client, the embedder, the
+searcher, the chat model, the token cipher and the triage graph's ``RunController`` (with its
+checkpoint pool) on first use and share them across threads: the web app's request threads and
+the worker's jobs use the same ones, so each is built once per process and closed by ``close()``.
+``executor()`` and ``reconciler()`` are cheap and return a new one, with its own lease owner id,
+each time. The web app, the worker and the CLI receive what they need from here; nothing else
+constructs these objects.
 """
 
 from __future__ import annotations

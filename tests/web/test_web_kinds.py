@@ -217,6 +217,15 @@ def test_editing_a_new_issue_makes_a_version_and_the_old_one_is_superseded(site:
     assert 'id="superseded"' in old and f'href="/proposals/{new_id}" id="latest-link"' in old
     assert 'id="approve-form"' not in old and 'id="edit-form"' not in old
     assert re.search(r'class="gate fail"><strong>✘ [^<]+</strong>: [^<]*superseded', old)
+    title_only = post(site, f"/proposals/{new_id}/edit", {"title": "Widget limits"}, csrf)
+    assert title_only.status_code == 303
+    third = uuid.UUID(title_only.headers["location"].split("/")[2].split("?")[0])
+    kept = proposal_service.describe(site.db, alex, third)["action"]
+    assert (kept["title"], kept["labels"], kept["assignees"]) == (
+        "Widget limits",
+        ["bug"],
+        ["rita"],
+    )
 
 
 def test_a_comment_proposal_is_edited_and_rejected_through_its_forms(site: Web) -> None:

@@ -23,7 +23,6 @@ HOLDING_COMMENT = (
     "Thanks for the report. A maintainer will take a look.\n\n"
     "Drafted by ResolveFlow and reviewed by a person before it was posted."
 )
-MAX_RELATED = 5
 MAX_NEIGHBOUR_LABELS = 2
 _SAFE_URL = re.compile(r"^https?://[^\s<>()\"'\[\]]+$")
 _SCHEME = re.compile(r"\b([a-z][a-z0-9+.-]{1,15}):(?=//)", re.IGNORECASE)

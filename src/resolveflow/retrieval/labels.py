@@ -153,22 +153,3 @@ def tenant_examples(
     return [
         Example(training_text(row["title"], row["body"]), frozenset(row["labels"])) for row in rows
     ]
-
-
-def suggest_label(
-    db: Database,
-    tenant_id: UUID,
-    title: str,
-    body: str,
-    *,
-    allowed: set[str] | None,
-    source: str | None = None,
-    before: datetime | None = None,
-    min_probability: float = DEFAULT_MIN_PROBABILITY,
-) -> LabelSuggestion | None:
-    """What triage proposes for one issue: trained on the tenant's history, limited to
-    ``allowed`` (the repository's label list)."""
-    model = LabelModel.train(tenant_examples(db, tenant_id, before=before, source=source))
-    return model.suggest_many(
-        [training_text(title, body)], allowed=allowed, min_probability=min_probability
-    )[0]

@@ -21,8 +21,8 @@ from resolveflow.errors import AuthenticationFailed, ConfigError, NotAuthorized,
 from resolveflow.service.admin import find_tenant
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.store import audit
-from resolveflow.store import tenants as tenant_store
 from resolveflow.store import sessions as session_store
+from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
 
@@ -192,9 +192,3 @@ def sign_out(db: Database, cookie: str) -> None:
 
 def csrf_matches(expected: str, supplied: str | None) -> bool:
     return bool(supplied) and hmac.compare_digest(expected.encode(), (supplied or "").encode())
-
-
-def user_github_token(db: Database, cipher: TokenCipher, principal: Principal) -> str | None:
-    """The token the user signed in with, decrypted (what the executor should post with)."""
-    with db.tenant(principal.tenant_id) as conn:
-        return session_store.user_token(conn, cipher, principal.tenant_id, principal.id)

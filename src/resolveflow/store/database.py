@@ -26,7 +26,6 @@ from resolveflow.errors import ResolveFlowError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
-RUNTIME_ROLE = "resolveflow_app"
 Connection = psycopg.Connection[dict[str, Any]]
 
 # Constraint name -> the domain error a person should see when it fires.
@@ -122,7 +121,7 @@ class Database:
         )
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        conn.execute("SET ROLE resolveflow_app")  # == RUNTIME_ROLE
+        conn.execute("SET ROLE resolveflow_app")
         conn.execute(
             "SELECT set_config('statement_timeout', %s, false)", [str(self._statement_timeout_ms)]
         )

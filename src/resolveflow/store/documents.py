@@ -120,13 +120,6 @@ def switch_index_space(conn: Connection, tenant_id: UUID, space_id: int, dims: i
     )
 
 
-def chunks_outside_space(conn: Connection, tenant_id: UUID, space_id: int) -> int:
-    row = conn.execute(
-        q("retrieval", "chunks_outside_space"), {"tenant_id": tenant_id, "space_id": space_id}
-    ).fetchone()
-    return int(row["n"]) if row else 0
-
-
 # --- documents --------------------------------------------------------------------------------
 
 
@@ -256,24 +249,6 @@ def labelled_documents(
     return conn.execute(
         q("retrieval", "labelled_documents"),
         {"tenant_id": tenant_id, "before": before, "source": source},
-    ).fetchall()
-
-
-def document_by_source_id(
-    conn: Connection, tenant_id: UUID, source: str, external_id: str
-) -> dict[str, Any] | None:
-    return conn.execute(
-        q("retrieval", "document_by_source_id"),
-        {"tenant_id": tenant_id, "source": source, "external_id": external_id},
-    ).fetchone()
-
-
-def documents_since(
-    conn: Connection, tenant_id: UUID, source: str, since: datetime | None
-) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("retrieval", "documents_in_range"),
-        {"tenant_id": tenant_id, "source": source, "since": since},
     ).fetchall()
 
 

@@ -38,13 +38,6 @@ def reserve_model_call(conn: Connection, tenant_id: UUID, principal_id: UUID, li
     return row is not None
 
 
-def calls_today(conn: Connection, tenant_id: UUID, principal_id: UUID) -> int:
-    row = conn.execute(
-        q("investigation", "calls_today"), {"tenant_id": tenant_id, "principal_id": principal_id}
-    ).fetchone()
-    return int(row["calls"]) if row else 0
-
-
 def insert_model_call(conn: Connection, call: ModelCallRow) -> None:
     conn.execute(q("investigation", "insert_model_call"), vars(call))
 

@@ -38,11 +38,6 @@ def tenant_by_name(conn: Connection, name: str) -> Tenant:
     return _tenant(row)
 
 
-def tenant_by_id(conn: Connection, tenant_id: UUID) -> Tenant | None:
-    row = conn.execute(q("tenants", "tenant_by_id"), {"id": tenant_id}).fetchone()
-    return _tenant(row) if row else None
-
-
 def list_tenants(conn: Connection) -> list[Tenant]:
     return [_tenant(row) for row in conn.execute(q("tenants", "list_tenants")).fetchall()]
 
@@ -91,13 +86,6 @@ def principal_by_subject(conn: Connection, tenant_id: UUID, subject: str) -> Pri
     if row is None:
         raise NotFound(f"no principal {subject!r} in this tenant")
     return _principal(row)
-
-
-def principal_github_token(conn: Connection, tenant_id: UUID, principal_id: UUID) -> str | None:
-    row = conn.execute(
-        q("tenants", "principal_github_token"), {"tenant_id": tenant_id, "id": principal_id}
-    ).fetchone()
-    return row["github_token"] if row else None
 
 
 def set_principal_roles(

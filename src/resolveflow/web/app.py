@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
@@ -68,7 +67,3 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         return response
 
     return app
-
-
-def page_context(request: Request, **values: Any) -> dict[str, Any]:
-    return {"request": request, **values}

@@ -207,17 +207,18 @@ def edit_proposal(
     comment: str | None = Form(None),
     title: str | None = Form(None),
     body: str | None = Form(None),
-    labels: str = Form(""),
+    labels: str | None = Form(None),
     assignees: str | None = Form(None),
     csrf_token: str = Form(""),
 ) -> Response:
-    """The form sends the fields of its kind; a field the kind lacks is refused by the domain."""
+    """The form sends the fields of its kind (a field left out stays as it was); a field the
+    kind lacks is refused by the domain."""
     viewer = _form_viewer(request, csrf_token)
     changes = ActionChanges(
         comment=comment,
         title=title,
         body=body,
-        labels=_names(labels),
+        labels=None if labels is None else _names(labels),
         assignees=None if assignees is None else _names(assignees),
     )
     if any(len(text) > 65_000 for text in changes.texts()):

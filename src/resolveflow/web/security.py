@@ -21,7 +21,6 @@ from resolveflow.wiring import App
 
 SESSION_COOKIE = "rf_session"
 OAUTH_COOKIE = "rf_oauth"
-CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

@@ -16,15 +16,7 @@ from resolveflow.store.queue import QUEUE, setup_queue
 from resolveflow.wiring import App
 from resolveflow.worker.jobs import Jobs, build_queue
 
-__all__ = [
-    "Jobs",
-    "WorkerThread",
-    "build_queue",
-    "prepare_queue",
-    "run_once",
-    "run_worker",
-    "setup_queue",
-]
+__all__ = ["Jobs", "WorkerThread", "prepare_queue", "run_once", "run_worker"]
 
 logger = logging.getLogger(__name__)
 

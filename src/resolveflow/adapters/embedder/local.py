@@ -36,7 +36,6 @@ class LocalMiniLM:
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
-        self.seconds_spent = 0.0  # time inside the model, for throughput reports
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -95,7 +94,6 @@ class LocalMiniLM:
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         model = self._load()
-        started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             vectors = model.encode(
@@ -105,7 +103,6 @@ class LocalMiniLM:
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        self.seconds_spent += time.perf_counter() - started
         return normalize(np.asarray(vectors, dtype=np.float32))
 
     def embed_query(self, text: str) -> Vectors:

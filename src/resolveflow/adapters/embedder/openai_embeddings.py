@@ -51,7 +51,6 @@ class OpenAIEmbedder:
         self._requested_dimensions = dimensions
         self._dimensions = dimensions
         self._batch_size = batch_size
-        self.seconds_spent = 0.0
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -81,15 +80,12 @@ class OpenAIEmbedder:
         if self._requested_dimensions is not None:
             body["dimensions"] = self._requested_dimensions
         for attempt in range(MAX_RATE_LIMIT_WAITS + 1):
-            started = time.perf_counter()
             try:
                 response = self._client.post("/embeddings", json=body)
             except httpx.TransportError as exc:
                 raise ProviderUnavailable(
                     f"embeddings endpoint unreachable: {type(exc).__name__}"
                 ) from exc
-            finally:
-                self.seconds_spent += time.perf_counter() - started
             if response.status_code == 429 and attempt < MAX_RATE_LIMIT_WAITS:
                 wait = _retry_after(response)
                 logger.warning("embeddings rate limited", extra={"wait_seconds": wait})

@@ -54,10 +54,6 @@ class ScriptedModel:
     def model(self) -> str:
         return self._model
 
-    def push(self, *items: Scripted) -> None:
-        with self._lock:
-            self._queue.extend(items)
-
     @property
     def remaining(self) -> int:
         return len(self._queue)

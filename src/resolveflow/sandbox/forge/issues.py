@@ -37,7 +37,10 @@ from resolveflow.sandbox.forge.state import ForgeState
 from resolveflow.sandbox.loopback import Reply
 
 ISSUE_SORTS = ("created", "updated", "comments")
-# GitHub documents ``since`` as ``YYYY-MM-DDTHH:MM:SSZ``; an offset is accepted too.
+# GitHub documents ``since`` as ``YYYY-MM-DDTHH:MM:SSZ`` and refuses other shapes with this
+# message; an offset instead of the ``Z`` is accepted too. Note that githubkit 0.16 sends a
+# ``datetime`` as ``str(datetime)`` ("2026-03-01 17:00:00+00:00"): callers must pass the text.
+SINCE_FORMAT_MESSAGE = "The since parameter needs to be in ISO 8601 format: YYYY-MM-DDTHH:MM:SSZ"
 _ISO_8601 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -216,8 +219,8 @@ def _filters(query: dict[str, str]) -> list[IssueTest]:
     tests: list[IssueTest] = [lambda i: state in ("all", i.state)]
     since = query.get("since")
     if since is not None:
-        if not _ISO_8601.match(since):
-            raise payloads.Rejected(422, payloads.validation_failed("Issue", "since", "invalid"))
+        if not _ISO_8601.match(since):  # e.g. str(datetime), with a space for the "T"
+            raise payloads.Rejected(422, payloads.error(SINCE_FORMAT_MESSAGE, status=422))
         tests.append(lambda i: _moment(i.updated_at) >= _moment(since))
     labels = [name.strip().lower() for name in query.get("labels", "").split(",") if name]
     tests.append(lambda i: all(name in i.labels for name in labels))

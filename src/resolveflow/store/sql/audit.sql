@@ -3,12 +3,6 @@ INSERT INTO audit_events (tenant_id, actor, event, subject_type, subject_id, run
 VALUES (%(tenant_id)s, %(actor)s, %(event)s, %(subject_type)s, %(subject_id)s, %(run_id)s,
         %(details)s)
 
--- name: events_for_subject
-SELECT id, at, actor, event, subject_type, subject_id, run_id, details
-FROM audit_events
-WHERE tenant_id = %(tenant_id)s AND subject_type = %(subject_type)s AND subject_id = %(subject_id)s
-ORDER BY id
-
 -- name: events_for_subjects
 SELECT id, at, actor, event, subject_type, subject_id, run_id, details
 FROM audit_events

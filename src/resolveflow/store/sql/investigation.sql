@@ -7,11 +7,6 @@ ON CONFLICT (tenant_id, principal_id, day) DO UPDATE SET calls = b.calls + 1
     WHERE b.calls < %(limit)s
 RETURNING calls
 
--- name: calls_today
-SELECT coalesce(sum(calls), 0) AS calls FROM model_call_budget
-WHERE tenant_id = %(tenant_id)s AND principal_id = %(principal_id)s
-  AND day = (now() AT TIME ZONE 'UTC')::date
-
 -- name: insert_model_call
 INSERT INTO model_calls (
     tenant_id, run_id, principal_id, purpose, provider, model, served_model, prompt_tokens,

@@ -200,18 +200,6 @@ WHERE tenant_id = %(tenant_id)s AND kind = 'issue' AND cardinality(labels) > 0
   AND (%(source)s::text IS NULL OR source = %(source)s::text)
 ORDER BY created_at, external_id
 
--- name: document_by_source_id
-SELECT id, source, external_id, kind, title, body, labels, created_at, closed_at, state, url
-FROM documents
-WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = %(external_id)s
-
--- name: documents_in_range
-SELECT external_id, title, body, labels, created_at
-FROM documents
-WHERE tenant_id = %(tenant_id)s AND source = %(source)s
-  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
-ORDER BY created_at, external_id
-
 -- name: chunk_texts
 -- The chunks that have a vector (the others are found by their words and stay so).
 SELECT c.id, c.section, c.text, d.title
@@ -229,9 +217,6 @@ WHERE c.tenant_id = %(tenant_id)s AND c.id = u.id
 -- Chunks without a vector move to the new space with the rest (their dims follow the space).
 UPDATE chunks SET space_id = %(space_id)s, dims = %(dims)s
 WHERE tenant_id = %(tenant_id)s AND embedding IS NULL
-
--- name: chunks_outside_space
-SELECT count(*) AS n FROM chunks WHERE tenant_id = %(tenant_id)s AND space_id <> %(space_id)s
 
 -- name: index_summary
 SELECT

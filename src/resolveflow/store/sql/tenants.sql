@@ -4,9 +4,6 @@ INSERT INTO tenants (name) VALUES (%(name)s) RETURNING id, name
 -- name: tenant_by_name
 SELECT id, name FROM tenants WHERE name = %(name)s
 
--- name: tenant_by_id
-SELECT id, name FROM tenants WHERE id = %(id)s
-
 -- name: list_tenants
 SELECT id, name FROM tenants ORDER BY name
 
@@ -29,9 +26,6 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 SELECT id, tenant_id, subject, roles, github_token IS NOT NULL AS has_github_token
 FROM principals
 WHERE tenant_id = %(tenant_id)s AND subject = %(subject)s
-
--- name: principal_github_token
-SELECT github_token FROM principals WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 
 -- name: set_principal_roles
 UPDATE principals SET roles = %(roles)s
