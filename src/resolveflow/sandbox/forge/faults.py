@@ -2,7 +2,7 @@
 
 Each fault reproduces something that makes exactly-once execution hard: a write that is applied
 but never answered, answered too late, answered with garbage, or refused with a rate limit. The
-HTTP handler in ``github_fake`` decides how to act on each one; the canned replies live here.
+front end (``frontend.Frontend``) decides how to act on each one; the canned replies live here.
 
 Every fault works for reads as well: ``inject(fault, method="GET", path=...)``. For reads,
 ``Status`` gives 404/410/5xx (any body and content type, e.g. an HTML error page),
@@ -111,7 +111,7 @@ class _Injected:
 class FaultQueue:
     """Injected faults, consumed in the order they were injected.
 
-    Not thread-safe on its own: ``FakeGitHubServer`` calls it with its lock held.
+    Not thread-safe on its own: ``Frontend`` calls it with its lock held.
     """
 
     def __init__(self) -> None:

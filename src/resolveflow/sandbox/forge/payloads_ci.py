@@ -1,6 +1,6 @@
 """JSON payloads for pull requests, check runs and workflow runs, for ``FakeGitHubServer``.
 
-Same rule as ``github_fake_payloads``: complete objects that pass githubkit's models
+Same rule as ``payloads``: complete objects that pass githubkit's models
 (``PullRequest``, ``Repository``, ``MinimalRepository``, ``CheckRun``, ``Integration``,
 ``WorkflowRun``, ``PullRequestMinimal``), every required field present with the right type.
 HTML URLs follow github.com's layout (``{html}/{owner}/{repo}/pull/{n}``,

@@ -69,8 +69,7 @@ class _HasState(Protocol):
 class forward(Generic[P, R]):  # lower case: it reads like a decorator in the class body
     """A method that calls ``function(self.state, ...)``: the seeding API without the boilerplate.
 
-    The signature (and docstring) are the function's minus its first argument, so type checkers
-    and ``help()`` see the real parameters.
+    Type checkers see the function's parameters minus its first; the docstring is the function's.
     """
 
     def __init__(self, function: Callable[Concatenate[ForgeState, P], R]) -> None:
