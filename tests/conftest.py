@@ -103,7 +103,7 @@ class _DataTierPlugin:
         config.stash[_SKIPPED_DATA_TESTS] = len(skipped)
 
     def pytest_report_header(self) -> str | None:
-        return f"data tier: {SHARED_DATA_SHOWN}" if SHARED_DATA.is_dir() else None
+        return f"data tier: runs ({SHARED_DATA_SHOWN} found)" if SHARED_DATA.is_dir() else None
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         skipped = config.stash.get(_SKIPPED_DATA_TESTS, 0)

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import World, expire_lease, make_world, propose_and_approve
 from resolveflow.domain.records import ExecutionState
+from resolveflow.domain.vocabulary import AttemptStep, Credential
 from resolveflow.errors import InvalidTransition, NotAuthorized
 from resolveflow.store import executions
 from resolveflow.store.database import Database
@@ -123,9 +124,9 @@ def test_a_late_owner_cannot_overwrite_a_newer_owners_result(
             executions.insert_attempt(
                 conn,
                 claimed,
-                step="comment",
+                step=AttemptStep.COMMENT,
                 owner="old-owner",
-                credential="service",
+                credential=Credential.SERVICE,
                 lease_seconds=30,
             )
     with db.tenant(tenant) as conn:
