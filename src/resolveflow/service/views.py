@@ -18,7 +18,7 @@ from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
 from resolveflow.store import executions as execution_store
-from resolveflow.store import inbox as web_store
+from resolveflow.store import inbox as inbox_store
 from resolveflow.store import runs as run_store
 from resolveflow.store.database import Database
 
@@ -47,7 +47,7 @@ def inbox(
     repository = repository.lower() if repository else None
     with_proposals = classification is None and status in (None, AWAITING)
     with db.tenant(principal.tenant_id) as conn:
-        rows = web_store.inbox(
+        rows = inbox_store.inbox(
             conn,
             principal.tenant_id,
             status=status,
@@ -56,15 +56,15 @@ def inbox(
             limit=limit,
         )
         pending = (
-            web_store.pending_proposals(
+            inbox_store.pending_proposals(
                 conn, principal.tenant_id, repository=repository, limit=limit
             )
             if with_proposals
             else []
         )
         repositories = sorted(
-            set(web_store.run_repositories(conn, principal.tenant_id))
-            | set(web_store.proposal_repositories(conn, principal.tenant_id))
+            set(inbox_store.run_repositories(conn, principal.tenant_id))
+            | set(inbox_store.proposal_repositories(conn, principal.tenant_id))
         )
     items = [_run_item(row) for row in rows] + [_proposal_item(row) for row in pending]
     items.sort(key=lambda item: item["created_at"], reverse=True)
@@ -213,7 +213,7 @@ def execution_page(db: Database, viewer: Principal, execution_id: UUID) -> dict[
 
 def audit_trail(db: Database, viewer: Principal, limit: int = 200) -> list[dict[str, Any]]:
     with db.tenant(viewer.tenant_id) as conn:
-        rows = web_store.recent_audit_events(conn, viewer.tenant_id, limit)
+        rows = inbox_store.recent_audit_events(conn, viewer.tenant_id, limit)
     return [
         {
             "at": row["at"].isoformat(),
