@@ -6,6 +6,7 @@ import psycopg
 import pytest
 from tests.conftest import World
 
+from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import AlreadyExists, StoreUnavailable
 from resolveflow.store import audit
 from resolveflow.store.database import Database
@@ -21,7 +22,7 @@ def _record(conn: psycopg.Connection, world: World, subject: str) -> None:  # ty
         conn,
         tenant_id=world.tenant.id,
         actor="test",
-        event="test.event",
+        event=AuditEvent.RUN_EVIDENCE,
         subject_type="test",
         subject_id=subject,
     )

@@ -82,7 +82,9 @@ def create(
     --title T --body-file F); prints the digest to approve."""
     if new_issue:
         if issue is not None or comment is not None or comment_file is not None:
-            raise InvalidInput("--new-issue takes --title and --body-file, not --issue or a comment")
+            raise InvalidInput(
+                "--new-issue takes --title and --body-file, not --issue or a comment"
+            )
         if title is None or body_file is None:
             raise InvalidInput("--new-issue needs --title and --body-file")
     elif issue is None:

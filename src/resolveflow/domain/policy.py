@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from resolveflow.domain.actions import (
+    AnyAction,
     GitHubIssueAction,
     GitHubIssueCreateAction,
     action_digest,
@@ -32,8 +33,6 @@ from resolveflow.errors import (
     ResolveFlowError,
     SupersededProposal,
 )
-
-AnyAction = GitHubIssueAction | GitHubIssueCreateAction
 
 
 def require_role(principal: Principal, role: Role) -> None:

@@ -10,7 +10,16 @@ from uuid import UUID
 
 from resolveflow.domain.vocabulary import Decision, ExecutionState
 
-__all__ = ["Approval", "Decision", "Execution", "ExecutionState", "Principal", "Proposal", "Role", "Tenant"]
+__all__ = [
+    "Approval",
+    "Decision",
+    "Execution",
+    "ExecutionState",
+    "Principal",
+    "Proposal",
+    "Role",
+    "Tenant",
+]
 
 
 class Role(StrEnum):

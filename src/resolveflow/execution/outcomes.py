@@ -258,7 +258,9 @@ class Recorder:
         self, execution: Execution, attempt_id: UUID, comment_id: int, url: str, *, final: bool
     ) -> Execution:
         with self._transaction(execution) as conn:
-            self._outcome(conn, execution, attempt_id, AttemptOutcome.SENT, provider_ref=str(comment_id))
+            self._outcome(
+                conn, execution, attempt_id, AttemptOutcome.SENT, provider_ref=str(comment_id)
+            )
             if final:
                 after = store.finish(
                     conn,
@@ -318,7 +320,5 @@ class Recorder:
                 result_url=url,
             )
             if after is not None:
-                self._audit(
-                    conn, execution, AuditEvent.execution_ended(state), ref=ref, url=url
-                )
+                self._audit(conn, execution, AuditEvent.execution_ended(state), ref=ref, url=url)
         return self._checked(execution, after)

@@ -76,7 +76,9 @@ def checks_for(
     """Every approval check for ``viewer`` on this proposal version, each passing or not."""
     with db.tenant(viewer.tenant_id) as conn:
         proposal = proposal_store.proposal_by_id(conn, viewer.tenant_id, proposal_id)
-        facts = approval_facts(conn, viewer, proposal, supplied_digest=None, ttl_seconds=ttl_seconds)
+        facts = approval_facts(
+            conn, viewer, proposal, supplied_digest=None, ttl_seconds=ttl_seconds
+        )
     return evaluate(facts)
 
 

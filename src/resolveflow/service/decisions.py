@@ -208,9 +208,7 @@ def reject(
     with _paused(db, principal, target, how.runs, how.lease_seconds):
         rejection = approvals.reject(db, principal, target.proposal_id, reason)
         job = _follow_up(db, principal, target, how.follow_up, how.runs, rejection.id, None)
-    return Decided(
-        target.run_id, target.proposal_id, Decision.REJECTED, rejection.id, None, job
-    )
+    return Decided(target.run_id, target.proposal_id, Decision.REJECTED, rejection.id, None, job)
 
 
 def edit(

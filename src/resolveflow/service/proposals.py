@@ -9,6 +9,7 @@ from uuid import UUID
 
 from resolveflow.domain.actions import (
     ActionChanges,
+    AnyAction,
     action_digest,
     build_action,
     build_issue_create,
@@ -16,7 +17,6 @@ from resolveflow.domain.actions import (
     parse_action,
     revise,
 )
-from resolveflow.domain.policy import AnyAction
 from resolveflow.domain.records import Approval, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation

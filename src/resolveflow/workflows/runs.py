@@ -138,9 +138,7 @@ class RunController:
     ) -> decisions.Decided:
         return decisions.approve(self.db, principal, run_or_proposal, digest, self.deciding())
 
-    def reject(
-        self, principal: Principal, run_or_proposal: UUID, reason: str
-    ) -> decisions.Decided:
+    def reject(self, principal: Principal, run_or_proposal: UUID, reason: str) -> decisions.Decided:
         return decisions.reject(self.db, principal, run_or_proposal, reason, self.deciding())
 
     def at_pause(self, run_id: UUID) -> bool:

@@ -175,7 +175,11 @@ def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     if deps.investigator is None:
         # No diagnosis step (retrieval + model + review) is configured: a person decides.
         steps.audit_run(
-            deps.db, state, AuditEvent.RUN_ROUTED, to="human_review", reason=INVESTIGATION_NOT_CONFIGURED
+            deps.db,
+            state,
+            AuditEvent.RUN_ROUTED,
+            to="human_review",
+            reason=INVESTIGATION_NOT_CONFIGURED,
         )
         return {
             "branch": Classification.HUMAN_REVIEW.value,

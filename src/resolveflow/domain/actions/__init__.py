@@ -15,10 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from enum import StrEnum
-from typing import Annotated, Any
-
-from pydantic import Field, TypeAdapter
 
 from resolveflow.domain.actions.github_issue import (
     MAX_COMMENT_CHARS,
@@ -29,6 +25,13 @@ from resolveflow.domain.actions.github_issue_create import (
     GitHubIssueCreateAction,
     RepositoryTarget,
 )
+from resolveflow.domain.actions.parsing import (
+    ACTION_KIND,
+    Action,
+    ActionKind,
+    AnyAction,
+    parse_action,
+)
 from resolveflow.domain.actions.revise import ActionChanges, revise
 from resolveflow.domain.actions.text import (
     MARKER_PREFIX,
@@ -38,12 +41,16 @@ from resolveflow.domain.actions.text import (
 )
 from resolveflow.errors import InvalidInput
 
+DIGEST_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+
 __all__ = [
+    "ACTION_KIND",
     "MARKER_PREFIX",
     "MAX_COMMENT_CHARS",
     "Action",
     "ActionChanges",
     "ActionKind",
+    "AnyAction",
     "GitHubIssueAction",
     "GitHubIssueCreateAction",
     "IssueTarget",
@@ -59,30 +66,6 @@ __all__ = [
     "parse_action",
     "revise",
 ]
-
-
-class ActionKind(StrEnum):
-    GITHUB_ISSUE = "github.issue"  # comment and/or labels on an existing issue
-    GITHUB_ISSUE_CREATE = "github.issue_create"  # a new issue
-
-
-ACTION_KIND = ActionKind.GITHUB_ISSUE  # the kind triage proposes
-
-Action = Annotated[GitHubIssueAction | GitHubIssueCreateAction, Field(discriminator="kind")]
-_ACTION: TypeAdapter[GitHubIssueAction | GitHubIssueCreateAction] = TypeAdapter(Action)
-DIGEST_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-
-
-def parse_action(data: Any) -> GitHubIssueAction | GitHubIssueCreateAction:
-    """Validate untrusted action data, turning pydantic's report into one readable error.
-
-    Data without a ``kind`` is a ``github.issue`` (the only kind before kinds existed)."""
-    if isinstance(data, dict) and "kind" not in data:
-        data = {**data, "kind": ActionKind.GITHUB_ISSUE.value}
-    try:
-        return _ACTION.validate_python(data)
-    except ValueError as exc:
-        raise InvalidInput(f"invalid action: {_first_error(exc)}") from exc
 
 
 def build_action(
@@ -121,11 +104,11 @@ def build_issue_create(
     return action
 
 
-def canonical_json(action: GitHubIssueAction | GitHubIssueCreateAction) -> str:
+def canonical_json(action: AnyAction) -> str:
     return json.dumps(action.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def action_digest(action: GitHubIssueAction | GitHubIssueCreateAction) -> str:
+def action_digest(action: AnyAction) -> str:
     return hashlib.sha256(canonical_json(action).encode("utf-8")).hexdigest()
 
 
@@ -136,19 +119,3 @@ def check_digest_format(digest: str) -> str:
     if not DIGEST_PATTERN.match(value):
         raise InvalidInput("a digest is 64 hexadecimal characters (SHA-256)")
     return value
-
-
-def _first_error(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        details = errors()
-        if details:
-            first = details[0]
-            loc = [str(part) for part in first.get("loc", ())]
-            # A discriminated union prefixes the kind ("github.issue.comment"); drop it.
-            if loc and loc[0] in {kind.value for kind in ActionKind}:
-                loc = loc[1:]
-            where = ".".join(loc)
-            message = str(first.get("msg", exc)).removeprefix("Value error, ")
-            return f"{where}: {message}" if where else message
-    return str(exc)

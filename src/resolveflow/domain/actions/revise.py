@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from resolveflow.domain.actions.github_issue import GitHubIssueAction
 from resolveflow.domain.actions.github_issue_create import GitHubIssueCreateAction
+from resolveflow.domain.actions.parsing import AnyAction, parse_action
 from resolveflow.errors import InvalidInput
 
 
@@ -25,9 +26,7 @@ class ActionChanges:
         return [part for part in parts if part is not None]
 
 
-def revise(
-    action: GitHubIssueAction | GitHubIssueCreateAction, changes: ActionChanges
-) -> GitHubIssueAction | GitHubIssueCreateAction:
+def revise(action: AnyAction, changes: ActionChanges) -> AnyAction:
     """The changed action, validated like a new one; a change the kind has no field for is an
     error rather than silently ignored."""
     match action:
@@ -49,6 +48,4 @@ def revise(
                     action.assignees if changes.assignees is None else changes.assignees
                 ),
             }
-    from resolveflow.domain.actions import parse_action  # the package imports this module
-
     return parse_action(data)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from resolveflow.adapters.github.protocol import GitHub
-from resolveflow.domain.actions import ActionKind
-from resolveflow.domain.policy import AnyAction
+from resolveflow.domain.actions import ActionKind, AnyAction
 from resolveflow.execution.kinds import github_issue, github_issue_create
 from resolveflow.execution.kinds.base import KindExecutor, KindSpec
 from resolveflow.execution.outcomes import Recorder

@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from resolveflow.domain.actions import ActionKind
-from resolveflow.domain.policy import AnyAction
+from resolveflow.domain.actions import ActionKind, AnyAction
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep, Credential
 

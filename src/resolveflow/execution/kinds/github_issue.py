@@ -5,11 +5,12 @@ from __future__ import annotations
 from resolveflow.adapters.github.protocol import GitHub, IssueComment, RepoName
 from resolveflow.domain.actions import (
     ActionKind,
+    AnyAction,
     GitHubIssueAction,
     body_with_marker,
     execution_marker,
 )
-from resolveflow.domain.policy import AnyAction, check_labels_exist
+from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import InvalidInput, LeaseLost, PolicyViolation, ProviderError
@@ -82,9 +83,7 @@ class GitHubIssueExecutor:
                 return execution
         body = body_with_marker(action.comment, str(execution.id))
         try:
-            posted = self.github.post_comment(
-                repo, action.target.issue, body, token=verified.token
-            )
+            posted = self.github.post_comment(repo, action.target.issue, body, token=verified.token)
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt_id, exc)
         return self.record.comment_posted(

@@ -7,11 +7,12 @@ from datetime import timedelta
 from resolveflow.adapters.github.protocol import GitHub, IssueData, RepoName
 from resolveflow.domain.actions import (
     ActionKind,
+    AnyAction,
     GitHubIssueCreateAction,
     body_with_marker,
     execution_marker,
 )
-from resolveflow.domain.policy import AnyAction, check_labels_exist
+from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import InvalidInput, LeaseLost, PolicyViolation, ProviderError
