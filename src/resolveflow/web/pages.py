@@ -120,24 +120,32 @@ def _progress(view: dict[str, Any]) -> dict[str, Any]:
     return {"following": following, "execution_state": state}
 
 
-@router.post("/runs/{run_id}/approve")
+@router.post("/runs/{target_id}/approve")
+@router.post("/proposals/{target_id}/approve")
 def approve(
-    request: Request, run_id: UUID, digest: str = Form(""), csrf_token: str = Form("")
+    request: Request, target_id: UUID, digest: str = Form(""), csrf_token: str = Form("")
 ) -> Response:
     viewer = _form_viewer(request, csrf_token)
     decisions.approve(
-        wired(request).db, viewer.principal, run_id, digest.strip(), deciding(request)
+        wired(request).db, viewer.principal, target_id, digest.strip(), deciding(request)
     )
-    return _back(f"/runs/{run_id}", "approved")
+    return _back(_page_of(request, target_id), "approved")
 
 
-@router.post("/runs/{run_id}/reject")
+@router.post("/runs/{target_id}/reject")
+@router.post("/proposals/{target_id}/reject")
 def reject(
-    request: Request, run_id: UUID, reason: str = Form(""), csrf_token: str = Form("")
+    request: Request, target_id: UUID, reason: str = Form(""), csrf_token: str = Form("")
 ) -> Response:
     viewer = _form_viewer(request, csrf_token)
-    decisions.reject(wired(request).db, viewer.principal, run_id, reason, deciding(request))
-    return _back(f"/runs/{run_id}", "rejected")
+    decisions.reject(wired(request).db, viewer.principal, target_id, reason, deciding(request))
+    return _back(_page_of(request, target_id), "rejected")
+
+
+def _page_of(request: Request, target_id: UUID) -> str:
+    """The page a decision form was on: the run's or the proposal's (from the matched route)."""
+    section = request.scope["route"].path.split("/")[1]  # "runs" or "proposals"
+    return f"/{section}/{target_id}"
 
 
 @router.post("/runs/{run_id}/edit")
@@ -178,26 +186,6 @@ def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     return _render(
         request, template, viewer, proposal=view, following=following, execution_state=state
     )
-
-
-@router.post("/proposals/{proposal_id}/approve")
-def approve_proposal(
-    request: Request, proposal_id: UUID, digest: str = Form(""), csrf_token: str = Form("")
-) -> Response:
-    viewer = _form_viewer(request, csrf_token)
-    decisions.approve(
-        wired(request).db, viewer.principal, proposal_id, digest.strip(), deciding(request)
-    )
-    return _back(f"/proposals/{proposal_id}", "approved")
-
-
-@router.post("/proposals/{proposal_id}/reject")
-def reject_proposal(
-    request: Request, proposal_id: UUID, reason: str = Form(""), csrf_token: str = Form("")
-) -> Response:
-    viewer = _form_viewer(request, csrf_token)
-    decisions.reject(wired(request).db, viewer.principal, proposal_id, reason, deciding(request))
-    return _back(f"/proposals/{proposal_id}", "rejected")
 
 
 @router.post("/proposals/{proposal_id}/edit")
