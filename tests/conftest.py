@@ -212,10 +212,21 @@ def superuser(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ..
 
 
 def expire_lease(superuser: psycopg.Connection[Any], execution_id: uuid.UUID) -> None:
-    """Backdate an execution's lease so that it has run out (no waiting for the clock)."""
+    """Backdate an execution's lease, and its attempts' request deadlines, so that both have run
+    out (no waiting for the clock)."""
     superuser.execute(
         "UPDATE executions SET lease_expires_at = clock_timestamp() - interval '1 second'"
         " WHERE id = %s",
+        [execution_id],
+    )
+    pass_deadlines(superuser, execution_id)
+
+
+def pass_deadlines(superuser: psycopg.Connection[Any], execution_id: uuid.UUID) -> None:
+    """Backdate the request deadlines of an execution's attempts."""
+    superuser.execute(
+        "UPDATE execution_attempts SET deadline_at = clock_timestamp() - interval '1 second'"
+        " WHERE execution_id = %s",
         [execution_id],
     )
 

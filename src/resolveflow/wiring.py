@@ -241,24 +241,20 @@ class App:
         )
 
     def token_cipher(self) -> TokenCipher | None:
-        """Encrypts users' GitHub tokens at rest; None without RESOLVEFLOW_TOKEN_ENCRYPTION_KEY."""
-        key = self.settings.web.token_encryption_key
-        if key is None:
-            return None
-        from resolveflow.store.token_cipher import TokenCipher
-
-        return self._once("token_cipher", lambda: TokenCipher(key.get_secret_value()))
+        """Encrypts principals' own GitHub tokens at rest; None without
+        RESOLVEFLOW_TOKEN_ENCRYPTION_KEY."""
+        return self._once("token_cipher", lambda: build_token_cipher(self.settings))
 
     def token_lookup(self) -> ApproverTokenLookup | None:
-        """Approvers who signed in with GitHub have their token stored encrypted; the executor
-        posts what they approved with it, so GitHub shows who posted."""
+        """Approvers' own GitHub tokens (given by sign-in or by an operator), decrypted from the
+        one store; the executor posts what they approved with them, so GitHub shows who posted."""
         cipher = self.token_cipher()
         if cipher is None:
             return None
-        from resolveflow.store import sessions as session_store
+        from resolveflow.store import tenants as tenant_store
 
         def lookup(conn: Connection, tenant_id: UUID, principal_id: UUID) -> str | None:
-            return session_store.user_token(conn, cipher, tenant_id, principal_id)
+            return tenant_store.github_token(conn, cipher, tenant_id, principal_id)
 
         return lookup
 
@@ -323,12 +319,36 @@ class App:
                     logger.warning("could not close %s", name, exc_info=True)
 
 
-def migrate(url: str) -> list[str]:
+def build_token_cipher(settings: Settings) -> TokenCipher | None:
+    key = settings.web.token_encryption_key
+    if key is None:
+        return None
+    from resolveflow.store.token_cipher import TokenCipher
+
+    return TokenCipher(key.get_secret_value())
+
+
+def after_upgrade(cipher: TokenCipher | None) -> Callable[[Connection], None]:
+    """What runs as the owner under the migration lock after the SQL files: the libraries'
+    schema, then (with a key) the sealing of GitHub tokens a migration set aside, which only
+    Python can encrypt."""
+
+    def after(conn: Connection) -> None:
+        setup_libraries(conn)
+        if cipher is not None:
+            from resolveflow.store.tenants import seal_waiting_tokens
+
+            seal_waiting_tokens(conn, cipher)
+
+    return after
+
+
+def migrate(url: str, cipher: TokenCipher | None = None) -> list[str]:
     """SQL migrations, then the LangGraph checkpoint tables (created by the saver's own setup),
     both as the owner; the runtime role is then granted use of the checkpoint tables."""
     probe = Database(url)
     with probe.owner_connection() as conn:
-        return [m.version for m in upgrade(conn, after=setup_libraries)]
+        return [m.version for m in upgrade(conn, after=after_upgrade(cipher))]
 
 
 @contextmanager
@@ -336,7 +356,7 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
     """Open the database (starting the embedded one if needed), bring its schema up to date."""
     url = database_url(settings)
     if auto_migrate:
-        migrate(url)
+        migrate(url, build_token_cipher(settings))
     db = Database(
         url,
         max_size=settings.database.pool_max_size,

@@ -1,24 +1,89 @@
-"""``resolveflow demo --once`` in a real process: embedded Postgres, the sandbox forge, a signed
-webhook, the worker's triage run, an approval through the API, and the comment posted once."""
+"""``resolveflow demo`` in real processes: embedded Postgres, the sandbox forge, a signed webhook,
+the worker's triage run, an approval through the API, and the comment posted once.
+
+Whatever way the demo ends (``--once``, SIGTERM, Ctrl-C, an error), its embedded Postgres must be
+stopped before its throwaway folder is removed: a postmaster whose data folder was deleted under
+it keeps running (until it notices, about a minute later, or for good)."""
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 
-def test_demo_runs_to_completion_and_posts_once() -> None:
+STOP_SECONDS = 60.0  # the demo's own shutdown: threads, then Postgres' fast shutdown
+
+
+def postmasters_under(folder: Path) -> list[int]:
+    """Live ``postgres`` servers whose command line names a path inside ``folder`` (their ``-D``).
+
+    Read from /proc (psutil is not a dependency of ours); zombies have an empty command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # the process ended while we looked
+            continue
+        if Path(os.fsdecode(argv[0])).name == "postgres" and any(
+            os.fsencode(folder) in arg for arg in argv[1:]
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+def _stop_leftovers(folder: Path) -> None:
+    """After a failing run: stop what the demo left behind, so that one failure leaks nothing."""
+    for pid in postmasters_under(folder):
+        with_signal = signal.SIGQUIT  # immediate shutdown: its data folder may already be gone
+        try:
+            os.kill(pid, with_signal)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + 30
+    while postmasters_under(folder) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def demo_env() -> Iterator[tuple[Path, dict[str, str]]]:
     # A short temporary folder: Postgres' socket path must stay under ~100 characters.
-    tmp_path = Path(tempfile.mkdtemp(prefix="rfd", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="rfd", dir="/tmp"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVEFLOW_")}
-    env.update(RESOLVEFLOW_EMBEDDER="fake", TMPDIR=str(tmp_path), COLUMNS="200")
+    env.update(RESOLVEFLOW_EMBEDDER="fake", TMPDIR=str(folder), COLUMNS="200")
+    try:
+        yield folder, env
+    finally:
+        _stop_leftovers(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _demo(*args: str) -> list[str]:
+    return [sys.executable, "-m", "resolveflow", "demo", *args]
+
+
+def assert_nothing_left(folder: Path) -> None:
+    """No server on the demo's data, and no demo folder: checked at once, with no grace period."""
+    assert postmasters_under(folder) == [], "the demo's embedded Postgres is still running"
+    assert list(folder.glob("resolveflow-demo-*")) == [], "the demo's folder was not removed"
+
+
+def test_demo_runs_to_completion_and_posts_once(demo_env: tuple[Path, dict[str, str]]) -> None:
+    folder, env = demo_env
     result = subprocess.run(
-        [sys.executable, "-m", "resolveflow", "demo", "--once", "--json"],
+        _demo("--once", "--json"),
         env=env,
         capture_output=True,
         text=True,
@@ -35,5 +100,78 @@ def test_demo_runs_to_completion_and_posts_once() -> None:
     assert summary["similar"], "search over the indexed sample issues found nothing"
     assert summary["url"].startswith("http://127.0.0.1:")
     assert "Sandbox forge (NOT GitHub)" in result.stderr
-    assert list(tmp_path.glob("resolveflow-demo-*")) == []  # the throwaway database is gone
-    shutil.rmtree(tmp_path, ignore_errors=True)
+    assert_nothing_left(folder)
+
+
+def _wait_for_line(process: subprocess.Popen[str], needle: str, seconds: float) -> str:
+    """Reads the demo's stdout until a line contains ``needle`` (or fails with what it read)."""
+    assert process.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + seconds
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            line = process.stdout.readline()
+            if not line:  # the demo ended before serving
+                break
+            seen.append(line)
+            if needle in line:
+                return line
+    raise AssertionError(f"the demo never printed {needle!r}; stdout: {''.join(seen)!r}")
+
+
+@pytest.mark.parametrize(
+    "stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C (SIGINT to the group)"]
+)
+def test_a_serving_demo_stopped_by_a_signal_stops_postgres_then_removes_its_folder(
+    demo_env: tuple[Path, dict[str, str]], stop: signal.Signals
+) -> None:
+    folder, env = demo_env
+    # Its own process group, as a terminal would give it: Ctrl-C signals the whole group.
+    demo = subprocess.Popen(
+        _demo(),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_line(demo, "Inbox: http://127.0.0.1:", 180)
+        assert postmasters_under(folder), "the check cannot see the demo's running Postgres"
+        if stop is signal.SIGINT:
+            os.killpg(demo.pid, stop)
+        else:
+            demo.send_signal(stop)
+        _, stderr = demo.communicate(timeout=STOP_SECONDS)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait(timeout=10)
+    assert demo.returncode == 0, stderr
+    assert_nothing_left(folder)
+
+
+def test_a_demo_that_fails_after_postgres_started_stops_it_and_removes_its_folder(
+    demo_env: tuple[Path, dict[str, str]],
+) -> None:
+    folder, env = demo_env
+    with socket.socket() as taken:  # the inbox's port is taken: the web server cannot start
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            _demo("--once", "--json", "--port", str(port)),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode == 7, result.stderr  # a configuration error (docs/errors.md)
+    assert "the web server did not start" in result.stderr
+    assert "Starting the embedded Postgres" in result.stderr  # it failed after the start
+    assert_nothing_left(folder)

@@ -7,6 +7,7 @@ Each test also checks what the forge says happened: how many issues exist and wh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +30,7 @@ from resolveflow.sandbox.forge.server import (
     SecondaryRateLimit,
     Status,
     TamperedBody,
+    Trickle,
     WriteRecord,
 )
 
@@ -391,3 +393,70 @@ def test_assignees_endpoint_answers_204_for_pushers_and_404_otherwise(
     fake_github.revoke_push(REPO.full_name, "alice")
     with pytest.raises(RequestFailed):
         gh.rest.issues.check_user_can_be_assigned(REPO.owner, REPO.name, "alice")
+
+
+# --- a trickled answer ---------------------------------------------------------------------
+
+
+def test_a_trickled_answer_outlasts_per_phase_timeouts_and_arrives_complete(
+    fake_github: FakeGitHubServer,
+) -> None:
+    """httpx's timeouts bound each socket operation, not the request: a body sent one byte at a
+    time keeps every read well inside 1 s while the whole answer takes 4 s."""
+    url = f"{fake_github.url}/repos/{REPO.full_name}/issues/{ISSUE_NUMBER}"
+    with httpx.Client(timeout=1.0, headers=auth()) as client:
+        expected = client.get(url).content
+        fake_github.inject(Trickle(4.0 / len(expected)), method="GET", path=r"/issues/1$")
+        started = time.monotonic()
+        arrivals: list[float] = []
+        with client.stream("GET", url) as response:
+            headers_after = time.monotonic() - started
+            body = b""
+            for chunk in response.iter_raw():
+                body += chunk
+                arrivals.append(time.monotonic())
+        elapsed = time.monotonic() - started
+
+    assert response.status_code == 200 and body == expected
+    assert headers_after < 0.5  # status and headers at once
+    gaps = [later - earlier for earlier, later in zip([started, *arrivals], arrivals, strict=False)]
+    assert len(arrivals) > 100 and max(gaps) < 0.5  # never idle near the 1 s read timeout
+    assert 3.9 <= elapsed < 6.0  # yet four times the timeout in all
+
+
+def test_a_trickled_answer_ends_promptly_when_the_server_stops(
+    fake_github: FakeGitHubServer,
+) -> None:
+    fake_github.inject(Trickle(30.0), method="GET", path=r"/issues/1$")
+    url = f"{fake_github.url}/repos/{REPO.full_name}/issues/{ISSUE_NUMBER}"
+
+    with (
+        httpx.Client(timeout=60.0, headers=auth()) as client,
+        client.stream("GET", url) as response,
+    ):
+        assert response.status_code == 200
+        started = time.monotonic()
+        fake_github.stop()
+        stopped_after = time.monotonic() - started
+        with pytest.raises(httpx.RemoteProtocolError):  # cut off in the middle of the body
+            response.read()
+        failed_after = time.monotonic() - started
+
+    assert stopped_after < 1.0 and failed_after < 1.5
+
+
+@pytest.mark.parametrize(("apply", "status"), [(True, 201), (False, 502)], ids=["applied", "not"])
+def test_a_trickled_write_is_applied_only_when_asked(
+    fake_github: FakeGitHubServer, apply: bool, status: int
+) -> None:
+    fake_github.inject(Trickle(0.0001, apply_write=apply), method="POST", path=ISSUES_PATH)
+
+    response = create(fake_github, {"title": "Slowly answered"})
+
+    assert response.status_code == status
+    if apply:
+        assert Issue.model_validate(response.json()).title == "Slowly answered"
+    else:
+        assert response.json()["message"] == "Bad Gateway"
+    assert numbers(fake_github) == ([ISSUE_NUMBER, 2] if apply else [ISSUE_NUMBER])
+    assert fake_github.write_log == [WriteRecord("POST", ISSUES_PATH, SERVICE_LOGIN, apply)]

@@ -1,4 +1,4 @@
-"""Operator commands: database, tenants, principals, repositories."""
+"""Operator commands: database, tenants, principals and their GitHub tokens, repositories."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import typer
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
 from resolveflow.domain.records import Role
-from resolveflow.errors import InvalidInput
+from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import status, upgrade
-from resolveflow.wiring import database_url, setup_libraries
+from resolveflow.store.token_cipher import KEY_SETTING
+from resolveflow.wiring import after_upgrade, build_token_cipher, database_url
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
@@ -21,13 +22,18 @@ principals_app = typer.Typer(
     help="People and services that act through ResolveFlow.", no_args_is_help=True
 )
 repos_app = typer.Typer(help="The repositories a tenant may act on.", no_args_is_help=True)
+tokens_app = typer.Typer(
+    help="Principals' own GitHub tokens, encrypted at rest.", no_args_is_help=True
+)
 
 
 @db_app.command("upgrade")
 def db_upgrade(as_json: bool = common.JsonOption) -> None:
     """Apply pending migrations (idempotent)."""
-    with Database(database_url(common.settings())).owner_connection() as conn:
-        applied = [m.version + "_" + m.name for m in upgrade(conn, after=setup_libraries)]
+    settings = common.settings()
+    cipher = build_token_cipher(settings)
+    with Database(database_url(settings)).owner_connection() as conn:
+        applied = [m.version + "_" + m.name for m in upgrade(conn, after=after_upgrade(cipher))]
     emit(
         {"applied": applied},
         as_json,
@@ -96,7 +102,8 @@ def principals_add(
     github_token_stdin: bool = typer.Option(
         False,
         "--github-token-stdin",
-        help="Read this principal's own GitHub token from stdin; the executor posts with it.",
+        help="Read this principal's own GitHub token from stdin; the executor posts with it. "
+        "Stored encrypted: needs RESOLVEFLOW_TOKEN_ENCRYPTION_KEY.",
     ),
     as_json: bool = common.JsonOption,
 ) -> None:
@@ -105,10 +112,24 @@ def principals_add(
         roles = [Role(value) for value in role]
     except ValueError:
         raise InvalidInput("--role must be requester, approver or admin") from None
-    github_token = typer.get_text_stream("stdin").read().strip() if github_token_stdin else None
+    github_token = None
+    if github_token_stdin:
+        # Checked before stdin is read, so nobody types a token that is then refused.
+        if build_token_cipher(common.settings()) is None:
+            raise ConfigError(
+                f"--github-token-stdin needs {KEY_SETTING}: own GitHub tokens are stored encrypted"
+            )
+        github_token = typer.get_text_stream("stdin").read().strip()
+        if not github_token:
+            raise InvalidInput("--github-token-stdin: no token on stdin")
     with common.app() as opened:
         issued = admin.add_principal(
-            opened.db, common.tenant_name(opened, tenant), subject, roles, github_token
+            opened.db,
+            common.tenant_name(opened, tenant),
+            subject,
+            roles,
+            github_token,
+            opened.token_cipher(),
         )
     roles_held = sorted(r.value for r in issued.principal.roles)
     data = {
@@ -190,3 +211,30 @@ def repos_list(tenant: str | None = common.TenantOption, as_json: bool = common.
     with common.app() as opened:
         names = admin.list_repositories(opened.db, common.tenant_name(opened, tenant))
     emit(names, as_json, lambda: table("repositories", ["repository"], [(n,) for n in names]))
+
+
+@tokens_app.command("reencrypt")
+def tokens_reencrypt(as_json: bool = common.JsonOption) -> None:
+    """Encrypt every stored GitHub token again with the primary key (the first in
+    RESOLVEFLOW_TOKEN_ENCRYPTION_KEY), so older keys can be removed afterwards."""
+    with common.app() as opened:
+        cipher = opened.token_cipher()
+        if cipher is None:
+            raise ConfigError(f"{KEY_SETTING} is not set: there is no key to encrypt with")
+        done = admin.reencrypt_tokens(opened.db, cipher)
+    data = {
+        "primary_key_id": cipher.primary_key_id,
+        "reencrypted": done.changed,
+        "unreadable": done.unreadable,
+    }
+    emit(
+        data,
+        as_json,
+        lambda: fields(
+            [
+                ("primary key", cipher.primary_key_id),
+                ("re-encrypted", str(done.changed)),
+                ("unreadable", ", ".join(done.unreadable) or "none"),
+            ]
+        ),
+    )

@@ -123,6 +123,8 @@ class AuditEvent(StrEnum):
     EXECUTION_REFUSED = "execution.refused"
     EXECUTION_DEFERRED = "execution.deferred"
     EXECUTION_COMMENT_POSTED = "execution.comment_posted"
+    EXECUTION_DELIVERED_EARLIER = "execution.delivered_earlier"
+    EXECUTION_RECONCILE_FAILED = "execution.reconcile_failed"
     EXECUTION_REQUEUED = "execution.requeued"
     EXECUTION_RESOLVED = "execution.resolved"
     EXECUTION_RECONCILED_SENT = "execution.reconciled_sent"

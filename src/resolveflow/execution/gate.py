@@ -14,18 +14,19 @@ requests are is each action kind's business (``execution/kinds``); the gate is t
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from uuid import UUID
 
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.policy import check_approval_still_valid, check_repository_allowed
 from resolveflow.domain.records import Execution
-from resolveflow.domain.vocabulary import Credential
 from resolveflow.errors import NotAuthorized, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
 from resolveflow.execution.kinds import KindRegistry
 from resolveflow.execution.kinds.base import Prepared, Verified
 from resolveflow.execution.lease import GateSettings, new_owner_id
-from resolveflow.execution.outcomes import Recorder
+from resolveflow.execution.outcomes import Attempt, Recorder
 from resolveflow.store import executions as execution_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.context import execution_context
@@ -42,13 +43,15 @@ class Executor:
         settings: GateSettings,
         owner: str | None = None,
         token_lookup: ApproverTokenLookup | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.db = db
         self.github = github
         self.settings = settings
         self.owner = owner or new_owner_id()
         self.token_lookup = token_lookup
-        self.record = Recorder(db, self.owner, settings)
+        self.clock = clock
+        self.record = Recorder(db, self.owner, settings, clock)
         self.kinds = KindRegistry(github, self.record)
 
     # --- entry points --------------------------------------------------------------------
@@ -89,6 +92,7 @@ class Executor:
         a crash afterwards leaves a started attempt for reconciliation to examine.
         """
         lease = self.settings.lease_seconds
+        begun = self.clock()  # before the claim: the attempt it may record is no older
         with self.db.tenant(tenant_id, pipelined=True) as conn:
             if execution_id is None:
                 claimed = execution_store.claim_next_due(conn, tenant_id, self.owner, lease)
@@ -98,26 +102,31 @@ class Executor:
                 )
             if claimed is None:
                 return None
-            return self._prepare(conn, claimed)
+            return self._prepare(conn, claimed, begun)
 
-    def _prepare(self, conn: Connection, claimed: Execution) -> Prepared | Execution:
+    def _prepare(self, conn: Connection, claimed: Execution, begun: float) -> Prepared | Execution:
         try:
             verified = self._verify(conn, claimed)
         except ResolveFlowError as exc:
             return self.record.refused_in(conn, claimed, exc)
-        attempt_id = None
+        prior = tuple(execution_store.prior_uncertain(conn, claimed))
         step = self.kinds.for_action(verified.action).step_with_claim(verified.action)
-        if step is not None:
-            attempt_id = execution_store.insert_attempt(
-                conn,
-                claimed,
-                step=step,
-                owner=self.owner,
-                credential=verified.credential,
-                lease_seconds=self.settings.lease_seconds,
-                with_claim=True,
-            )
-        return Prepared(claimed, verified, attempt_id)
+        if step is None or prior:
+            return Prepared(claimed, verified, None, prior)
+        attempt_id = execution_store.insert_attempt(
+            conn,
+            claimed,
+            step=step,
+            owner=self.owner,
+            credential=verified.sent_with.credential,
+            token_fingerprint=verified.sent_with.token_fingerprint,
+            lease_seconds=self.settings.lease_seconds,
+            deadline_seconds=self.settings.in_flight_seconds,
+            with_claim=True,
+        )
+        return Prepared(
+            claimed, verified, Attempt(attempt_id, begun + self.settings.send_slack_seconds)
+        )
 
     def _continue(self, prepared: Prepared | Execution) -> Execution:
         if isinstance(prepared, Execution):
@@ -140,8 +149,4 @@ class Executor:
             raise NotAuthorized("the execution's digest differs from the proposal's")
         check_repository_allowed(action, context.allowed_repositories)
         token = approver_token(conn, context, self.token_lookup)
-        return Verified(
-            action=action,
-            token=token,
-            credential=Credential.APPROVER if token else Credential.SERVICE,
-        )
+        return Verified(action=action, token=token)

@@ -8,23 +8,28 @@ fact) but cannot overwrite the newer owner's state.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import Execution, ExecutionState
-from resolveflow.domain.vocabulary import AttemptOutcome, AttemptStep, AuditEvent, Credential
+from resolveflow.domain.vocabulary import AttemptOutcome, AttemptStep, AuditEvent
 from resolveflow.errors import (
     InvalidInput,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
+    ProviderUnavailable,
     ResolveFlowError,
 )
 from resolveflow.execution.lease import GateSettings
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store.database import Connection, Database
+from resolveflow.store.executions import SentWith
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +40,24 @@ def wrote_something(execution: Execution) -> bool:
     return execution.comment_id is not None or execution.result_ref is not None
 
 
+@dataclass(frozen=True)
+class Attempt:
+    id: UUID
+    send_by: float  # monotonic: after this the request is not started at all
+
+
 class Recorder:
-    def __init__(self, db: Database, owner: str, settings: GateSettings) -> None:
+    def __init__(
+        self,
+        db: Database,
+        owner: str,
+        settings: GateSettings,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.db = db
         self.owner = owner
         self.settings = settings
+        self.clock = clock
         self.actor = f"executor:{owner}"
 
     def _transaction(self, execution: Execution) -> AbstractContextManager[Connection]:
@@ -72,18 +90,29 @@ class Recorder:
         return after
 
     def attempt_started(
-        self, execution: Execution, step: AttemptStep, credential: Credential
-    ) -> UUID:
-        """Committed before the request leaves, so a crash afterwards is never mistaken for 'not sent'."""
+        self, execution: Execution, step: AttemptStep, sent_with: SentWith
+    ) -> Attempt:
+        """Committed before the request leaves, so a crash afterwards is never mistaken for 'not
+        sent'; the request must then start before ``Attempt.send_by``."""
+        begun = self.clock()
         with self._transaction(execution) as conn:
-            return store.insert_attempt(
+            attempt_id = store.insert_attempt(
                 conn,
                 execution,
                 step=step,
                 owner=self.owner,
-                credential=credential,
+                credential=sent_with.credential,
+                token_fingerprint=sent_with.token_fingerprint,
                 lease_seconds=self.settings.lease_seconds,
+                deadline_seconds=self.settings.in_flight_seconds,
             )
+        return Attempt(attempt_id, begun + self.settings.send_slack_seconds)
+
+    def too_late(self, execution: Execution, attempt: Attempt) -> Execution:
+        """The process stalled between recording the attempt and sending: a reconciler may
+        already own the execution, so nothing is sent; the outcome says so."""
+        exc = ProviderUnavailable("not sent: the attempt's time to start the request ran out")
+        return self.unavailable(execution, attempt.id, exc)
 
     def _outcome(
         self,
@@ -321,4 +350,50 @@ class Recorder:
             )
             if after is not None:
                 self._audit(conn, execution, AuditEvent.execution_ended(state), ref=ref, url=url)
+        return self._checked(execution, after)
+
+    def delivered_earlier(
+        self,
+        execution: Execution,
+        earlier: UUID,
+        *,
+        final: bool,
+        comment: tuple[int, str] | None = None,
+        created: tuple[str, str] | None = None,
+    ) -> Execution:
+        """An earlier execution of this same action, recorded as unknown or not sent, did deliver
+        it after all: this one records that instead of writing a second copy."""
+        detail = f"not written again: earlier execution {earlier} delivered it"
+        comment_id, comment_url = comment if comment else (None, None)
+        ref, url = created if created else (None, None)
+        with self._transaction(execution) as conn:
+            if final:
+                after = store.finish(
+                    conn,
+                    execution,
+                    owner=self.owner,
+                    state=ExecutionState.SENT,
+                    detail=detail,
+                    comment_id=comment_id,
+                    comment_url=comment_url,
+                    result_ref=ref,
+                    result_url=url,
+                )
+            else:
+                assert comment_id is not None and comment_url is not None
+                after = store.record_comment(
+                    conn,
+                    execution,
+                    owner=self.owner,
+                    comment_id=comment_id,
+                    comment_url=comment_url,
+                )
+            if after is not None:
+                self._audit(
+                    conn,
+                    execution,
+                    AuditEvent.EXECUTION_DELIVERED_EARLIER,
+                    earlier=str(earlier),
+                    url=comment_url or url,
+                )
         return self._checked(execution, after)

@@ -12,20 +12,21 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.adapters.github.protocol import GitHub
-from resolveflow.domain.actions import parse_action
+from resolveflow.domain.actions import ActionKind, parse_action
 from resolveflow.domain.records import Execution, ExecutionState
-from resolveflow.domain.vocabulary import AttemptStep, AuditEvent
-from resolveflow.errors import ProviderError
+from resolveflow.domain.vocabulary import AttemptStep, AuditEvent, Credential
+from resolveflow.errors import ProviderError, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
-from resolveflow.execution.kinds import KindRegistry
-from resolveflow.execution.kinds.base import Evidence, Settled
+from resolveflow.execution.kinds import SPECS, KindRegistry
+from resolveflow.execution.kinds.base import Evidence, Settled, sent_with
 from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.context import execution_context
-from resolveflow.store.database import Database
+from resolveflow.store.context import ExecutionContext, execution_context
+from resolveflow.store.database import Connection, Database
+from resolveflow.store.executions import SentWith
 
 __all__ = ["Reconciler", "Settled"]
 
@@ -64,15 +65,44 @@ class Reconciler:
             with self.db.tenant(tenant_id) as conn:
                 candidates = store.reconcile_candidates(conn, tenant_id, min_age_seconds)
             for candidate in candidates:
-                settled = self.reconcile_one(candidate)
+                settled = self._one_of_many(candidate)
                 if settled is not None:
                     results.append(settled)
         return results
 
+    def _one_of_many(self, candidate: Execution) -> Settled | None:
+        """One candidate's failure (an unreadable token, a store error) is recorded on it and
+        never stops the others."""
+        try:
+            return self.reconcile_one(candidate)
+        except ResolveFlowError as exc:
+            logger.warning(
+                "could not reconcile", extra={"execution": str(candidate.id), "error": exc.message}
+            )
+            self._record_failure(candidate, exc)
+            return None
+
+    def _record_failure(self, execution: Execution, exc: ResolveFlowError) -> None:
+        try:
+            with self.db.tenant(execution.tenant_id) as conn:
+                audit.record(
+                    conn,
+                    tenant_id=execution.tenant_id,
+                    actor=self.actor,
+                    event=AuditEvent.EXECUTION_RECONCILE_FAILED,
+                    subject_type="execution",
+                    subject_id=execution.id,
+                    details={"error": type(exc).__name__, "message": exc.message},
+                )
+        except ResolveFlowError:
+            logger.exception("could not record a reconciliation failure")
+
     def reconcile_one(self, candidate: Execution) -> Settled | None:
+        """None when this reconciler settled nothing (someone else holds it, it settled
+        meanwhile, or the lease was lost before the result could be recorded)."""
         evidence = self._take_over(candidate)
         if evidence is None:
-            return None  # someone else holds it, or it settled meanwhile
+            return None
         if not evidence.attempted:
             return self.requeue(evidence.execution, "no request had left; returned to the queue")
         try:
@@ -99,20 +129,37 @@ class Reconciler:
                 for step in attempted
                 if (started := store.first_attempt_started(conn, execution, step)) is not None
             }
-            token = approver_token(conn, context, self.token_lookup)
+            action = parse_action(context.proposal.action)
+            marker_step = SPECS[ActionKind(action.kind)].steps[0]
+            sent = store.attempt_credentials(conn, execution).get(marker_step)
+            token, check_author = self._reading_credential(conn, context, sent)
         return Evidence(
             execution=execution,
-            action=parse_action(context.proposal.action),
+            action=action,
             token=token,
             attempted=attempted,
             first_started=first_started,
+            check_author=check_author,
         )
+
+    def _reading_credential(
+        self, conn: Connection, context: ExecutionContext, sent: SentWith | None
+    ) -> tuple[str | None, bool]:
+        """Read with the credential the marker's request was sent with, and check the author
+        against that account. When it was the approver's token and that token is gone or has
+        changed, read with the service token and let marker and exact text alone decide."""
+        if sent is None or sent.credential is Credential.SERVICE:
+            return None, True
+        token = approver_token(conn, context, self.token_lookup)
+        if token is not None and sent_with(token).token_fingerprint == sent.token_fingerprint:
+            return token, True
+        return None, False
 
     # --- the three ways to settle (the Settler protocol the kinds use) ----------------------
 
     def finish(
         self, execution: Execution, state: ExecutionState, detail: str, **fields: Any
-    ) -> Settled:
+    ) -> Settled | None:
         with self.db.tenant(execution.tenant_id) as conn:
             after = store.finish(
                 conn,
@@ -138,10 +185,9 @@ class Reconciler:
                     subject_id=execution.id,
                     details={"detail": detail, "from": execution.state.value},
                 )
-        logger.info("reconciled", extra={"execution": str(execution.id), "state": state.value})
-        return Settled(execution.id, state, detail)
+        return self._reported(execution, after, detail)
 
-    def leave_unknown(self, execution: Execution, detail: str, **fields: Any) -> Settled:
+    def leave_unknown(self, execution: Execution, detail: str, **fields: Any) -> Settled | None:
         return self.finish(
             execution,
             ExecutionState.UNKNOWN,
@@ -149,7 +195,7 @@ class Reconciler:
             **fields,
         )
 
-    def requeue(self, execution: Execution, detail: str, **fields: Any) -> Settled:
+    def requeue(self, execution: Execution, detail: str, **fields: Any) -> Settled | None:
         with self.db.tenant(execution.tenant_id) as conn:
             after = store.release_for_retry(
                 conn,
@@ -171,4 +217,14 @@ class Reconciler:
                     subject_id=execution.id,
                     details={"detail": detail},
                 )
-        return Settled(execution.id, ExecutionState.PENDING, detail)
+        return self._reported(execution, after, detail)
+
+    def _reported(
+        self, execution: Execution, after: Execution | None, detail: str
+    ) -> Settled | None:
+        """What was recorded, or None: a reconciler that lost its lease reports nothing."""
+        if after is None:
+            logger.warning("lease lost; nothing recorded", extra={"execution": str(execution.id)})
+            return None
+        logger.info("reconciled", extra={"execution": str(after.id), "state": after.state.value})
+        return Settled(after.id, after.state, detail)

@@ -5,7 +5,7 @@ A fake hands ``LoopbackServer`` one function, ``serve(exchange)``, which reads t
 (``exchange.drop``). This module owns binding, the serving thread, keep-alive, connection tracking
 and shutdown; what a request means (routes, faults, counters) belongs to the fake. ``stop()`` cuts
 every open connection and sets ``stopping``, so a fake that waits (a delayed or hung reply) should
-wait on ``stopping`` rather than sleep.
+wait on ``stopping`` rather than sleep (``Exchange.send`` does, when it trickles a body).
 """
 
 from __future__ import annotations
@@ -52,8 +52,19 @@ class Exchange:
     def header(self, name: str) -> str | None:
         return self._handler.headers.get(name)
 
-    def send(self, reply: Reply, extra_headers: Mapping[str, str] | None = None) -> None:
-        """Write ``reply``; its own headers win over ``extra_headers`` (case-insensitively)."""
+    def send(
+        self,
+        reply: Reply,
+        extra_headers: Mapping[str, str] | None = None,
+        *,
+        byte_interval: float | None = None,
+    ) -> None:
+        """Write ``reply``; its own headers win over ``extra_headers`` (case-insensitively).
+
+        With ``byte_interval`` the status line and headers go out at once and the body one byte
+        at a time, that many seconds before each; if the server stops meanwhile, the rest is
+        never sent and the connection is closed.
+        """
         body = reply.encoded()
         handler = self._handler
         handler.send_response(reply.status)
@@ -64,7 +75,15 @@ class Exchange:
         for name, value in {**extra, **own}.items():
             handler.send_header(name, value)
         handler.end_headers()
-        handler.wfile.write(body)
+        if byte_interval is None:
+            handler.wfile.write(body)
+            return
+        stopping = handler.server.owner.stopping
+        for index in range(len(body)):
+            if stopping.wait(byte_interval):  # stop() must not wait for the rest of the body
+                handler.close_connection = True
+                return
+            handler.wfile.write(body[index : index + 1])
 
     def drop(self) -> None:
         """Close the connection without a response, as a crashed proxy or reset would."""

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import getpass
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from resolveflow.domain.actions import IssueTarget
 from resolveflow.domain.records import Principal, Role, Tenant
 from resolveflow.domain.vocabulary import AuditEvent
-from resolveflow.errors import InvalidInput
+from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
+from resolveflow.store.token_cipher import KEY_SETTING, TokenCipher
 
 _TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -66,13 +67,22 @@ def find_tenant(db: Database, name: str) -> Tenant:
 
 
 def add_principal(
-    db: Database, tenant_name: str, subject: str, roles: list[Role], github_token: str | None = None
+    db: Database,
+    tenant_name: str,
+    subject: str,
+    roles: list[Role],
+    github_token: str | None = None,
+    cipher: TokenCipher | None = None,
 ) -> IssuedPrincipal:
+    """Add a principal; ``github_token`` (their own) is stored encrypted with ``cipher``."""
     subject = subject.strip()
     if not subject or len(subject) > 100:
         raise InvalidInput("a subject is 1-100 characters (for example a GitHub login)")
     if not roles:
         raise InvalidInput("give at least one role")
+    if github_token is not None and cipher is None:
+        # Refused before anything is stored: own tokens are never kept in clear text.
+        raise ConfigError(f"{KEY_SETTING} is not set; it is needed to store a GitHub token")
     tenant = find_tenant(db, tenant_name)
     token = new_token(tenant.id)
     with db.tenant(tenant.id) as conn:
@@ -82,8 +92,10 @@ def add_principal(
             subject=subject,
             roles=sorted(set(roles)),
             token_hash=hash_token(token),
-            github_token=github_token or None,
         )
+        if github_token is not None and cipher is not None:
+            tenant_store.save_github_token(conn, cipher, principal, github_token)
+            principal = replace(principal, has_github_token=True)
         audit.record(
             conn,
             tenant_id=tenant.id,
@@ -94,10 +106,28 @@ def add_principal(
             details={
                 "subject": subject,
                 "roles": [r.value for r in sorted(set(roles))],
-                "own_github_token": bool(github_token),
+                "own_github_token": github_token is not None,
             },
         )
     return IssuedPrincipal(principal=principal, token=token)
+
+
+@dataclass(frozen=True)
+class Reencrypted:
+    changed: int
+    unreadable: list[str] = field(default_factory=list)  # "tenant/subject", kept as they were
+
+
+def reencrypt_tokens(db: Database, cipher: TokenCipher) -> Reencrypted:
+    """Encrypt every stored GitHub token again with the primary key, tenant by tenant (the
+    runtime role may read and replace ciphertexts, never clear text)."""
+    changed, unreadable = 0, []
+    for tenant in list_tenants(db):
+        with db.tenant(tenant.id) as conn:
+            sweep = tenant_store.reencrypt_github_tokens(conn, cipher, tenant.id)
+        changed += sweep.changed
+        unreadable += [f"{tenant.name}/{subject}" for subject in sweep.unreadable]
+    return Reencrypted(changed=changed, unreadable=unreadable)
 
 
 def set_roles(db: Database, tenant_name: str, subject: str, roles: list[Role]) -> Principal:

@@ -83,7 +83,6 @@ def _principal_for(db: Database, login: str, grant: UserGrant) -> Principal:
                 subject=login,
                 roles=list(grant.roles),
                 token_hash=hash_token(new_token(tenant.id)),  # an API token nobody ever sees
-                github_token=None,
             )
             audit.record(
                 conn,
@@ -125,14 +124,9 @@ def sign_in(
     cookie = new_token(principal.tenant_id)
     csrf = secrets.token_urlsafe(32)
     with db.tenant(principal.tenant_id) as conn:
-        session_store.save_user_token(
-            conn,
-            cipher,
-            tenant_id=principal.tenant_id,
-            principal_id=principal.id,
-            github_login=login,
-            token=github_token,
-        )
+        # The principal's one own token: this sign-in's replaces any earlier one, including one
+        # an operator gave with `principals add --github-token-stdin` (docs/web.md).
+        tenant_store.save_github_token(conn, cipher, principal, github_token, github_login=login)
         session_store.insert_session(
             conn,
             tenant_id=principal.tenant_id,

@@ -218,7 +218,6 @@ def webhook_principal(db: Database, tenant_id: UUID) -> Principal:
                 subject=WEBHOOK_SUBJECT,
                 roles=[Role.REQUESTER],
                 token_hash=hash_token(new_token(tenant_id)),  # never shown: no API access
-                github_token=None,
             )
             audit.record(
                 conn,

@@ -16,8 +16,7 @@ from resolveflow.store.queries import q
 class ExecutionContext:
     proposal: Proposal
     approval: Approval | None
-    approver: Principal | None
-    approver_github_token: str | None
+    approver: Principal | None  # has_github_token: they have their own token in the store
     latest_version: int
     allowed_repositories: list[str]
     now: datetime
@@ -68,7 +67,6 @@ def execution_context(conn: Connection, execution: Execution) -> ExecutionContex
         proposal=proposal,
         approval=approval,
         approver=approver,
-        approver_github_token=row["github_token"],
         latest_version=row["latest_version"],
         allowed_repositories=list(row["allowed"]),
         now=row["db_now"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -240,12 +241,15 @@ def insert_attempt(
     owner: str,
     credential: Credential,
     lease_seconds: float,
+    deadline_seconds: float,
+    token_fingerprint: str | None = None,
     with_claim: bool = False,
 ) -> UUID:
     """Record that a request is about to leave; raises LeaseLost unless ``owner`` holds the lease.
 
-    ``with_claim``: the attempt is part of the transaction that just claimed the execution, whose
-    lease is therefore fresh and needs no renewal.
+    ``deadline_seconds``: by then the request has finished or been abandoned; no reconciler takes
+    the execution over before. ``with_claim``: the attempt is part of the transaction that just
+    claimed the execution, whose lease is therefore fresh and needs no renewal.
     """
     row = conn.execute(
         q("executions", "insert_attempt_with_claim" if with_claim else "insert_attempt"),
@@ -256,6 +260,8 @@ def insert_attempt(
             "owner": owner,
             "credential": credential.value,
             "lease_seconds": lease_seconds,
+            "deadline_seconds": deadline_seconds,
+            "token_fingerprint": token_fingerprint,
         },
     ).fetchone()
     if row is None:
@@ -313,3 +319,43 @@ def first_attempt_started(
     ).fetchone()
     started: datetime | None = row["started_at"] if row else None
     return started
+
+
+@dataclass(frozen=True)
+class PriorExecution:
+    """An earlier execution of the same digest or lineage whose request may have landed."""
+
+    id: UUID
+    action: dict[str, Any]
+    first_started: datetime
+
+
+def prior_uncertain(conn: Connection, execution: Execution) -> list[PriorExecution]:
+    rows = conn.execute(
+        q("executions", "prior_uncertain"),
+        {
+            "tenant_id": execution.tenant_id,
+            "id": execution.id,
+            "digest": execution.digest,
+            "proposal_id": execution.proposal_id,
+        },
+    ).fetchall()
+    return [PriorExecution(row["id"], row["action"], row["first_started"]) for row in rows]
+
+
+@dataclass(frozen=True)
+class SentWith:
+    credential: Credential
+    token_fingerprint: str | None
+
+
+def attempt_credentials(conn: Connection, execution: Execution) -> dict[AttemptStep, SentWith]:
+    """How each step's latest request was authenticated."""
+    rows = conn.execute(
+        q("executions", "attempt_credentials"),
+        {"tenant_id": execution.tenant_id, "execution_id": execution.id},
+    ).fetchall()
+    return {
+        AttemptStep(row["step"]): SentWith(Credential(row["credential"]), row["token_fingerprint"])
+        for row in rows
+    }

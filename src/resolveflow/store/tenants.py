@@ -1,7 +1,9 @@
-"""Tenants, principals and the per-tenant repository allowlist."""
+"""Tenants, principals (with their own GitHub tokens, encrypted) and the repository allowlist."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -9,6 +11,9 @@ from resolveflow.domain.records import Principal, Role, Tenant
 from resolveflow.errors import NotFound
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
+from resolveflow.store.token_cipher import KEY_SETTING, TokenCipher, TokenOwner, TokenUnreadable
+
+logger = logging.getLogger(__name__)
 
 
 def _tenant(row: dict[str, Any]) -> Tenant:
@@ -49,7 +54,6 @@ def insert_principal(
     subject: str,
     roles: list[Role],
     token_hash: str,
-    github_token: str | None,
 ) -> Principal:
     row = conn.execute(
         q("tenants", "insert_principal"),
@@ -58,7 +62,6 @@ def insert_principal(
             "subject": subject,
             "roles": [role.value for role in roles],
             "token_hash": token_hash,
-            "github_token": github_token,
         },
     ).fetchone()
     assert row is not None
@@ -128,3 +131,133 @@ def repository_allowed(conn: Connection, tenant_id: UUID, full_name: str) -> boo
         q("tenants", "repository_allowed"), {"tenant_id": tenant_id, "full_name": full_name}
     ).fetchone()
     return bool(row and row["allowed"])
+
+
+# --- principals' own GitHub tokens: one encrypted row per principal ----------------------------
+
+
+def _owner(tenant_id: UUID, principal_id: UUID, subject: str) -> TokenOwner:
+    return TokenOwner(tenant_id=tenant_id, principal_id=principal_id, subject=subject)
+
+
+def save_github_token(
+    conn: Connection,
+    cipher: TokenCipher,
+    principal: Principal,
+    token: str,
+    *,
+    github_login: str | None = None,
+) -> None:
+    """Store ``principal``'s own token, encrypted and bound to them, replacing any earlier one."""
+    owner = _owner(principal.tenant_id, principal.id, principal.subject)
+    conn.execute(
+        q("tenants", "save_github_token"),
+        {
+            "tenant_id": principal.tenant_id,
+            "principal_id": principal.id,
+            "github_login": github_login,
+            "ciphertext": cipher.encrypt(token, owner),
+        },
+    )
+
+
+def github_token_row(
+    conn: Connection, tenant_id: UUID, principal_id: UUID
+) -> dict[str, Any] | None:
+    """The stored row as it is (the token encrypted), with the principal's subject."""
+    return conn.execute(
+        q("tenants", "github_token"), {"tenant_id": tenant_id, "principal_id": principal_id}
+    ).fetchone()
+
+
+def github_token(
+    conn: Connection, cipher: TokenCipher, tenant_id: UUID, principal_id: UUID
+) -> str | None:
+    """The principal's own GitHub token in clear, for the executor; ``None`` when none is stored.
+
+    Raises ``TokenUnreadable`` (naming the principal) when it is stored but cannot be used.
+    """
+    row = github_token_row(conn, tenant_id, principal_id)
+    if row is None:
+        return None
+    if row["ciphertext"] is None:
+        raise TokenUnreadable(
+            f"the GitHub token stored for {row['subject']} is still waiting to be encrypted; "
+            f"start ResolveFlow with {KEY_SETTING} set (or let them sign in again)"
+        )
+    return cipher.decrypt(row["ciphertext"], _owner(tenant_id, principal_id, row["subject"]))
+
+
+@dataclass
+class TokenSweep:
+    """What one pass over the stored tokens did."""
+
+    changed: int = 0
+    unreadable: list[str] = field(default_factory=list)  # subjects whose token could not be read
+
+
+def reencrypt_github_tokens(conn: Connection, cipher: TokenCipher, tenant_id: UUID) -> TokenSweep:
+    """Encrypt again with the primary key every token of the tenant that another key wrote."""
+    sweep = TokenSweep()
+    rows = conn.execute(q("tenants", "stored_github_tokens"), {"tenant_id": tenant_id}).fetchall()
+    for row in rows:
+        if cipher.is_current(row["ciphertext"]):
+            continue
+        owner = _owner(tenant_id, row["principal_id"], row["subject"])
+        try:
+            token = cipher.decrypt(row["ciphertext"], owner)
+        except TokenUnreadable as exc:
+            logger.warning("token not re-encrypted: %s", exc.message)
+            sweep.unreadable.append(row["subject"])
+            continue
+        if _replace_ciphertext(conn, owner, row["ciphertext"], cipher.encrypt(token, owner)):
+            sweep.changed += 1
+    return sweep
+
+
+def _replace_ciphertext(
+    conn: Connection, owner: TokenOwner, previous: str | None, ciphertext: str
+) -> bool:
+    row = conn.execute(
+        q("tenants", "replace_github_token_ciphertext"),
+        {
+            "tenant_id": owner.tenant_id,
+            "principal_id": owner.principal_id,
+            "previous": previous,
+            "ciphertext": ciphertext,
+        },
+    ).fetchone()
+    return row is not None
+
+
+def seal_waiting_tokens(owner_conn: Connection, cipher: TokenCipher) -> TokenSweep:
+    """Encrypt the tokens that migration 0010 set aside (clear-text CLI tokens, unbound Fernet
+    sign-in tokens), as the database owner, the only role that can read them; then forget them.
+
+    A token that was replaced meanwhile (a sign-in) is simply dropped; a Fernet token that no
+    configured key opens stays set aside, and its principal's writes are refused, until a key that
+    opens it is configured or they sign in again.
+    """
+    sweep = TokenSweep()
+    for row in owner_conn.execute(q("tenants", "tokens_to_seal")).fetchall():
+        with owner_conn.transaction():
+            # Forced row-level security applies to a non-superuser owner too.
+            owner_conn.execute(q("tenants", "scope_to_tenant"), {"tenant_id": row["tenant_id"]})
+            stored = github_token_row(owner_conn, row["tenant_id"], row["principal_id"])
+            if stored is not None and stored["ciphertext"] is None:
+                owner = _owner(row["tenant_id"], row["principal_id"], stored["subject"])
+                try:
+                    token = (
+                        cipher.decrypt_legacy(row["secret"], owner.subject)
+                        if row["legacy_fernet"]
+                        else row["secret"]
+                    )
+                except TokenUnreadable as exc:
+                    logger.warning("token not sealed: %s", exc.message)
+                    sweep.unreadable.append(owner.subject)
+                    continue
+                sweep.changed += _replace_ciphertext(
+                    owner_conn, owner, None, cipher.encrypt(token, owner)
+                )
+            owner_conn.execute(q("tenants", "token_sealed"), {"principal_id": row["principal_id"]})
+    return sweep

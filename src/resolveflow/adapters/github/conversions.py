@@ -13,12 +13,14 @@ from resolveflow.adapters.github.protocol import (
     CreatedIssue,
     IssueComment,
     IssueData,
+    IssueEvent,
 )
 
 if TYPE_CHECKING:
     from githubkit_schemas.latest.models import CheckRun as GitHubCheckRun
     from githubkit_schemas.latest.models import Issue as GitHubIssue
     from githubkit_schemas.latest.models import IssueComment as GitHubIssueComment
+    from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
     from githubkit_schemas.latest.models import WorkflowRun as GitHubWorkflowRun
 
 GHOST = "ghost"  # GitHub's name for a deleted account
@@ -32,6 +34,18 @@ def issue_comment(comment: GitHubIssueComment) -> IssueComment:
         url=comment.html_url,
         author_association=comment.author_association or "NONE",
         created_at=comment.created_at,
+    )
+
+
+def issue_event(event: GitHubIssueEvent) -> IssueEvent:
+    """GitHub's generic issue event; a label object without a name counts as no label."""
+    label = event.label.name if event.label else None
+    return IssueEvent(
+        id=event.id,
+        event=event.event,
+        actor=event.actor.login if event.actor is not None else GHOST,
+        label=label or None,
+        created_at=event.created_at,
     )
 
 

@@ -94,6 +94,20 @@ class IssuePage:
 
 
 @dataclass(frozen=True)
+class IssueEvent:
+    """One entry of an issue's history (``GET /repos/{o}/{r}/issues/{n}/events``).
+
+    Labels carry no marker, so this is how to learn who put a label on an issue, and when.
+    """
+
+    id: int
+    event: str  # labeled | unlabeled | closed | reopened | assigned | ... (GitHub's event name)
+    actor: str  # login of who did it; "ghost" when the account is gone
+    label: str | None  # the label's name, for labeled and unlabeled; None for other events
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class CheckRunData:
     """A check run, or a workflow run described the same way (``kind`` tells which)."""
 
@@ -124,6 +138,15 @@ class GitHub(Protocol):
         self, repo: RepoName, issue_number: int, *, token: str | None = None
     ) -> list[str]:
         """Names of the labels currently on the issue."""
+        ...
+
+    def list_issue_events(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueEvent]:
+        """Every event of the issue, oldest first, following all pages.
+
+        Events of every kind are returned (``labeled``/``unlabeled`` always name their label).
+        """
         ...
 
     def authenticated_login(self, *, token: str | None = None) -> str:

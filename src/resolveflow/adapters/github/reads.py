@@ -1,4 +1,5 @@
-"""The read methods of ``GitHubKitClient``: issues, comments, labels, check and workflow runs.
+"""The read methods of ``GitHubKitClient``: issues, comments, labels, issue events, check and
+workflow runs.
 
 A read whose 2xx body fails the schema raises a plain ``ProviderError`` naming the call; 404/410
 raise ``ProviderRejected``; 5xx raise ``ProviderOutcomeUnknown`` (nothing to reconcile for a read).
@@ -11,16 +12,25 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from githubkit import Response
 from githubkit.utils import UNSET
+from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
 
 from resolveflow.adapters.github.conversions import (
     check_run_data,
     issue_comment,
     issue_data,
+    issue_event,
     workflow_run_data,
 )
 from resolveflow.adapters.github.errors import Call
-from resolveflow.adapters.github.protocol import CheckRunData, IssueComment, IssueData, IssuePage
+from resolveflow.adapters.github.protocol import (
+    CheckRunData,
+    IssueComment,
+    IssueData,
+    IssueEvent,
+    IssuePage,
+)
 from resolveflow.adapters.github.session import NEXT_LINK, PER_PAGE, GitHubSession
 from resolveflow.adapters.github.validation import (
     COMMIT_SHA,
@@ -41,6 +51,7 @@ if TYPE_CHECKING:
     from resolveflow.adapters.github.session import CommentPages, IssuePages, LabelPages
 
 IssueState = Literal["open", "closed", "all"]
+LABEL_EVENTS = ("labeled", "unlabeled")
 
 
 class GitHubReads(GitHubSession):
@@ -78,6 +89,37 @@ class GitHubReads(GitHubSession):
             partial(issues.list_labels_on_issue, repo.owner, repo.name, issue_number),
         )
         return [label.name for label in self._all_pages(call, token, fetch)]
+
+    def list_issue_events(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueEvent]:
+        """Every event of the issue, oldest first (``GET .../issues/{n}/events``, all pages).
+
+        Each item is validated against GitHub's generic ``IssueEvent`` schema, not the union
+        githubkit's ``list_events`` declares: GitHub lists ``closed``, ``reopened``,
+        ``referenced``, ``mentioned``... here too, that union has no member for them, and one
+        closed issue would fail every read of its history. A ``labeled`` or ``unlabeled`` event
+        that names no label is a malformed answer like any other.
+        """
+        call = repo_call("list_issue_events", "GET", repo, f"issues/{issue_number}/events")
+        check_target(repo, issue_number)
+        issues = self._github(token).rest.issues
+
+        def fetch(*, per_page: int, page: int) -> Response[list[GitHubIssueEvent], Any]:
+            sent = issues.list_events(
+                repo.owner, repo.name, issue_number, per_page=per_page, page=page
+            )
+            return Response(sent.raw_response, list[GitHubIssueEvent])
+
+        events = [issue_event(event) for event in self._all_pages(call, token, fetch)]
+        for event in events:
+            if event.event in LABEL_EVENTS and event.label is None:
+                error = ProviderError(
+                    f"{call}: GitHub answered a {event.event} event (id {event.id}) "
+                    "that names no label."
+                )
+                raise self._fail(call, token, error)
+        return events
 
     def get_issue(
         self, repo: RepoName, issue_number: int, *, token: str | None = None

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -62,24 +62,73 @@ MAX_CACHED_TOKENS = 64
 NEXT_LINK = re.compile(r'<[^<>]*>\s*;\s*rel="?next"?')
 
 
+# One request, from its first byte to its last, ends within this many timeouts: httpx applies
+# the timeout to each socket operation, so without a deadline a response trickled byte by byte
+# could outlast any lease. The executor's attempt deadline allows for it (``lease.GateSettings``).
+DEADLINE_TIMEOUTS = 4
+
+
+class _Deadline(threading.local):
+    """The monotonic time by which the current thread's request must be over (None: no limit)."""
+
+    at: float | None = None
+
+
 class _SharedTransport(httpx.BaseTransport):
-    """Lends one connection pool to the short-lived clients githubkit creates per request.
+    """Lends one connection pool to the short-lived clients githubkit creates per request, and
+    holds every request to its thread's deadline.
 
     githubkit closes its per-request ``httpx.Client``, which closes the client's transport; this
     wrapper ignores that so pooled keep-alive connections survive. ``HTTPTransport`` (an httpcore
     connection pool) is thread-safe.
     """
 
-    def __init__(self, inner: httpx.HTTPTransport) -> None:
+    def __init__(self, inner: httpx.HTTPTransport, deadline: _Deadline) -> None:
         self._inner = inner
+        self._deadline = deadline
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self._inner.handle_request(request)
+        at = self._deadline.at
+        if at is None:
+            return self._inner.handle_request(request)
+        remaining = at - time.monotonic()
+        if remaining <= 0:  # nothing has been sent: safe to say so
+            raise httpx.ConnectTimeout("the request deadline passed before it was sent")
+        phases = request.extensions.get("timeout") or {}
+        request.extensions["timeout"] = {
+            phase: remaining if phases.get(phase) is None else min(phases[phase], remaining)
+            for phase in ("connect", "read", "write", "pool")
+        }
+        response = self._inner.handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_DeadlineStream(response.stream, at),
+            extensions=response.extensions,
+        )
 
     def close(self) -> None:
         """Deliberately a no-op; see ``close_pool``."""
 
     def close_pool(self) -> None:
+        self._inner.close()
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    """A response body that stops at the deadline, however slowly each byte arrives."""
+
+    def __init__(self, inner: httpx.SyncByteStream, at: float) -> None:
+        self._inner = inner
+        self._at = at
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            if time.monotonic() > self._at:
+                raise httpx.ReadTimeout("the response outlasted the request deadline")
+            yield chunk
+
+    def close(self) -> None:
         self._inner.close()
 
 
@@ -98,10 +147,19 @@ class _GitHub(GitHub[Any]):
 class GitHubSession:
     """Clients per token, the shared pool, paging and error translation; safe across threads."""
 
-    def __init__(self, base_url: str, token: str | None, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        timeout_seconds: float,
+        deadline_seconds: float | None = None,
+    ) -> None:
         """``token`` is the service token (``None``: unauthenticated unless a call passes one);
-        ``base_url`` may carry a path, e.g. ``https://ghe.example.com/api/v3``."""
+        ``base_url`` may carry a path, e.g. ``https://ghe.example.com/api/v3``.
+        ``deadline_seconds``: the wall-clock limit of one request (default: four timeouts)."""
         self._service_token = token
+        self._deadline = _Deadline()
+        self._deadline_seconds = deadline_seconds or timeout_seconds * DEADLINE_TIMEOUTS
         self._transport = _SharedTransport(
             httpx.HTTPTransport(
                 limits=httpx.Limits(
@@ -109,7 +167,8 @@ class GitHubSession:
                 ),
                 proxy=_environment_proxy(base_url),
                 retries=0,  # httpcore would only retry connects, but be explicit
-            )
+            ),
+            self._deadline,
         )
         self._config: Config = get_config(
             base_url=base_url,
@@ -208,6 +267,7 @@ class GitHubSession:
     ) -> Response[T, Any]:
         """Run one githubkit request and translate every failure into the error contract."""
         started = time.monotonic()
+        self._deadline.at = started + self._deadline_seconds
         try:
             response = request()
         except RequestFailed as exc:
@@ -218,6 +278,8 @@ class GitHubSession:
             raise self._fail(call, token, InvalidInput(f"{call}: invalid request body.")) from exc
         except Exception as exc:  # anything else: if it was a write, it may have been sent
             raise self._fail(call, token, transport_error(call, exc)) from exc
+        finally:
+            self._deadline.at = None
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "GitHub call succeeded", extra=_log_fields(call, response.status_code, started)

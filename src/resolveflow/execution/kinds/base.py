@@ -7,6 +7,7 @@ partial success. ``KindSpec`` states those in words (the docs and ``kinds list``
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -15,6 +16,8 @@ from uuid import UUID
 from resolveflow.domain.actions import ActionKind, AnyAction
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep, Credential
+from resolveflow.execution.outcomes import Attempt
+from resolveflow.store.executions import PriorExecution, SentWith
 
 
 @dataclass(frozen=True)
@@ -27,18 +30,33 @@ class KindSpec:
     partial: str  # what counts as partial success
 
 
+def sent_with(token: str | None) -> SentWith:
+    """The credential an attempt records: which kind of token, and a fingerprint of it (tokens
+    are long and random, so 64 bits of their hash reveal nothing) to tell later whether the
+    approver's token is still the one that wrote."""
+    if token is None:
+        return SentWith(Credential.SERVICE, None)
+    return SentWith(Credential.APPROVER, hashlib.sha256(token.encode()).hexdigest()[:16])
+
+
 @dataclass(frozen=True)
 class Verified:
     action: AnyAction
     token: str | None  # the approver's own token, when they configured one
-    credential: Credential
+
+    @property
+    def sent_with(self) -> SentWith:
+        return sent_with(self.token)
 
 
 @dataclass(frozen=True)
 class Prepared:
     execution: Execution
     verified: Verified
-    attempt_id: UUID | None  # the first step's attempt, when it was started with the claim
+    attempt: Attempt | None  # the first step's attempt, when it was started with the claim
+    # Earlier executions of this digest or lineage that may have delivered it (issue 11):
+    # before writing, their markers are looked for.
+    prior: tuple[PriorExecution, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,9 +72,12 @@ class Evidence:
 
     execution: Execution
     action: AnyAction
-    token: str | None
+    token: str | None  # what to read with: the credential the marker's request was sent with
     attempted: frozenset[AttemptStep]  # steps whose request may have left
     first_started: dict[AttemptStep, datetime] = field(default_factory=dict)
+    # False when that credential is gone (the approver's token changed): the author cannot be
+    # checked, so marker and exact text alone decide.
+    check_author: bool = True
 
 
 class Settler(Protocol):
@@ -64,11 +85,11 @@ class Settler(Protocol):
 
     def finish(
         self, execution: Execution, state: ExecutionState, detail: str, **fields: Any
-    ) -> Settled: ...
+    ) -> Settled | None: ...
 
-    def leave_unknown(self, execution: Execution, detail: str, **fields: Any) -> Settled: ...
+    def leave_unknown(self, execution: Execution, detail: str, **fields: Any) -> Settled | None: ...
 
-    def requeue(self, execution: Execution, detail: str, **fields: Any) -> Settled: ...
+    def requeue(self, execution: Execution, detail: str, **fields: Any) -> Settled | None: ...
 
 
 class KindExecutor(Protocol):
@@ -83,7 +104,7 @@ class KindExecutor(Protocol):
         """Take a claimed, verified execution as far as it goes, recording every outcome."""
         ...
 
-    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled:
+    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         """Settle an execution whose outcome is unknown by reading the outside system; never
         resend anything."""
         ...

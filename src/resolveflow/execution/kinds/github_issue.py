@@ -9,11 +9,18 @@ from resolveflow.domain.actions import (
     GitHubIssueAction,
     body_with_marker,
     execution_marker,
+    parse_action,
 )
 from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
-from resolveflow.errors import InvalidInput, LeaseLost, PolicyViolation, ProviderError
+from resolveflow.errors import (
+    InvalidInput,
+    InvalidTransition,
+    LeaseLost,
+    PolicyViolation,
+    ProviderError,
+)
 from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler
 from resolveflow.execution.kinds.sending import send_outcome
 from resolveflow.execution.outcomes import Recorder
@@ -59,62 +66,105 @@ class GitHubIssueExecutor:
                 check_labels_exist(action, known)
             except PolicyViolation as exc:
                 return self.record.refused(execution, exc)
+        if action.comment is not None and execution.comment_id is None and prepared.prior:
+            execution = self._look_for_earlier(prepared, action, repo)
+            if execution.state is not ExecutionState.SENDING:
+                return execution
         if action.comment is not None and execution.comment_id is None:
-            after = self._send_comment(prepared, action, repo)
-            if after.state is not ExecutionState.SENDING or after.comment_id is None:
-                return after
-            execution = after
+            execution = self._send_comment(prepared, action, repo)
+            if execution.state is not ExecutionState.SENDING or execution.comment_id is None:
+                return execution
         if action.labels and not execution.labels_done:
             return self._send_labels(execution, prepared, action, repo)
         return self.record.finished(execution, ExecutionState.SENT, "sent")
+
+    def _look_for_earlier(
+        self, prepared: Prepared, action: GitHubIssueAction, repo: RepoName
+    ) -> Execution:
+        """An earlier execution of this digest or lineage ended unknown or not sent after its
+        request may have left; if its comment is on the issue, do not post another.
+
+        Marker and exact text decide, not the author: an earlier execution's id appears nowhere
+        outside this tenant's records unless that execution posted it.
+        """
+        execution = prepared.execution
+        try:
+            comments = self.github.list_issue_comments(
+                repo, action.target.issue, token=prepared.verified.token
+            )
+        except ProviderError as exc:
+            return self.record.read_failed(execution, exc)
+        for prior in prepared.prior:
+            earlier = parse_action(prior.action)
+            if not isinstance(earlier, GitHubIssueAction) or earlier.comment is None:
+                continue
+            found = find_marked_comment(comments, earlier.comment, str(prior.id), poster=None)
+            if found is None:
+                continue
+            if earlier != action:  # another version of it was posted
+                return self.record.refused(
+                    execution,
+                    InvalidTransition(
+                        f"an earlier version (execution {prior.id}) was posted after all: "
+                        f"{found.url}; propose again if another comment is wanted"
+                    ),
+                )
+            return self.record.delivered_earlier(
+                execution, prior.id, final=not action.labels, comment=(found.id, found.url)
+            )
+        return execution
 
     def _send_comment(
         self, prepared: Prepared, action: GitHubIssueAction, repo: RepoName
     ) -> Execution:
         execution, verified = prepared.execution, prepared.verified
         assert action.comment is not None
-        attempt_id = prepared.attempt_id
-        if attempt_id is None:
+        attempt = prepared.attempt
+        if attempt is None:
             try:
-                attempt_id = self.record.attempt_started(
-                    execution, AttemptStep.COMMENT, verified.credential
+                attempt = self.record.attempt_started(
+                    execution, AttemptStep.COMMENT, verified.sent_with
                 )
             except LeaseLost:
                 return execution
+        if self.record.clock() > attempt.send_by:
+            return self.record.too_late(execution, attempt)
         body = body_with_marker(action.comment, str(execution.id))
         try:
             posted = self.github.post_comment(repo, action.target.issue, body, token=verified.token)
         except (ProviderError, InvalidInput) as exc:
-            return send_outcome(self.record, execution, attempt_id, exc)
+            return send_outcome(self.record, execution, attempt.id, exc)
         return self.record.comment_posted(
-            execution, attempt_id, posted.id, posted.url, final=not action.labels
+            execution, attempt.id, posted.id, posted.url, final=not action.labels
         )
 
     def _send_labels(
         self, execution: Execution, prepared: Prepared, action: GitHubIssueAction, repo: RepoName
     ) -> Execution:
         try:
-            attempt_id = self.record.attempt_started(
-                execution, AttemptStep.LABELS, prepared.verified.credential
+            attempt = self.record.attempt_started(
+                execution, AttemptStep.LABELS, prepared.verified.sent_with
             )
         except LeaseLost:
             return execution
+        if self.record.clock() > attempt.send_by:
+            return self.record.too_late(execution, attempt)
         try:
             self.github.add_labels(
                 repo, action.target.issue, list(action.labels), token=prepared.verified.token
             )
         except (ProviderError, InvalidInput) as exc:
-            return send_outcome(self.record, execution, attempt_id, exc)
-        return self.record.labels_applied(execution, attempt_id)
+            return send_outcome(self.record, execution, attempt.id, exc)
+        return self.record.labels_applied(execution, attempt.id)
 
-    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled:
+    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
         assert isinstance(action, GitHubIssueAction)
         repo = RepoName.parse(action.target.repository)
         comment_id, comment_url = execution.comment_id, execution.comment_url
         if action.comment is not None and comment_id is None:
             comments = self.github.list_issue_comments(repo, action.target.issue, token=token)
-            poster = self.github.authenticated_login(token=token)
+            poster = self.github.authenticated_login(token=token) if evidence.check_author else None
             found = find_marked_comment(comments, action.comment, str(execution.id), poster)
             if found is None:
                 return settle.leave_unknown(execution, "no comment with this execution's marker")
@@ -146,10 +196,11 @@ class GitHubIssueExecutor:
 
 
 def find_marked_comment(
-    comments: list[IssueComment], approved_comment: str, execution_id: str, poster: str
+    comments: list[IssueComment], approved_comment: str, execution_id: str, poster: str | None
 ) -> IssueComment | None:
     """The comment carrying this execution's marker, with exactly the approved text, written by
-    the account the executor posts as.
+    the account the executor posts as (``poster``; None when that account is no longer known:
+    then marker and exact text alone decide).
 
     Exact body and author mean that nobody else, quoting the marker or even copying the whole
     comment from their own account, can make an undelivered action look delivered.
@@ -159,7 +210,7 @@ def find_marked_comment(
     for comment in comments:
         if (
             marker in comment.body
-            and comment.author.lower() == poster.lower()
+            and (poster is None or comment.author.lower() == poster.lower())
             and comment.body.replace("\r\n", "\n").strip() == expected
         ):
             return comment

@@ -11,11 +11,18 @@ from resolveflow.domain.actions import (
     GitHubIssueCreateAction,
     body_with_marker,
     execution_marker,
+    parse_action,
 )
 from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
-from resolveflow.errors import InvalidInput, LeaseLost, PolicyViolation, ProviderError
+from resolveflow.errors import (
+    InvalidInput,
+    InvalidTransition,
+    LeaseLost,
+    PolicyViolation,
+    ProviderError,
+)
 from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler
 from resolveflow.execution.kinds.sending import send_outcome
 from resolveflow.execution.outcomes import Recorder
@@ -65,14 +72,20 @@ class GitHubIssueCreateExecutor:
                 return self.record.read_failed(execution, exc)
             except (InvalidInput, PolicyViolation) as exc:
                 return self.record.refused(execution, exc)
-        attempt_id = prepared.attempt_id
-        if attempt_id is None:
+        if prepared.prior:
+            earlier = self._look_for_earlier(prepared, action, repo)
+            if earlier is not None:
+                return earlier
+        attempt = prepared.attempt
+        if attempt is None:
             try:
-                attempt_id = self.record.attempt_started(
-                    execution, AttemptStep.CREATE, verified.credential
+                attempt = self.record.attempt_started(
+                    execution, AttemptStep.CREATE, verified.sent_with
                 )
             except LeaseLost:
                 return execution
+        if self.record.clock() > attempt.send_by:
+            return self.record.too_late(execution, attempt)
         try:
             created = self.github.create_issue(
                 repo,
@@ -83,18 +96,51 @@ class GitHubIssueCreateExecutor:
                 token=verified.token,
             )
         except (ProviderError, InvalidInput) as exc:
-            return send_outcome(self.record, execution, attempt_id, exc)
+            return send_outcome(self.record, execution, attempt.id, exc)
         state, detail = judge(action, created.labels, created.assignees, "issue created")
         return self.record.created(
             execution,
-            attempt_id,
+            attempt.id,
             ref=str(created.number),
             url=created.url,
             state=state,
             detail=detail,
         )
 
-    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled:
+    def _look_for_earlier(
+        self, prepared: Prepared, action: GitHubIssueCreateAction, repo: RepoName
+    ) -> Execution | None:
+        """An earlier execution of this digest or lineage may have opened the issue after all:
+        look among the issues created since its first attempt; None when none did."""
+        execution = prepared.execution
+        since = min(prior.first_started for prior in prepared.prior) - CLOCK_SKEW
+        try:
+            issues = self.github.list_issues_created_since(
+                repo, since, token=prepared.verified.token
+            )
+        except ProviderError as exc:
+            return self.record.read_failed(execution, exc)
+        for prior in prepared.prior:
+            earlier = parse_action(prior.action)
+            if not isinstance(earlier, GitHubIssueCreateAction):
+                continue
+            found = find_marked_issue(issues, earlier.body, str(prior.id), poster=None)
+            if found is None:
+                continue
+            if earlier != action:
+                return self.record.refused(
+                    execution,
+                    InvalidTransition(
+                        f"an earlier version (execution {prior.id}) opened {found.url} after "
+                        "all; propose again if another issue is wanted"
+                    ),
+                )
+            return self.record.delivered_earlier(
+                execution, prior.id, final=True, created=(str(found.number), found.url)
+            )
+        return None
+
+    def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
         assert isinstance(action, GitHubIssueCreateAction)
         started = evidence.first_started.get(AttemptStep.CREATE)
@@ -102,7 +148,7 @@ class GitHubIssueCreateExecutor:
             return settle.requeue(execution, "no request had left; returned to the queue")
         repo = RepoName.parse(action.target.repository)
         issues = self.github.list_issues_created_since(repo, started - CLOCK_SKEW, token=token)
-        poster = self.github.authenticated_login(token=token)
+        poster = self.github.authenticated_login(token=token) if evidence.check_author else None
         found = find_marked_issue(issues, action.body, str(execution.id), poster)
         if found is None:
             return settle.leave_unknown(execution, "no issue with this execution's marker")
@@ -137,7 +183,7 @@ def judge(
 
 
 def find_marked_issue(
-    issues: list[IssueData], approved_body: str, execution_id: str, poster: str
+    issues: list[IssueData], approved_body: str, execution_id: str, poster: str | None
 ) -> IssueData | None:
     """The issue whose body is exactly the approved body plus this execution's marker, opened by
     the account the executor writes as; a stranger copying the text does not count."""
@@ -147,7 +193,7 @@ def find_marked_issue(
         if (
             not issue.is_pull_request
             and marker in issue.body
-            and issue.author.lower() == poster.lower()
+            and (poster is None or issue.author.lower() == poster.lower())
             and issue.body.replace("\r\n", "\n").strip() == expected
         ):
             return issue

@@ -4,6 +4,9 @@ Each fault reproduces something that makes exactly-once execution hard: a write 
 but never answered, answered too late, answered with garbage, or refused with a rate limit. The
 front end (``frontend.Frontend``) decides how to act on each one; the canned replies live here.
 
+``Trickle`` answers slowly enough to outlast any per-operation timeout without ever idling
+long enough to trip one.
+
 Every fault works for reads as well: ``inject(fault, method="GET", path=...)``. For reads,
 ``Status`` gives 404/410/5xx (any body and content type, e.g. an HTML error page),
 ``Malformed2xx`` a body that is not the expected shape at all, and ``TamperedBody`` the real answer
@@ -41,6 +44,22 @@ class DropAfterWrite:
 @dataclass(frozen=True)
 class HangAfterWrite:
     """Apply the write, set ``server.write_accepted``, then never answer (until ``stop()``)."""
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Apply the write, send the status line and headers at once, then the body one byte at a
+    time, ``interval`` seconds before each byte.
+
+    Each socket read then succeeds well within a per-operation timeout (httpx's ``read``
+    timeout restarts with every byte) while the whole answer takes ``interval`` times its length:
+    only a wall-clock deadline bounds it. It ends as soon as the server stops (the connection is
+    cut). With ``apply_write=False`` a write is not applied and the trickled answer is GitHub's
+    502 instead; a read always runs.
+    """
+
+    interval: float
+    apply_write: bool = True
 
 
 @dataclass(frozen=True)
@@ -92,7 +111,7 @@ class TamperedBody:
 
 Fault = (
     Delay | DropAfterWrite | HangAfterWrite | Status | SecondaryRateLimit | PrimaryRateLimit
-) | (Malformed2xx | TamperedBody)
+) | (Malformed2xx | TamperedBody | Trickle)
 
 
 @dataclass

@@ -9,7 +9,8 @@ the routes do.
 Counters (``writes_received``, ``writes_applied``, ``write_log``) let tests prove how many writes
 reached the forge and how many took effect. A route and the count of its effect happen under one
 lock, so a test never sees a write applied but not counted. The faults are in ``faults``; this
-module decides how to act on each (drop, hang, wait, answer instead, or damage the answer).
+module decides how to act on each (drop, hang, wait, answer instead, damage the answer, or send
+it slowly).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from resolveflow.sandbox.forge.faults import (
     SecondaryRateLimit,
     Status,
     TamperedBody,
+    Trickle,
     malformed_reply,
     secondary_rate_limit_reply,
     status_reply,
@@ -172,6 +174,12 @@ class Frontend:
                 exchange.drop()
             case PrimaryRateLimit(reset_in=reset_in):
                 self._send_primary_rate_limit(exchange, request, reset_in)
+            case Trickle(interval=interval, apply_write=apply):
+                if request.is_write and not apply:
+                    reply = Reply(502, payloads.error("Bad Gateway", status=502))
+                else:
+                    reply = self._execute(request, route)
+                self._send(exchange, request, reply, byte_interval=interval)
             case _:
                 self._send(exchange, request, self._canned(request, route, fault))
 
@@ -224,8 +232,15 @@ class Frontend:
 
     # --- rate limits -----------------------------------------------------------------------
 
-    def _send(self, exchange: Exchange, request: FakeRequest, reply: Reply) -> None:
-        exchange.send(reply, self._rate_headers(request.login))
+    def _send(
+        self,
+        exchange: Exchange,
+        request: FakeRequest,
+        reply: Reply,
+        *,
+        byte_interval: float | None = None,
+    ) -> None:
+        exchange.send(reply, self._rate_headers(request.login), byte_interval=byte_interval)
 
     def _send_primary_rate_limit(
         self, exchange: Exchange, request: FakeRequest, reset_in: int

@@ -50,6 +50,25 @@ class PullRecord:
 
 
 @dataclass
+class EventRecord:
+    """One entry of an issue's history: who did ``event`` when, and to which label (if any).
+
+    ``label`` and ``label_color`` are kept as they were at the time, as GitHub does: renaming or
+    deleting the label later does not rewrite its events.
+    """
+
+    id: int
+    event: str  # one of EVENT_KINDS
+    actor: str  # login
+    created_at: str
+    label: str | None = None
+    label_color: str | None = None
+
+
+EVENT_KINDS = frozenset({"labeled", "unlabeled", "closed", "reopened"})
+
+
+@dataclass
 class IssueRecord:
     id: int
     number: int
@@ -66,6 +85,7 @@ class IssueRecord:
     labels: list[str] = field(default_factory=list)  # lower-cased keys into RepoRecord.labels
     assignees: list[str] = field(default_factory=list)  # logins
     comments: list[dict[str, Any]] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)  # in the order they were recorded
 
     @property
     def merged_at(self) -> str | None:

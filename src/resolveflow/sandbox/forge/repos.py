@@ -2,6 +2,8 @@
 
 Routes (``ROUTES``): ``GET /repos/{o}/{r}/labels``; ``GET``/``POST
 /repos/{o}/{r}/issues/{n}/labels`` (adding creates unknown labels, as GitHub does);
+``DELETE /repos/{o}/{r}/issues/{n}/labels/{name}`` (404 when the issue does not carry it); adding
+and removing record ``labeled``/``unlabeled`` events by the token's login (see ``events``);
 ``GET /repos/{o}/{r}/assignees/{login}`` (204 when the login may be assigned, that is may push,
 else 404); ``GET /user`` (the token's account).
 """
@@ -88,14 +90,26 @@ def list_issue_labels(forge: ForgeState, request: FakeRequest) -> Reply:
 
 def add_labels(forge: ForgeState, request: FakeRequest) -> Reply:
     full_name, number = request.params
+    assert request.login is not None  # the dispatcher answers 401 first
     issue = forge.issue(full_name, int(number))
     names = payloads.label_names(payloads.json_body(request.body))
     repo = forge.repo(full_name)
+    now = payloads.now_iso()
     for name in names:  # GitHub creates labels that do not exist yet
-        key = forge.ensure_label(repo, name).name.lower()
-        if key not in issue.labels:
-            issue.labels.append(key)
-            issue.updated_at = max(issue.updated_at, payloads.now_iso())
+        if forge.label_issue(repo, issue, name, request.login, now):
+            issue.updated_at = max(issue.updated_at, now)
+    return Reply(200, forge.label_payloads(full_name, issue.labels))
+
+
+def remove_label(forge: ForgeState, request: FakeRequest) -> Reply:
+    """GitHub answers the labels left on the issue, or 404 when the issue does not carry it."""
+    full_name, number, name = request.params
+    assert request.login is not None  # the dispatcher answers 401 first
+    issue = forge.issue(full_name, int(number))
+    now = payloads.now_iso()
+    if not forge.unlabel_issue(forge.repo(full_name), issue, name, request.login, now):
+        raise payloads.Rejected(404, payloads.error("Label does not exist", status=404))
+    issue.updated_at = max(issue.updated_at, now)
     return Reply(200, forge.label_payloads(full_name, issue.labels))
 
 
@@ -114,6 +128,7 @@ def get_user(forge: ForgeState, request: FakeRequest) -> Reply:
 ROUTES: list[Route[ForgeState]] = [
     route("GET", rf"{REPO}/issues/(\d+)/labels", list_issue_labels),
     route("POST", rf"{REPO}/issues/(\d+)/labels", add_labels),
+    route("DELETE", rf"{REPO}/issues/(\d+)/labels/([^/]+)", remove_label),
     route("GET", rf"{REPO}/labels", list_repo_labels),
     route("GET", rf"{REPO}/assignees/([^/]+)", check_assignee),
     route("GET", r"/user", get_user),

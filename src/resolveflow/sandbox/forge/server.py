@@ -10,11 +10,13 @@ answered too late, answered with garbage, or refused with a rate limit.
 The class only puts three parts together and forwards to them:
 
 - ``state.ForgeState``: repositories, issues, tokens, push access, behind one lock;
-- route tables of functions over that state: ``issues``, ``repos``, ``ci`` (and ``oauth`` for
-  ``FakeGitHubWithOAuth``), whose seeding functions are this class's ``add_*`` methods;
+- route tables of functions over that state: ``issues``, ``events``, ``repos``, ``ci`` (and
+  ``oauth`` for ``FakeGitHubWithOAuth``), whose seeding functions are this class's ``add_*``
+  methods;
 - ``frontend.Frontend``: the HTTP side, with fault injection and the request counters.
 
-The JSON shapes live in ``payloads`` and ``payloads_ci``, the faults in ``faults``.
+The JSON shapes live in ``payloads`` and ``payloads_ci`` (an issue event's in ``events``), the
+faults in ``faults``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
-from resolveflow.sandbox.forge import ci, repos
+from resolveflow.sandbox.forge import ci, events, repos
 from resolveflow.sandbox.forge import issues as issues_area
 from resolveflow.sandbox.forge.faults import (
     Delay,
@@ -38,6 +40,7 @@ from resolveflow.sandbox.forge.faults import (
     SecondaryRateLimit,
     Status,
     TamperedBody,
+    Trickle,
 )
 from resolveflow.sandbox.forge.frontend import Frontend, WriteRecord
 from resolveflow.sandbox.forge.routing import BoundRoute, bind
@@ -54,6 +57,7 @@ __all__ = [
     "SecondaryRateLimit",
     "Status",
     "TamperedBody",
+    "Trickle",
     "WriteRecord",
     "main",
 ]
@@ -106,7 +110,7 @@ class FakeGitHubServer:
         rate_limit: int = 5000,
     ) -> None:
         self.state = ForgeState(default_login)
-        api = [*issues_area.ROUTES, *repos.ROUTES, *ci.ROUTES]
+        api = [*issues_area.ROUTES, *events.ROUTES, *repos.ROUTES, *ci.ROUTES]
         self.frontend = Frontend(
             bind(api, self.state, self.state.lock),
             self._identify,
@@ -207,6 +211,8 @@ class FakeGitHubServer:
     add_comment_directly = forward(issues_area.add_comment_directly)
     comments = forward(issues_area.comments)
     issues = forward(issues_area.issues)
+    add_issue_event = forward(events.add_issue_event)
+    issue_events = forward(events.issue_events)
     add_pull_request = forward(ci.add_pull_request)
     add_check_run = forward(ci.add_check_run)
     add_workflow_run = forward(ci.add_workflow_run)

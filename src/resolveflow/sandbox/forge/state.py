@@ -2,7 +2,8 @@
 
 ``ForgeState`` is plain data plus the small operations every route and seeding function shares:
 look-ups that 404 like GitHub, the id and issue-number counters, who may push, storing an issue
-or comment, and turning records into GitHub's JSON. Its methods expect the caller to hold
+or comment, putting labels on and off an issue with the event that records it, and turning records
+into GitHub's JSON. Its methods expect the caller to hold
 ``lock``; the seeding functions (``issues``, ``repos``, ``ci``) take it, and the route table
 (``routing.bind``) takes it around every handler.
 
@@ -22,6 +23,8 @@ from typing import Any
 from resolveflow.sandbox.forge import payloads
 from resolveflow.sandbox.forge.model import (
     AUTHOR_ASSOCIATIONS,
+    EVENT_KINDS,
+    EventRecord,
     FakeRequest,
     IssueRecord,
     LabelRecord,
@@ -145,12 +148,59 @@ class ForgeState:
             author_association=author_association,
             pull=pull,
         )
-        issue.labels = list(dict.fromkeys(self.ensure_label(repo, n).name.lower() for n in labels))
+        for name in labels:  # each label arrives with its author, at creation, as on GitHub
+            self.label_issue(repo, issue, name, user, created)
         issue.assignees = list(dict.fromkeys(assignees))
         repo.issues[number] = issue
         if pull is not None:
             repo.commits.add(pull.head_sha)
         return issue
+
+    def record_event(
+        self,
+        issue: IssueRecord,
+        event: str,
+        actor: str,
+        created_at: str,
+        label: LabelRecord | None = None,
+    ) -> EventRecord:
+        """Append one event to the issue's history; ids only grow (one counter for all ids)."""
+        check_choice("event", event, EVENT_KINDS)
+        if (label is None) == (event in ("labeled", "unlabeled")):
+            raise ValueError(f"a {event!r} event {'needs' if label is None else 'takes no'} label")
+        record = EventRecord(
+            self.new_id(),
+            event,
+            actor,
+            created_at,
+            label.name if label is not None else None,
+            label.color if label is not None else None,
+        )
+        issue.events.append(record)
+        return record
+
+    def label_issue(
+        self, repo: RepoRecord, issue: IssueRecord, name: str, actor: str, at: str
+    ) -> bool:
+        """Put label ``name`` on the issue (creating it in the repository if it is new) and
+        record ``labeled``; ``False``, with no event, when the issue already carries it."""
+        label = self.ensure_label(repo, name)
+        if label.name.lower() in issue.labels:
+            return False
+        issue.labels.append(label.name.lower())
+        self.record_event(issue, "labeled", actor, at, label)
+        return True
+
+    def unlabel_issue(
+        self, repo: RepoRecord, issue: IssueRecord, name: str, actor: str, at: str
+    ) -> bool:
+        """Take label ``name`` off the issue and record ``unlabeled``; ``False`` if absent."""
+        label = repo.labels.get(name.lower())
+        if label is None or label.name.lower() not in issue.labels:
+            return False
+        issue.labels.remove(label.name.lower())
+        self.record_event(issue, "unlabeled", actor, at, label)
+        return True
 
     def store_comment(
         self,

@@ -60,7 +60,8 @@ CROSS JOIN LATERAL (
 ) AS lineage_lock
 
 -- name: take_over_for_reconcile
--- A reconciler takes the lease of an execution whose owner vanished, or of an unknown one.
+-- A reconciler takes the lease of an execution whose owner vanished, or of an unknown one, but
+-- never while one of its requests may still be on its way (an attempt's deadline is ahead).
 UPDATE executions
 SET lease_owner = %(owner)s,
     lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
@@ -68,6 +69,11 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
   AND (
     (state = 'sending' AND lease_expires_at < clock_timestamp())
     OR (state = 'unknown' AND (lease_expires_at IS NULL OR lease_expires_at < clock_timestamp()))
+  )
+  AND NOT EXISTS (
+    SELECT 1 FROM execution_attempts a
+    WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(id)s
+      AND a.deadline_at > clock_timestamp()
   )
 RETURNING *
 
@@ -133,15 +139,20 @@ WITH held AS (
       AND lease_owner = %(owner)s AND lease_expires_at > clock_timestamp()
     RETURNING id, tenant_id
 )
-INSERT INTO execution_attempts (tenant_id, execution_id, step, owner, credential)
-SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s FROM held
+INSERT INTO execution_attempts
+    (tenant_id, execution_id, step, owner, credential, token_fingerprint, deadline_at)
+SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s, %(token_fingerprint)s,
+       clock_timestamp() + make_interval(secs => %(deadline_seconds)s)
+FROM held
 RETURNING id, started_at
 
 -- name: insert_attempt_with_claim
 -- In the claiming transaction the lease was set a moment ago by this same owner, so renewing it
 -- would only write another row version; the owner and state are still checked.
-INSERT INTO execution_attempts (tenant_id, execution_id, step, owner, credential)
-SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s
+INSERT INTO execution_attempts
+    (tenant_id, execution_id, step, owner, credential, token_fingerprint, deadline_at)
+SELECT tenant_id, id, %(step)s, %(owner)s, %(credential)s, %(token_fingerprint)s,
+       clock_timestamp() + make_interval(secs => %(deadline_seconds)s)
 FROM executions
 WHERE tenant_id = %(tenant_id)s AND id = %(execution_id)s AND state = 'sending'
   AND lease_owner = %(owner)s
@@ -152,7 +163,7 @@ INSERT INTO attempt_outcomes (attempt_id, tenant_id, outcome, http_status, provi
 VALUES (%(attempt_id)s, %(tenant_id)s, %(outcome)s, %(http_status)s, %(provider_ref)s, %(message)s)
 
 -- name: attempts_for_execution
-SELECT a.id, a.step, a.owner, a.credential, a.started_at,
+SELECT a.id, a.step, a.owner, a.credential, a.token_fingerprint, a.started_at, a.deadline_at,
        o.outcome, o.http_status, o.provider_ref, o.message, o.finished_at
 FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
 WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
@@ -180,7 +191,8 @@ SELECT p.id AS p_id, p.tenant_id AS p_tenant_id, p.lineage_id, p.version, p.acti
        a.id AS a_id, a.tenant_id AS a_tenant_id, a.proposal_id AS a_proposal_id,
        a.digest AS a_digest, a.decision, a.principal_id, a.reason, a.decided_at, a.expires_at,
        pr.id AS pr_id, pr.tenant_id AS pr_tenant_id, pr.subject, pr.roles,
-       pr.github_token IS NOT NULL AS has_github_token, pr.github_token,
+       EXISTS (SELECT 1 FROM github_tokens t
+                WHERE t.tenant_id = e.tenant_id AND t.principal_id = pr.id) AS has_github_token,
        (SELECT max(version) FROM proposals v
          WHERE v.tenant_id = e.tenant_id AND v.lineage_id = p.lineage_id) AS latest_version,
        ARRAY(SELECT full_name FROM repositories r WHERE r.tenant_id = e.tenant_id) AS allowed,
@@ -195,3 +207,27 @@ WHERE e.tenant_id = %(tenant_id)s AND e.id = %(id)s
 -- When the first request of a step may have left: the start of reconciliation's time window.
 SELECT min(started_at) AS started_at FROM execution_attempts
 WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s AND step = %(step)s
+
+-- name: prior_uncertain
+-- Earlier executions of the same digest or proposal lineage that ended unknown or not sent after a
+-- request may have left: before writing again, the executor looks for their markers.
+SELECT e.id, p.action,
+       (SELECT min(a.started_at) FROM execution_attempts a
+         WHERE a.tenant_id = e.tenant_id AND a.execution_id = e.id) AS first_started
+FROM executions e
+JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
+WHERE e.tenant_id = %(tenant_id)s AND e.id <> %(id)s
+  AND e.state IN ('unknown', 'not_sent')
+  AND (e.digest = %(digest)s
+       OR p.lineage_id = (SELECT lineage_id FROM proposals
+                           WHERE tenant_id = %(tenant_id)s AND id = %(proposal_id)s))
+  AND EXISTS (SELECT 1 FROM execution_attempts a
+              WHERE a.tenant_id = e.tenant_id AND a.execution_id = e.id)
+ORDER BY e.created_at
+
+-- name: attempt_credentials
+-- The credential and token fingerprint each step was last sent with.
+SELECT DISTINCT ON (step) step, credential, token_fingerprint
+FROM execution_attempts
+WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s
+ORDER BY step, started_at DESC, id DESC

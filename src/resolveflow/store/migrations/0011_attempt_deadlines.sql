@@ -1,0 +1,8 @@
+-- Every attempt carries a wall-clock deadline by which its request has finished or been abandoned,
+-- and a fingerprint of the token it was sent with. A reconciler never takes over an execution while
+-- its latest attempt's deadline is still ahead: the request may still be on its way.
+ALTER TABLE execution_attempts
+    ADD COLUMN deadline_at timestamptz,
+    ADD COLUMN token_fingerprint text CHECK (token_fingerprint ~ '^[0-9a-f]{16}$');
+
+CREATE INDEX execution_attempts_deadline ON execution_attempts (execution_id, deadline_at);
