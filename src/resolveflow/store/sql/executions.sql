@@ -72,7 +72,9 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
   )
   AND NOT EXISTS (
     SELECT 1 FROM execution_attempts a
+    LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
     WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(id)s
+      AND o.attempt_id IS NULL  -- an outcome means the request is over
       AND a.deadline_at > clock_timestamp()
   )
 RETURNING *
