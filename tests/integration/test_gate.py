@@ -43,16 +43,25 @@ def test_approved_comment_is_posted_exactly_as_approved_with_the_marker(
 def test_comment_is_posted_with_the_approvers_own_token(
     db: Database, fake_github: FakeGitHubServer, github_client
 ) -> None:
+    from resolveflow.config import Settings, WebSettings
+    from resolveflow.service.auth import authenticate
+    from resolveflow.store.token_cipher import TokenCipher
+    from resolveflow.wiring import App
+
     fake_github.register_token("alex-own-token", "alex-on-github")
     world = make_world(db)
-    own = admin.add_principal(db, "acme", "olga", [Role.APPROVER], github_token="alex-own-token")
+    key = TokenCipher.generate_key()
+    app = App(
+        settings=Settings(web=WebSettings(token_encryption_key=key)), db=db, _github=github_client
+    )
+    own = admin.add_principal(
+        db, "acme", "olga", [Role.APPROVER], "alex-own-token", app.token_cipher()
+    )
     proposal = proposals.create_proposal(
         db, world.requester(db), repository=REPO, issue=1, comment="hi", labels=[]
     )
-    from resolveflow.service.auth import authenticate
-
     approvals.approve(db, authenticate(db, own.token), proposal.id, proposal.digest, 3600)
-    make_executor(db, github_client).run_due()
+    app.executor().run_due()
     assert [c["user"]["login"] for c in fake_github.comments(REPO, 1)] == ["alex-on-github"]
 
 
@@ -153,7 +162,7 @@ def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
     db: Database, fake_github: FakeGitHubServer, github_client
 ) -> None:
     from resolveflow.config import Settings, WebSettings
-    from resolveflow.store import sessions as session_store
+    from resolveflow.store import tenants as tenant_store
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.wiring import App
 
@@ -162,13 +171,8 @@ def test_what_a_signed_in_approver_approved_is_posted_with_their_own_token(
     world = make_world(db)
     approver = world.approver(db)
     with db.tenant(world.tenant.id) as conn:
-        session_store.save_user_token(
-            conn,
-            TokenCipher(key),
-            tenant_id=world.tenant.id,
-            principal_id=approver.id,
-            github_login="alex-on-github",
-            token="gho_alex_from_oauth",
+        tenant_store.save_github_token(
+            conn, TokenCipher(key), approver, "gho_alex_from_oauth", github_login="alex-on-github"
         )
     app = App(
         settings=Settings(web=WebSettings(token_encryption_key=key)), db=db, _github=github_client

@@ -4,6 +4,7 @@ reconciliation reads with, and a reconciler that lost its lease."""
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,8 @@ from resolveflow.errors import Forbidden
 from resolveflow.execution.gate import Executor
 from resolveflow.execution.lease import GateSettings
 from resolveflow.execution.reconcile import Reconciler
-from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer
+from resolveflow.sandbox.forge.faults import Trickle
+from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer, Status
 from resolveflow.service import admin, approvals, proposals
 from resolveflow.service import executions as execution_service
 from resolveflow.service.auth import authenticate
@@ -193,3 +195,48 @@ def test_a_reconciler_that_lost_its_lease_reports_nothing(
         assert make_reconciler(db, client).run() == []
     after = execution_state(db, world, approved.execution.id)
     assert (after.state, after.lease_owner) == (ExecutionState.UNKNOWN, "someone-else")
+
+
+def test_a_trickled_answer_is_cut_at_the_request_deadline(
+    db: Database, world: World, fake_github: FakeGitHubServer
+) -> None:
+    """httpx's timeouts restart with every byte; only the wall-clock deadline bounds a request."""
+    _, approved = propose_and_approve(db, world)
+    fake_github.inject(Trickle(interval=0.02), method="POST")  # ~1.5 KB: about 30 s in all
+    with GitHubKitClient(
+        fake_github.url, SERVICE_TOKEN, timeout_seconds=0.5, deadline_seconds=1.5
+    ) as client:
+        started = time.monotonic()
+        make_executor(db, client).run_due()
+        elapsed = time.monotonic() - started
+        assert elapsed < 5, elapsed  # the deadline (1.5 s) plus one read, not the whole answer
+        after = execution_state(db, world, approved.execution.id)
+        assert after.state is ExecutionState.UNKNOWN
+        assert "deadline" in (after.detail or "")
+        [settled] = make_reconciler(db, client).run()
+    assert settled.state is ExecutionState.SENT
+    assert len(fake_github.comments(REPO, 1)) == 1
+
+
+def test_labels_are_confirmed_by_who_added_them_not_by_their_presence(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client: GitHubKitClient
+) -> None:
+    # Ours: the labels request was applied but its answer lost; the history shows the bot.
+    _, ours = propose_and_approve(db, world, labels=["bug"])
+    fake_github.inject(DropAfterWrite(), method="POST", path=f"/repos/{REPO}/issues/1/labels")
+    make_executor(db, github_client).run_due()
+    assert execution_state(db, world, ours.execution.id).state is ExecutionState.UNKNOWN
+    [settled] = make_reconciler(db, github_client).run()
+    assert settled.state is ExecutionState.SENT
+
+    # Not ours: the request failed unapplied, then someone else added the same label.
+    fake_github.add_issue(REPO, 2, "Another", "Body", user="octocat")
+    _, theirs = propose_and_approve(db, world, labels=["question"], issue=2)
+    fake_github.inject(Status(502), method="POST", path=f"/repos/{REPO}/issues/2/labels")
+    make_executor(db, github_client).run_due()
+    fake_github.add_issue_event(REPO, 2, "labeled", actor="stranger", label="question")
+    assert fake_github.issue_labels(REPO, 2) == ["question"]
+    [settled] = make_reconciler(db, github_client).run()
+    assert settled.state is ExecutionState.UNKNOWN
+    assert settled.execution_id == theirs.execution.id
+    assert "labels not confirmed by the issue's history: question" in settled.detail

@@ -7,6 +7,7 @@ Each test also checks what the forge says happened: how many issues exist and wh
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -429,20 +430,30 @@ def test_a_trickled_answer_ends_promptly_when_the_server_stops(
 ) -> None:
     fake_github.inject(Trickle(30.0), method="GET", path=r"/issues/1$")
     url = f"{fake_github.url}/repos/{REPO.full_name}/issues/{ISSUE_NUMBER}"
+    idle = set(_handler_threads())
 
     with (
         httpx.Client(timeout=60.0, headers=auth()) as client,
         client.stream("GET", url) as response,
     ):
         assert response.status_code == 200
+        trickling = set(_handler_threads()) - idle  # the thread sending this body
         started = time.monotonic()
         fake_github.stop()
         stopped_after = time.monotonic() - started
         with pytest.raises(httpx.RemoteProtocolError):  # cut off in the middle of the body
             response.read()
         failed_after = time.monotonic() - started
+    for thread in trickling:
+        thread.join(timeout=1.0)
 
     assert stopped_after < 1.0 and failed_after < 1.5
+    assert len(trickling) == 1 and not any(t.is_alive() for t in trickling)  # not asleep for 30 s
+
+
+def _handler_threads() -> list[threading.Thread]:
+    """The loopback server's per-connection threads (``ThreadingMixIn`` names them so)."""
+    return [t for t in threading.enumerate() if "process_request_thread" in t.name]
 
 
 @pytest.mark.parametrize(("apply", "status"), [(True, 201), (False, 502)], ids=["applied", "not"])

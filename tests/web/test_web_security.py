@@ -13,7 +13,7 @@ import pytest
 from fixtures_web import REPO, Web, add_approver, web_settings
 
 from resolveflow.service import runs as run_service
-from resolveflow.store import sessions as session_store
+from resolveflow.store import tenants as tenant_store
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web import create_app
 from resolveflow.wiring import open_app
@@ -139,15 +139,12 @@ def test_sign_in_maps_the_login_stores_the_token_encrypted_and_sets_a_safe_cooki
         == me["id"]
     )
     issued = [t for t, login in web.fake.issued_tokens.items() if login == "alex"]
+    cipher = TokenCipher(web.app.settings.web.token_encryption_key.get_secret_value())  # type: ignore[union-attr]
     with web.db.tenant(web.world.tenant.id) as conn:
-        row = session_store.user_token_row(conn, web.world.tenant.id, uuid.UUID(me["id"]))
+        row = tenant_store.github_token_row(conn, web.world.tenant.id, uuid.UUID(me["id"]))
+        token = tenant_store.github_token(conn, cipher, web.world.tenant.id, uuid.UUID(me["id"]))
     assert row is not None and issued and issued[0] not in row["ciphertext"]
-    assert (
-        TokenCipher(web.app.settings.web.token_encryption_key.get_secret_value()).decrypt(  # type: ignore[union-attr]
-            row["ciphertext"]
-        )
-        == issued[0]
-    )
+    assert token == issued[0]
 
 
 def test_unlisted_logins_cannot_sign_in_and_a_forged_state_is_refused(signed_web: Web) -> None:

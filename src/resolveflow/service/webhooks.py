@@ -1,38 +1,40 @@
 """GitHub webhooks: verify, record once, queue; later, per tenant, start runs and update the index.
 
-The HTTP side (``web/webhooks.py``) verifies the signature over the raw body before anything is
-parsed, then calls ``record_delivery``: the delivery row and its job are written in one
-transaction, so a delivery is either recorded with its job or not at all (GitHub then redelivers).
-A delivery id seen before writes nothing and queues nothing.
+The HTTP side (``web/webhooks.py``) reads the body with a cap and hands it to ``accept``: the
+signature is checked over the raw bytes before anything is parsed (with the global secret, or a
+tenant's own from ``service/webhook_secrets.py``), then ``service/webhook_events.py`` says what the
+body is, and ``record_delivery`` writes the delivery row, the event's claim and its job in one
+transaction: a delivery is recorded with its job or not at all (the answer is then 503, and a
+redelivery is processed as new). A delivery id seen before writes nothing and queues nothing; an
+event already processed under another delivery id (a replay) is recorded as ignored.
 
-The job (``fan_out``) maps the repository to every tenant whose allowlist holds it and queues, per
-tenant, a triage run (``issues`` opened or reopened) and an index update (issue opened, edited,
-closed, reopened, labelled; comments created, edited, deleted). Webhook runs are requested by the
-tenant's service principal ``github-webhook`` (role requester), so any person with the approver
-role can approve them and the daily cap applies to that principal.
+The job (``fan_out``) maps the repository to every tenant whose allowlist holds it (only the
+signing tenant, for a tenant's secret) and queues, per tenant, a triage run (``issues`` opened or
+reopened) and an index update (issue opened, edited, closed, reopened, labelled; comments created,
+edited, deleted). Webhook runs are requested by the tenant's service principal ``github-webhook``
+(role requester), so any person with the approver role can approve them and the daily cap
+applies to that principal.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.vocabulary import AuditEvent
-from resolveflow.errors import Forbidden, InvalidInput, NotFound, ProviderRejected
+from resolveflow.errors import Conflict, Forbidden, InvalidInput, NotFound, ProviderRejected
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.github_crawl import issue_document
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.service.auth import hash_token, new_token
 from resolveflow.service.limits import LimitExceeded, LimitKind, consume
+from resolveflow.service.webhook_events import TRIAGE_ACTIONS, Delivery, parse_delivery
 from resolveflow.store import audit, queue
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store import webhooks as webhook_store
@@ -42,18 +44,14 @@ logger = logging.getLogger(__name__)
 
 WEBHOOK_SUBJECT = "github-webhook"
 WEBHOOK_ACTOR = "webhook:github"
-TRIAGE_ACTIONS = frozenset({"opened", "reopened"})
-INDEX_EVENTS = {
-    "issues": frozenset({"opened", "edited", "closed", "reopened", "labeled", "unlabeled"}),
-    "issue_comment": frozenset({"created", "edited", "deleted"}),
-}
-_DELIVERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
-_EVENT = re.compile(r"^[a-z_]{1,50}$")
-_REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 
 
 class SignatureInvalid(Forbidden):
     """The webhook signature is missing or wrong; the delivery was ignored."""
+
+
+class BodyTooLarge(InvalidInput):
+    """The webhook body is larger than RESOLVEFLOW_WEBHOOK_MAX_BODY_BYTES; nothing more was read."""
 
 
 def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -66,89 +64,79 @@ def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Delivery:
-    delivery_id: str
-    event: str
-    action: str | None
-    repository: str | None
-    issue_number: int | None
-
-    @property
-    def triage(self) -> bool:
-        return self.event == "issues" and self.action in TRIAGE_ACTIONS
-
-    @property
-    def index(self) -> bool:
-        return self.action in INDEX_EVENTS.get(self.event, frozenset())
-
-    @property
-    def actionable(self) -> bool:
-        return (
-            self.repository is not None
-            and self.issue_number is not None
-            and (self.triage or self.index)
-        )
-
-
-def parse_delivery(delivery_id: str | None, event: str | None, body: bytes) -> Delivery:
-    """Read only what routing needs from an (already verified) body; anything odd is InvalidInput."""
-    if not delivery_id or not _DELIVERY_ID.match(delivery_id):
-        raise InvalidInput("X-GitHub-Delivery is missing or malformed")
-    if not event or not _EVENT.match(event):
-        raise InvalidInput("X-GitHub-Event is missing or malformed")
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("the body is not JSON") from None
-    if not isinstance(payload, dict):
-        raise InvalidInput("the body is not a JSON object")
-    action = payload.get("action")
-    repository = _dig(payload, "repository", "full_name")
-    number = _dig(payload, "issue", "number")
-    return Delivery(
-        delivery_id=delivery_id,
-        event=event,
-        action=action if isinstance(action, str) and _EVENT.match(action) else None,
-        repository=repository.lower()
-        if isinstance(repository, str) and _REPOSITORY.match(repository)
-        else None,
-        issue_number=number
-        if isinstance(number, int) and not isinstance(number, bool) and 0 < number < 2**31
-        else None,
-    )
-
-
-def _dig(payload: dict[str, Any], outer: str, inner: str) -> Any:
-    value = payload.get(outer)
-    return value.get(inner) if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
 class Receipt:
     new: bool
     job_id: int | None
+    ignored: str | None  # why a new delivery is not acted on; None when it is (or a redelivery)
 
 
-def record_delivery(db: Database, delivery: Delivery) -> Receipt:
-    """The delivery row and, when there is work, its job: one transaction."""
+@dataclass(frozen=True)
+class Incoming:
+    """A delivery as it arrived: the raw body and the headers that matter."""
+
+    body: bytes
+    signature: str | None
+    delivery_id: str | None
+    event: str | None
+    tenant_id: UUID | None = None  # the tenant whose own secret is checked; None: the global one
+
+
+def accept(db: Database, incoming: Incoming, secret: bytes, *, retention_days: int) -> Receipt:
+    """Verify, then parse, then record (in a worker thread: HMAC and JSON of up to the cap)."""
+    if not signature_valid(secret, incoming.body, incoming.signature):
+        logger.info(
+            "webhook signature refused",
+            extra={"has_signature": incoming.signature is not None, "tenant": incoming.tenant_id},
+        )
+        raise SignatureInvalid()
+    delivery = parse_delivery(
+        incoming.delivery_id, incoming.event, incoming.body, tenant_id=incoming.tenant_id
+    )
+    return record_delivery(db, delivery, retention_days=retention_days)
+
+
+def record_delivery(db: Database, delivery: Delivery, *, retention_days: int) -> Receipt:
+    """The delivery row, its event's claim and, when there is work, its job: one transaction."""
     with db.unscoped() as conn:
-        new = webhook_store.insert_delivery(
-            conn,
+        if webhook_store.delivery_by_id(conn, delivery.delivery_id) is not None:
+            return Receipt(new=False, job_id=None, ignored=None)
+        ignored = delivery.ignored
+        key = delivery.key()
+        if key is not None and not webhook_store.claim_event(
+            conn, key, delivery.delivery_id, retention_days
+        ):
+            earlier = webhook_store.event_claimed_by(conn, key)
+            ignored = (
+                f"already processed under delivery {earlier}: a replay starts nothing"
+                if earlier
+                else f"updated_at is not within the last {retention_days} days "
+                "(RESOLVEFLOW_WEBHOOK_RETENTION_DAYS): it cannot be told apart from a replay"
+            )
+        row = webhook_store.NewDelivery(
             delivery_id=delivery.delivery_id,
             event=delivery.event,
             action=delivery.action,
             repository=delivery.repository,
             issue_number=delivery.issue_number,
-            queued=delivery.actionable,
+            tenant_id=delivery.tenant_id,
+            ignored=ignored,
         )
+        if not webhook_store.insert_delivery(conn, row):  # the same id, at the same moment
+            raise Conflict(f"delivery {delivery.delivery_id} is being recorded by another request")
         job_id = None
-        if new and delivery.actionable:
+        if ignored is None:
             job_id = queue.defer(conn, queue.HANDLE_DELIVERY, delivery_id=delivery.delivery_id)
     logger.info(
         "webhook delivery",
-        extra={"delivery": delivery.delivery_id, "event": delivery.event, "new": new},
+        extra={"delivery": delivery.delivery_id, "event": delivery.event, "ignored": ignored},
     )
-    return Receipt(new=new, job_id=job_id)
+    return Receipt(new=True, job_id=job_id, ignored=ignored)
+
+
+def prune_deliveries(db: Database, older_than_days: int) -> int:
+    """Deliveries, their run claims and event records older than the age; nothing else."""
+    with db.unscoped() as conn:
+        return webhook_store.prune_deliveries(conn, older_than_days)
 
 
 # --- the jobs ---------------------------------------------------------------------------------
@@ -168,41 +156,41 @@ def tenants_allowing(db: Database, repository: str) -> list[UUID]:
 def fan_out(db: Database, delivery_id: str, *, auto_triage: bool) -> int:
     """Queue the per-tenant work of one delivery; returns how many jobs were queued.
 
-    Safe to retry: a second triage job for the same (delivery, tenant) finds the claim, and an
-    index update already waiting for the same issue is not queued twice.
+    A delivery signed with a tenant's own secret concerns that tenant only. Safe to retry: a
+    second triage job for the same (delivery, tenant) finds the claim, and an index update
+    already waiting for the same issue is not queued twice.
     """
     with db.unscoped() as conn:
         row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None:
         raise NotFound(f"no webhook delivery {delivery_id}")
-    delivery = Delivery(
-        row["delivery_id"], row["event"], row["action"], row["repository"], row["issue_number"]
-    )
-    if not delivery.actionable:
+    if not row["queued"] or row["repository"] is None or row["issue_number"] is None:
         return 0
-    assert delivery.repository is not None and delivery.issue_number is not None
+    repository: str = row["repository"]
+    number: int = row["issue_number"]
+    triage = row["event"] == "issues" and row["action"] in TRIAGE_ACTIONS
+    tenants = tenants_allowing(db, repository)
+    if row["tenant_id"] is not None:
+        tenants = [tenant for tenant in tenants if tenant == row["tenant_id"]]
+    if not tenants:
+        logger.info("no tenant allows the repository", extra={"delivery": delivery_id})
     queued = 0
-    for tenant_id in tenants_allowing(db, delivery.repository):
+    for tenant_id in tenants:
         with db.tenant(tenant_id) as conn:
-            if delivery.triage and auto_triage:
+            if triage and auto_triage:
                 queue.defer(
-                    conn,
-                    queue.START_WEBHOOK_RUN,
-                    delivery_id=delivery_id,
-                    tenant_id=str(tenant_id),
+                    conn, queue.START_WEBHOOK_RUN, delivery_id=delivery_id, tenant_id=str(tenant_id)
                 )
                 queued += 1
-            if delivery.index:
-                target = f"{delivery.repository}#{delivery.issue_number}"
-                job = queue.defer(
-                    conn,
-                    queue.UPDATE_INDEX,
-                    queueing_lock=f"index:{tenant_id}:{target}",
-                    tenant_id=str(tenant_id),
-                    repository=delivery.repository,
-                    issue_number=delivery.issue_number,
-                )
-                queued += job is not None
+            job = queue.defer(
+                conn,
+                queue.UPDATE_INDEX,
+                queueing_lock=f"index:{tenant_id}:{repository}#{number}",
+                tenant_id=str(tenant_id),
+                repository=repository,
+                issue_number=number,
+            )
+            queued += job is not None
     return queued
 
 

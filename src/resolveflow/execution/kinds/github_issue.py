@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from resolveflow.adapters.github.protocol import GitHub, IssueComment, RepoName
+from datetime import datetime, timedelta
+
+from resolveflow.adapters.github.protocol import GitHub, IssueComment, IssueEvent, RepoName
 from resolveflow.domain.actions import (
     ActionKind,
     AnyAction,
@@ -25,6 +27,9 @@ from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settl
 from resolveflow.execution.kinds.sending import send_outcome
 from resolveflow.execution.outcomes import Recorder
 
+# GitHub's clock and ours differ a little.
+LABEL_CLOCK_SKEW = timedelta(minutes=2)
+
 SPEC = KindSpec(
     kind=ActionKind.GITHUB_ISSUE,
     writes_with=("post_comment", "add_labels"),
@@ -32,7 +37,8 @@ SPEC = KindSpec(
     marker="at the end of the comment body, after a blank line",
     reconciliation=(
         "every page of the issue's comments: one written by the executor's account whose body is "
-        "exactly the approved comment plus the marker; then the issue's labels"
+        "exactly the approved comment plus the marker; then every page of the issue's events: "
+        "each label added by that account after the labels request started (or already there)"
     ),
     partial="the comment was posted but the labels were definitely refused",
 )
@@ -157,6 +163,20 @@ class GitHubIssueExecutor:
             return send_outcome(self.record, execution, attempt.id, exc)
         return self.record.labels_applied(execution, attempt.id)
 
+    def _unconfirmed_labels(
+        self, evidence: Evidence, action: GitHubIssueAction, repo: RepoName
+    ) -> list[str]:
+        """Labels carry no marker: their presence proves nothing about our request. The issue's
+        events say who added each label and when."""
+        started = evidence.first_started.get(AttemptStep.LABELS)
+        if started is None:
+            return list(action.labels)
+        token = evidence.token
+        events = self.github.list_issue_events(repo, action.target.issue, token=token)
+        poster = self.github.authenticated_login(token=token) if evidence.check_author else None
+        since = started - LABEL_CLOCK_SKEW
+        return [label for label in action.labels if not _labelled_by(events, label, poster, since)]
+
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
         assert isinstance(action, GitHubIssueAction)
@@ -177,11 +197,11 @@ class GitHubIssueExecutor:
                     comment_id=comment_id,
                     comment_url=comment_url,
                 )
-            present = set(self.github.list_issue_labels(repo, action.target.issue, token=token))
-            if not set(action.labels) <= present:
+            unconfirmed = self._unconfirmed_labels(evidence, action, repo)
+            if unconfirmed:
                 return settle.leave_unknown(
                     execution,
-                    "comment found but labels are missing",
+                    f"labels not confirmed by the issue's history: {', '.join(unconfirmed)}",
                     comment_id=comment_id,
                     comment_url=comment_url,
                 )
@@ -193,6 +213,21 @@ class GitHubIssueExecutor:
             comment_url=comment_url,
             labels_done=True,
         )
+
+
+def _labelled_by(events: list[IssueEvent], label: str, poster: str | None, since: datetime) -> str:
+    """How the issue's history explains ``label``: "ours" (labelled by the executor's account
+    after its attempt started), "before" (already on the issue before the attempt: adding it
+    changed nothing), or "" (not explained)."""
+    last = None
+    for event in events:
+        if event.label == label and event.event in {"labeled", "unlabeled"}:
+            last = event
+    if last is None or last.event != "labeled":
+        return ""
+    if last.created_at >= since:
+        return "ours" if poster is None or last.actor.lower() == poster.lower() else ""
+    return "before"
 
 
 def find_marked_comment(

@@ -1,12 +1,32 @@
 -- name: insert_delivery
 -- Nothing comes back for a delivery id already seen: the redelivery starts nothing.
-INSERT INTO webhook_deliveries (delivery_id, event, action, repository, issue_number, queued)
-VALUES (%(delivery_id)s, %(event)s, %(action)s, %(repository)s, %(issue_number)s, %(queued)s)
+INSERT INTO webhook_deliveries
+    (delivery_id, event, action, repository, issue_number, tenant_id, queued, ignored)
+VALUES (%(delivery_id)s, %(event)s, %(action)s, %(repository)s, %(issue_number)s, %(tenant_id)s,
+        %(ignored)s::text IS NULL, %(ignored)s)
 ON CONFLICT (delivery_id) DO NOTHING
 RETURNING delivery_id
 
+-- name: claim_event
+-- The first delivery of an event claims it; a later one (a replay) gets nothing back, and so
+-- does an event older than the retention window, whose earlier claim may have been pruned.
+INSERT INTO webhook_events
+    (tenant_id, event, repository, issue_number, action, subject, updated_at, delivery_id)
+SELECT %(tenant_id)s, %(event)s, %(repository)s, %(issue_number)s, %(action)s, %(subject)s,
+       %(updated_at)s, %(delivery_id)s
+WHERE %(updated_at)s::timestamptz >= clock_timestamp() - %(max_age)s::interval
+ON CONFLICT ON CONSTRAINT webhook_events_once DO NOTHING
+RETURNING delivery_id
+
+-- name: event_claimed_by
+SELECT delivery_id FROM webhook_events
+WHERE tenant_id IS NOT DISTINCT FROM %(tenant_id)s AND event = %(event)s
+  AND repository = %(repository)s AND issue_number = %(issue_number)s AND action = %(action)s
+  AND subject = %(subject)s AND updated_at = %(updated_at)s
+
 -- name: delivery_by_id
-SELECT delivery_id, event, action, repository, issue_number, queued, received_at
+SELECT delivery_id, event, action, repository, issue_number, tenant_id, queued, ignored,
+       received_at
 FROM webhook_deliveries WHERE delivery_id = %(delivery_id)s
 
 -- name: count_deliveries
@@ -17,3 +37,17 @@ INSERT INTO webhook_run_claims (delivery_id, tenant_id)
 VALUES (%(delivery_id)s, %(tenant_id)s)
 ON CONFLICT DO NOTHING
 RETURNING delivery_id
+
+-- name: prune_deliveries
+SELECT rf_prune_webhook_deliveries(make_interval(days => %(days)s)) AS pruned
+
+-- name: upsert_secret
+INSERT INTO webhook_secrets (tenant_id, ciphertext) VALUES (%(tenant_id)s, %(ciphertext)s)
+ON CONFLICT (tenant_id) DO UPDATE
+SET ciphertext = excluded.ciphertext, updated_at = clock_timestamp()
+
+-- name: secret_ciphertext
+SELECT ciphertext FROM webhook_secrets WHERE tenant_id = %(tenant_id)s
+
+-- name: delete_secret
+DELETE FROM webhook_secrets WHERE tenant_id = %(tenant_id)s RETURNING tenant_id

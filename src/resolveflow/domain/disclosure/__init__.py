@@ -1,0 +1,86 @@
+"""What a rendering hides from the person who approves it: a pure scan of an action's texts.
+
+The approver reads a rendering, GitHub posts the source. Whatever the source holds that the
+rendering does not show (HTML comments, a collapsed ``<details>``, a link whose text names another
+address than its target, bidirectional controls, zero-width characters, ...) is reported here as a
+``Finding``: its kind, the field it is in and a short excerpt, invisible characters spelled out.
+
+The scanner follows CommonMark where it matters (fenced code, HTML blocks, code spans, backslash
+escapes) and errs towards reporting: an HTML comment inside a fenced code block is shown as text
+by GitHub and is not reported, but one in an indented code block, or in code inside a block quote
+or a deeply indented list item, is (those are rare; a missed hidden comment would not be).
+Invisible characters are reported wherever they are, code included.
+"""
+
+from __future__ import annotations
+
+from resolveflow.domain.actions import AnyAction, GitHubIssueAction
+from resolveflow.domain.disclosure.blocks import masked, segments
+from resolveflow.domain.disclosure.characters import (
+    BIDI_CONTROLS,
+    excerpt,
+    invisible_positions,
+    revealed,
+    spell_out,
+)
+from resolveflow.domain.disclosure.kinds import MAX_PER_KIND, Finding, Hidden
+from resolveflow.domain.disclosure.links import links, markup
+
+__all__ = [
+    "BIDI_CONTROLS",
+    "Finding",
+    "Hidden",
+    "invisible_positions",
+    "revealed",
+    "scan_action",
+    "scan_markdown",
+    "scan_plain",
+    "spell_out",
+]
+
+
+def scan_markdown(text: str, field: str) -> list[Finding]:
+    """Everything in a Markdown text (a comment, an issue body) its rendering hides."""
+    found: list[Finding] = []
+    for segment in segments(text):
+        if segment.kind != "code":
+            source = masked(segment.text) if segment.kind == "text" else segment.text
+            markup(found, field, source)
+            links(found, field, source)
+    return _capped(found + scan_plain(text, field))
+
+
+def scan_plain(text: str, field: str) -> list[Finding]:
+    """Invisible and reordering characters in any text (a title, a label, a Markdown source)."""
+    found: list[Finding] = []
+    shown: dict[Hidden, int] = {}
+    for i, kind in invisible_positions(text):
+        shown[kind] = shown.get(kind, 0) + 1
+        if shown[kind] <= MAX_PER_KIND:  # the excerpts are the costly part: only those kept
+            found.append(Finding(kind, field, excerpt(text[max(0, i - 30) : i + 30])))
+    return found
+
+
+def _capped(found: list[Finding]) -> list[Finding]:
+    counts: dict[tuple[Hidden, str], int] = {}
+    kept = []
+    for finding in found:
+        key = (finding.kind, finding.field)
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] <= MAX_PER_KIND:
+            kept.append(finding)
+    return kept
+
+
+def scan_action(action: AnyAction) -> tuple[Finding, ...]:
+    """What the person approving ``action`` would not see in its rendering, field by field."""
+    found: list[Finding] = []
+    if isinstance(action, GitHubIssueAction):
+        found += scan_markdown(action.comment or "", "comment")
+    else:
+        found += scan_plain(action.title, "title") + scan_markdown(action.body, "body")
+        for assignee in action.assignees:
+            found += scan_plain(assignee, "assignees")
+    for label in action.labels:
+        found += scan_plain(label, "labels")
+    return tuple(_capped(found))
