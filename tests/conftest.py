@@ -73,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
             f"{SHARED_DATA_SHOWN} was not found"
         )
     config.pluginmanager.register(_DataTierPlugin(), "resolveflow-data-tier")
+    config.pluginmanager.register(_FuzzTierPlugin(), "resolveflow-fuzz-tier")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects on the markers added here
@@ -113,6 +114,33 @@ class _DataTierPlugin:
                 ".ci/run requires it",
                 yellow=True,
                 bold=True,
+            )
+
+
+_DESELECTED_FUZZ_TESTS = pytest.StashKey[int]()
+
+
+class _FuzzTierPlugin:
+    """The ``fuzz`` tier (long property-based runs) runs only when ``-m`` names it, e.g.
+    ``-m fuzz``; otherwise it is deselected with one line, like the data tier."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if "fuzz" in (config.option.markexpr or ""):
+            return
+        fuzz = [item for item in items if item.get_closest_marker("fuzz")]
+        if fuzz:
+            items[:] = [item for item in items if not item.get_closest_marker("fuzz")]
+            config.hook.pytest_deselected(items=fuzz)
+        config.stash[_DESELECTED_FUZZ_TESTS] = len(fuzz)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        deselected = config.stash.get(_DESELECTED_FUZZ_TESTS, 0)
+        if deselected:
+            terminalreporter.write_line(
+                f"fuzz tier deselected ({deselected} tests): run it with -m fuzz"
             )
 
 

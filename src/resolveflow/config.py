@@ -122,7 +122,9 @@ class WebSettings(_Group):
     cookie_secure: bool = True
     # GitHub login -> "tenant:role,role"; only listed logins may sign in (JSON object).
     users: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
-    # Fernet key(s), comma-separated, newest first: users' GitHub tokens are encrypted with it.
+    # Keys in Fernet's format, comma-separated, primary first: every principal's own GitHub token
+    # (from a sign-in or `principals add --github-token-stdin`) is encrypted with the primary;
+    # the others still decrypt, until `resolveflow tokens reencrypt` (store/token_cipher.py).
     token_encryption_key: SecretStr | None = Field(
         default=None, validation_alias="RESOLVEFLOW_TOKEN_ENCRYPTION_KEY"
     )
@@ -147,6 +149,12 @@ class WebhookSettings(_Group):
         default=None, validation_alias="RESOLVEFLOW_GITHUB_WEBHOOK_SECRET"
     )
     auto_triage: bool = True
+    # GitHub never sends more than 25 MB; a body past the cap is refused (413) as it streams in.
+    max_body_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    # Deliveries are pruned after this many days, and an event whose updated_at is older is not
+    # acted on (its record may be gone, so a replay could not be told apart). GitHub offers
+    # redelivery for 3 days, hence the floor.
+    retention_days: int = Field(default=30, ge=3, le=3650)
 
 
 class WorkerSettings(_Group):

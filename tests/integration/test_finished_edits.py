@@ -40,7 +40,9 @@ def _versions(db: Database, world: World, proposal: Proposal) -> list[int]:
 
 
 def _edit(db: Database, world: World, proposal: Proposal, text: str = "v2") -> Proposal:
-    return proposals.edit_proposal(db, world.requester(db), proposal.id, ActionChanges(comment=text))
+    return proposals.edit_proposal(
+        db, world.requester(db), proposal.id, ActionChanges(comment=text)
+    )
 
 
 # --- ways an execution comes to have started or ended ------------------------------------------
@@ -50,12 +52,16 @@ def _sent(db: Database, world: World, fake: FakeGitHubServer, github: Any, execu
     make_executor(db, github).run_due()
 
 
-def _partial(db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any) -> None:
+def _partial(
+    db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
+) -> None:
     fake.inject(Status(422), path=r"/labels$")
     make_executor(db, github).run_due()
 
 
-def _unknown(db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any) -> None:
+def _unknown(
+    db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
+) -> None:
     fake.inject(Status(502))
     make_executor(db, github).run_due()
 
@@ -68,7 +74,9 @@ def _pending_after_the_comment(
     make_executor(db, github).run_due()
 
 
-def _sending(db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any) -> None:
+def _sending(
+    db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
+) -> None:
     with db.tenant(world.tenant.id) as conn:
         claimed = execution_store.claim_by_id(conn, world.tenant.id, execution.id, "someone", 30.0)
     assert claimed is not None
@@ -111,17 +119,21 @@ def test_the_reported_case_v2_sent_then_no_v3(
     make_executor(db, github_client).run_due()
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENT
     for base in (first, second):  # editing through any version of the lineage
-        with pytest.raises(InvalidTransition, match="version 2 .* cannot be edited"):
+        with pytest.raises(InvalidTransition, match=r"version 2 .* cannot be edited"):
             _edit(db, world, base, "v3")
     assert _versions(db, world, first) == [1, 2]
 
 
-def _failed(db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any) -> None:
+def _failed(
+    db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
+) -> None:
     fake.inject(Status(404))
     make_executor(db, github).run_due()
 
 
-def _not_sent(db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any) -> None:
+def _not_sent(
+    db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
+) -> None:
     fake.inject(Status(502))
     make_executor(db, github).run_due()
     execution_service.resolve(db, world.approver(db), execution.id, was_sent=False, note="none")

@@ -128,6 +128,7 @@ def test_a_late_owner_cannot_overwrite_a_newer_owners_result(
                 owner="old-owner",
                 credential=Credential.SERVICE,
                 lease_seconds=30,
+                deadline_seconds=60,
             )
     with db.tenant(tenant) as conn:
         newer = executions.finish(

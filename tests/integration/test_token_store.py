@@ -25,11 +25,13 @@ from fixtures_github import SERVICE_LOGIN
 from resolveflow.config import Settings, WebSettings
 from resolveflow.domain.records import ExecutionState, Role
 from resolveflow.errors import ConfigError, ErrorCategory
+from resolveflow.execution.credentials import approver_token
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import admin, approvals, proposals, sessions
 from resolveflow.service.auth import authenticate
 from resolveflow.store import migrate as migrations
 from resolveflow.store import tenants as tenant_store
+from resolveflow.store.context import execution_context
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher, TokenOwner, TokenUnreadable
 from resolveflow.wiring import App, migrate
@@ -290,6 +292,11 @@ def test_an_approver_whose_token_cannot_be_read_is_refused_not_sent_as_the_servi
     assert "olga" in (execution.detail or "")
     assert "RESOLVEFLOW_TOKEN_ENCRYPTION_KEY" in (execution.detail or "")
     assert fake_github.writes_received == 0
+    # Reconciliation asks the same function, and fails the same way rather than guess.
+    with db.tenant(world.tenant.id) as conn:
+        context = execution_context(conn, execution)
+        with pytest.raises(ConfigError, match="olga"):
+            approver_token(conn, context, None)
 
 
 # --- the migration: clear-text CLI tokens and unbound sign-in tokens move into the store -----

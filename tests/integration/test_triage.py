@@ -243,6 +243,7 @@ def test_forged_resumes_write_nothing_and_leave_the_run_paused(triage: Triage) -
         triage.db, approver, uuid.UUID(other["proposal_id"]), other["digest"], 3600
     )
     run_id = uuid.UUID(first["run_id"])
+    heard = triage.fake.requests_received
     for value in (
         {"approval_id": str(uuid.uuid4())},
         {"approval_id": str(foreign.approval.id)},
@@ -252,6 +253,8 @@ def test_forged_resumes_write_nothing_and_leave_the_run_paused(triage: Triage) -
     ):
         triage.controller.resume_with(approver, run_id, value)
         assert triage.view(first["run_id"])["status"] == "awaiting_approval"
+    # Not one request, not even a read: a forged resume stops before anything reaches GitHub.
+    assert triage.fake.requests_received == heard
     assert triage.fake.writes_received == 0
     refused = [
         e for e in triage.view(first["run_id"])["timeline"] if e["event"] == "run.resume_refused"
@@ -259,6 +262,34 @@ def test_forged_resumes_write_nothing_and_leave_the_run_paused(triage: Triage) -
     assert len(refused) == 5
     # The real approval still works afterwards.
     assert triage.approve(first)["status"] == "completed"
+    assert triage.fake.writes_received == 1
+
+
+def test_an_early_resume_before_any_decision_sends_github_nothing(
+    triage: Triage, github_client: Any
+) -> None:
+    from resolveflow.config import Settings
+    from resolveflow.errors import InvalidInput
+    from resolveflow.wiring import App
+    from resolveflow.worker.jobs import Jobs
+
+    number = seed_issue(triage.fake, hf_records("issues")["5270"])
+    view = triage.start(number)
+    run_id = uuid.UUID(view["run_id"])
+    approver = triage.world.approver(triage.db)
+    app = App(settings=Settings(), db=triage.db, _github=github_client)
+    try:
+        heard = triage.fake.requests_received
+        with pytest.raises(InvalidInput, match="has not been decided yet"):
+            triage.controller.resume(approver, run_id)  # `runs resume` before anyone decided
+        # The worker's resume job arriving before the decision (replayed, or queued by hand).
+        tenant = str(triage.world.tenant.id)
+        assert Jobs(app).resume_run(tenant, str(run_id), str(approver.id)) == "nothing to do"
+        assert triage.fake.requests_received == heard
+    finally:
+        app.close()
+    assert triage.view(view["run_id"])["status"] == "awaiting_approval"
+    assert triage.approve(view)["status"] == "completed"
     assert triage.fake.writes_received == 1
 
 
@@ -339,9 +370,11 @@ def test_a_decision_is_refused_unless_the_run_is_waiting_for_one(triage: Triage)
         uuid.UUID(view["proposal_id"]),
         ActionChanges(labels=("bug",)),
     )
+    heard = triage.fake.requests_received
     with pytest.raises(InvalidTransition, match="not waiting for a decision"):
         triage.controller.approve(approver, uuid.UUID(view["run_id"]), edited.digest)
     assert proposal_service.describe(triage.db, approver, edited.id)["execution"] is None
+    assert triage.fake.requests_received == heard
     assert triage.fake.writes_received == 0
 
 

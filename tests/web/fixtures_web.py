@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -132,10 +134,18 @@ class Web:
         return self.client.post("/webhooks/github", content=body, headers=sent)
 
 
+_EVENTS = itertools.count(1)
+
+
 def issue_payload(number: int, action: str = "opened", repo: str = REPO) -> dict[str, Any]:
+    """An ``issues`` (or, with a comment action, ``issue_comment``) payload. Each call is a new
+    event: its ``updated_at`` and comment id are new, so it is never taken for a replay."""
+    n = next(_EVENTS)
+    at = (datetime.now(UTC) + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "action": action,
-        "issue": {"number": number, "title": "t", "body": "b"},
+        "issue": {"number": number, "title": "t", "body": "b", "updated_at": at},
+        "comment": {"id": n, "body": "c", "updated_at": at},
         "repository": {"full_name": repo},
         "sender": {"login": "octocat"},
     }

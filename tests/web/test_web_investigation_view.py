@@ -9,7 +9,7 @@ from typing import Any
 from fastapi.templating import Jinja2Templates
 
 import resolveflow.web as web_package
-from resolveflow.web.markdown import render
+from resolveflow.web.markdown import render, reveal
 
 TEMPLATES = Path(web_package.__file__).parent / "templates"
 
@@ -48,6 +48,7 @@ def _view(investigation: dict[str, Any]) -> dict[str, Any]:
 def test_run_page_renders_the_investigation_inert_and_linked() -> None:
     templates = Jinja2Templates(directory=str(TEMPLATES))
     templates.env.filters["markdown"] = render
+    templates.env.filters["reveal"] = reveal
     templates.env.globals["sandbox"] = False
     investigation = {
         "provider": "scripted",

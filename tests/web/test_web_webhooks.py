@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resolveflow.service import runs as run_service
-from resolveflow.service.webhooks import parse_delivery, signature_valid
+from resolveflow.service.webhook_events import parse_delivery
+from resolveflow.service.webhooks import signature_valid
 from resolveflow.store import queue
 from resolveflow.store import webhooks as webhook_store
 
@@ -68,7 +69,12 @@ def test_signed_issue_opened_starts_one_run_and_a_redelivery_starts_nothing(web:
     delivery = str(uuid.uuid4())
     first = web.webhook("issues", issue_payload(1), delivery=delivery)
     assert first.status_code == 202, first.text
-    assert first.json() == {"delivery": delivery, "duplicate": False, "queued": True}
+    assert first.json() == {
+        "delivery": delivery,
+        "duplicate": False,
+        "queued": True,
+        "ignored": None,
+    }
     again = web.webhook("issues", issue_payload(1), delivery=delivery)
     assert again.status_code == 200
     assert again.json()["duplicate"] is True and again.json()["queued"] is False

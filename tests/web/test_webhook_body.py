@@ -108,6 +108,18 @@ def test_a_declared_length_over_the_cap_is_refused_before_reading(web: Web) -> N
     assert receive.taken == 0
 
 
+def test_a_client_that_goes_away_mid_body_is_not_a_server_error(web: Web) -> None:
+    class GoneAway(EndlessBody):
+        async def __call__(self) -> dict[str, Any]:
+            if self.taken:
+                return {"type": "http.disconnect"}
+            return await super().__call__()
+
+    receive = GoneAway(10 * CHUNK)
+    assert _call_asgi(web.client.app, receive, _chunked_headers()) == 400
+    assert _deliveries(web) == 0
+
+
 @pytest.fixture
 def small_cap_server(queue_ready: str, oauth_github: FakeGitHubWithOAuth) -> Iterator[str]:
     settings = web_settings(queue_ready, oauth_github.url, webhook_max_body_bytes=256 * 1024)
@@ -153,7 +165,12 @@ def test_uvicorn_answers_413_long_before_a_huge_chunked_body_is_sent(small_cap_s
 
 @pytest.mark.parametrize(
     "body",
-    [b"[" * 100_000, b'{"a":' * 5000, b'{"a":' * 5000 + b"1" + b"}" * 5000, b"[" * 999 + b"]" * 999],
+    [
+        b"[" * 100_000,
+        b'{"a":' * 5000,
+        b'{"a":' * 5000 + b"1" + b"}" * 5000,
+        b"[" * 999 + b"]" * 999,
+    ],
     ids=["open-arrays", "open-objects", "deep-object", "deep-but-closed-array"],
 )
 def test_deeply_nested_signed_json_is_400_never_500(web: Web, body: bytes) -> None:

@@ -19,6 +19,7 @@ from resolveflow.cli import (
     retrieval_cmds,
     triage,
     web_cmds,
+    webhooks_cmds,
 )
 from resolveflow.cli.output import err_console
 from resolveflow.errors import ErrorCategory, ResolveFlowError, one_line
@@ -52,6 +53,7 @@ retrieval_cmds.register(app)
 investigation_cmds.register(app)
 investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
 web_cmds.register(app)
+webhooks_cmds.register(app)
 
 
 # One exit code per error category (docs/errors.md). 2 is also what Click uses for a usage

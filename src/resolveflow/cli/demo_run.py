@@ -18,6 +18,7 @@ import hmac
 import json
 import secrets
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -42,6 +43,7 @@ from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.github_crawl import GitHubCrawler
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
+from resolveflow.store.embedded import stop_embedded_database
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web.server import ServerThread
 from resolveflow.wiring import App, open_app
@@ -144,7 +146,11 @@ def _deliver_issue(url: str, secret: str, number: int) -> None:
     body = json.dumps(
         {
             "action": "opened",
-            "issue": {"number": number},
+            # updated_at tells this event from a replay of it (docs/web.md, webhooks)
+            "issue": {
+                "number": number,
+                "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
             "repository": {"full_name": REPO},
             "sender": {"login": "octocat"},
         }
@@ -190,19 +196,42 @@ def _index(app: App, tenant: str) -> int:
 def demo(once: bool, port: int, keep: bool, as_json: bool) -> None:
     """The inbox on a sandbox forge: webhook -> triage -> approve in the browser -> posted once."""
     home = Path(tempfile.mkdtemp(prefix="resolveflow-demo-"))
+    # SIGTERM stops the demo as Ctrl-C does (KeyboardInterrupt), so that the shutdown below runs:
+    # by default it ends the process on the spot and leaves the embedded Postgres running.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        with FakeGitHubWithOAuth(default_login="resolveflow-sandbox-bot") as fake:
-            ci_run = seed_forge(fake)
-            secret = secrets.token_hex(16)
-            settings = _settings(home, fake, secret)
-            _say(as_json, "Starting the embedded Postgres", str(home))
-            with open_app(settings) as app:
-                summary = _run(app, fake, secret, ci_run, once=once, port=port, as_json=as_json)
+        summary = _demo(home, once=once, port=port, as_json=as_json)
     finally:
-        if not keep:
-            shutil.rmtree(home, ignore_errors=True)
+        try:
+            _shut_down(home, keep=keep)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     summary["home"] = str(home) if keep else None
     emit(summary, as_json, lambda: console.print(Text("demo complete", style="bold green")))
+
+
+def _demo(home: Path, *, once: bool, port: int, as_json: bool) -> dict[str, Any]:
+    with FakeGitHubWithOAuth(default_login="resolveflow-sandbox-bot") as fake:
+        ci_run = seed_forge(fake)
+        secret = secrets.token_hex(16)
+        settings = _settings(home, fake, secret)
+        _say(as_json, "Starting the embedded Postgres", str(home))
+        with open_app(settings) as app:
+            return _run(app, fake, secret, ci_run, once=once, port=port, as_json=as_json)
+
+
+def _shut_down(home: Path, *, keep: bool) -> None:
+    """Stop the embedded Postgres, then remove its folder: in this order, or the server runs on
+    over deleted files. A second Ctrl-C or SIGTERM meanwhile is ignored (it takes a second or
+    two), so that neither step is cut short; if the server does not stop, the folder is kept."""
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        stop_embedded_database(home)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if not keep:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _run(

@@ -102,6 +102,8 @@ class AuditEvent(StrEnum):
     SESSION_STARTED = "session.started"
     SESSION_ENDED = "session.ended"
     WEBHOOK_RUN_REFUSED = "webhook.run_refused"
+    WEBHOOK_SECRET_SET = "webhook.secret_set"  # noqa: S105 - an event name, not a secret
+    WEBHOOK_SECRET_REMOVED = "webhook.secret_removed"  # noqa: S105 - an event name
     RUN_STARTED = "run.started"
     RUN_CLASSIFIED = "run.classified"
     RUN_ROUTED = "run.routed"

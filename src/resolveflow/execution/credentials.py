@@ -21,7 +21,7 @@ from uuid import UUID
 from resolveflow.errors import ConfigError
 from resolveflow.store.context import ExecutionContext
 from resolveflow.store.database import Connection
-from resolveflow.store.token_cipher import KEY_SETTING, TokenUnreadable
+from resolveflow.store.token_cipher import KEY_SETTING
 
 # (connection, tenant id, principal id) -> that principal's own GitHub token, decrypted from the
 # store, or None when none is stored; raises TokenUnreadable when one is stored but unreadable.
@@ -34,14 +34,13 @@ def approver_token(
 ) -> str | None:
     """The approver's own token to write (and check authorship) with; ``None``: the service token."""
     approver = context.approver
-    if approver is None or not approver.has_github_token:
+    if approver is None:
         return None
     if lookup is None:
-        raise ConfigError(
-            f"{approver.subject} approved this and has their own GitHub token, but {KEY_SETTING} "
-            "is not set to decrypt it"
-        )
-    token = lookup(conn, approver.tenant_id, approver.id)
-    if token is None:  # removed between the two reads of this transaction
-        raise TokenUnreadable(f"the GitHub token stored for {approver.subject} is gone")
-    return token
+        if approver.has_github_token:
+            raise ConfigError(
+                f"{approver.subject} approved this and has their own GitHub token, but "
+                f"{KEY_SETTING} is not set to decrypt it"
+            )
+        return None
+    return lookup(conn, approver.tenant_id, approver.id)

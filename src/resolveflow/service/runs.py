@@ -58,7 +58,11 @@ def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, 
         digest=None,
     )
     if proposal is not None:
-        described = proposal_service.describe(db, principal, proposal.id)
+        # The version carried out, never a later one (issue 11: one could be written after it
+        # before such edits were refused, and then looked decidable).
+        started = proposal_service.carried_out(db, principal, proposal.id)
+        shown = UUID(started["id"]) if started else proposal.id
+        described = proposal_service.describe(db, principal, shown)
         parse_action(described["action"])
         view.update(proposal=described, proposal_id=described["id"], digest=described["digest"])
         events += _events(

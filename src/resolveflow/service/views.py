@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.actions import ActionKind, GitHubIssueCreateAction, parse_action
+from resolveflow.domain.disclosure import Hidden, scan_action
 from resolveflow.domain.records import Principal
 from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.service import approvals
@@ -123,17 +124,28 @@ def _proposal_item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def approval_gates(
-    db: Database, viewer: Principal, run_id: UUID, ttl_seconds: int
+    db: Database, viewer: Principal, proposal_id: UUID, ttl_seconds: int
 ) -> list[dict[str, Any]]:
     """The checks an approval by ``viewer`` must pass, from the records as they are now: the same
     checks, on the same facts, that ``approve`` runs (and the executor runs its own again)."""
-    with db.tenant(viewer.tenant_id) as conn:
-        proposal = run_store.latest_proposal_for_run(conn, viewer.tenant_id, run_id)
-    if proposal is None:
-        return []
     return [
         {"name": result.name, "ok": result.ok, "reason": result.reason}
-        for result in approvals.checks_for(db, viewer, proposal.id, ttl_seconds)
+        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds)
+    ]
+
+
+def disclosures(action: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the rendering of ``action`` hides (``domain.disclosure``), one entry per kind with
+    where each was found, for the warnings above the Approve button."""
+    grouped: dict[Hidden, list[dict[str, str]]] = {}
+    for finding in scan_action(parse_action(action)):
+        grouped.setdefault(finding.kind, []).append(
+            {"field": finding.field, "excerpt": finding.excerpt}
+        )
+    return [
+        {"kind": kind.value, "explanation": kind.explanation, "found": grouped[kind]}
+        for kind in Hidden
+        if kind in grouped
     ]
 
 
@@ -166,8 +178,12 @@ def run_page(db: Database, viewer: Principal, run_id: UUID, ttl_seconds: int) ->
         }
         for c in raw.get("check_runs") or []
     ]
-    view["gates"] = approval_gates(db, viewer, run_id, ttl_seconds)
+    proposal = view["proposal"]
+    view["gates"] = (
+        approval_gates(db, viewer, UUID(proposal["id"]), ttl_seconds) if proposal else []
+    )
     view["decidable"] = bool(view["gates"]) and all(gate["ok"] for gate in view["gates"])
+    view["disclosures"] = disclosures(proposal["action"]) if proposal else []
     return view
 
 
@@ -177,14 +193,16 @@ def proposal_page(
     """One proposal version as ``service.proposals.describe`` tells it, with the checks an
     approval by ``viewer`` must pass and, once it was carried out, what the execution made."""
     view = proposal_service.describe(db, viewer, proposal_id)  # NotFound in another tenant
-    view["gates"] = [
-        {"name": result.name, "ok": result.ok, "reason": result.reason}
-        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds)
-    ]
+    view["gates"] = approval_gates(db, viewer, proposal_id, ttl_seconds)
     view["is_latest"] = view["version"] == view["latest_version"]
     view["latest_id"] = view["versions"][-1]["id"]
-    view["decidable"] = bool(view["gates"]) and all(gate["ok"] for gate in view["gates"])
+    # Once a version of the lineage was carried out, no version is offered for approval.
+    view["posted"] = proposal_service.carried_out(db, viewer, proposal_id)
+    view["decidable"] = (
+        bool(view["gates"]) and all(gate["ok"] for gate in view["gates"]) and not view["posted"]
+    )
     view["execution"] = _execution_outcome(db, viewer, view["execution"])
+    view["disclosures"] = disclosures(view["action"])
     return view
 
 

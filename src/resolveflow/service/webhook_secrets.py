@@ -71,7 +71,9 @@ def set_secret(
         )
     found = find_tenant(db, tenant)
     with db.tenant(found.id) as conn:
-        webhook_store.save_secret(conn, found.id, cipher.encrypt(secret, _owner(found.id, found.name)))
+        webhook_store.save_secret(
+            conn, found.id, cipher.encrypt(secret, _owner(found.id, found.name))
+        )
         audit.record(
             conn,
             tenant_id=found.id,
@@ -81,7 +83,9 @@ def set_secret(
             subject_id=found.id,
             details={"generated": given is None},
         )
-    return TenantSecret(found.name, f"/webhooks/github/{found.name}", secret if given is None else None)
+    return TenantSecret(
+        found.name, f"/webhooks/github/{found.name}", secret if given is None else None
+    )
 
 
 def remove_secret(db: Database, tenant: str) -> bool:

@@ -239,25 +239,32 @@ def seal_waiting_tokens(owner_conn: Connection, cipher: TokenCipher) -> TokenSwe
     opens it is configured or they sign in again.
     """
     sweep = TokenSweep()
-    for row in owner_conn.execute(q("tenants", "tokens_to_seal")).fetchall():
+    for tenant in list_tenants(owner_conn):
         with owner_conn.transaction():
-            # Forced row-level security applies to a non-superuser owner too.
-            owner_conn.execute(q("tenants", "scope_to_tenant"), {"tenant_id": row["tenant_id"]})
-            stored = github_token_row(owner_conn, row["tenant_id"], row["principal_id"])
-            if stored is not None and stored["ciphertext"] is None:
-                owner = _owner(row["tenant_id"], row["principal_id"], stored["subject"])
-                try:
-                    token = (
-                        cipher.decrypt_legacy(row["secret"], owner.subject)
-                        if row["legacy_fernet"]
-                        else row["secret"]
-                    )
-                except TokenUnreadable as exc:
-                    logger.warning("token not sealed: %s", exc.message)
-                    sweep.unreadable.append(owner.subject)
-                    continue
-                sweep.changed += _replace_ciphertext(
-                    owner_conn, owner, None, cipher.encrypt(token, owner)
-                )
-            owner_conn.execute(q("tenants", "token_sealed"), {"principal_id": row["principal_id"]})
+            # Row-level security is forced, so it applies to a non-superuser owner too.
+            owner_conn.execute(q("tenants", "scope_to_tenant"), {"tenant_id": tenant.id})
+            rows = owner_conn.execute(q("tenants", "tokens_to_seal"), {"tenant_id": tenant.id})
+            for row in rows.fetchall():
+                _seal(owner_conn, cipher, row, sweep)
     return sweep
+
+
+def _seal(conn: Connection, cipher: TokenCipher, row: dict[str, Any], sweep: TokenSweep) -> None:
+    stored = github_token_row(conn, row["tenant_id"], row["principal_id"])
+    if stored is not None and stored["ciphertext"] is None:
+        owner = _owner(row["tenant_id"], row["principal_id"], stored["subject"])
+        try:
+            token = (
+                cipher.decrypt_legacy(row["secret"], owner.subject)
+                if row["legacy_fernet"]
+                else row["secret"]
+            )
+        except TokenUnreadable as exc:
+            logger.warning("token not sealed: %s", exc.message)
+            sweep.unreadable.append(owner.subject)
+            return
+        sweep.changed += _replace_ciphertext(conn, owner, None, cipher.encrypt(token, owner))
+    conn.execute(
+        q("tenants", "token_sealed"),
+        {"tenant_id": row["tenant_id"], "principal_id": row["principal_id"]},
+    )

@@ -11,8 +11,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import psycopg
-
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -82,11 +80,6 @@ def _key(key: EventKey) -> dict[str, Any]:
         "subject": key.subject,
         "updated_at": key.updated_at,
     }
-
-
-def undo(conn: Connection) -> None:
-    """Roll back the innermost ``conn.transaction()`` block without raising out of it."""
-    raise psycopg.Rollback()
 
 
 def delivery_by_id(conn: Connection, delivery_id: str) -> dict[str, Any] | None:

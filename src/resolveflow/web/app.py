@@ -17,14 +17,15 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from resolveflow.web import api, errors, oauth, pages, webhooks
-from resolveflow.web.markdown import render
+from resolveflow.web.markdown import render, reveal
 from resolveflow.wiring import App
 
 logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 _CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; "
+    # Images only from here: one in issue text would tell its owner who read it, and when.
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
 
@@ -42,6 +43,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.state.wired = wired
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["markdown"] = render
+    templates.env.filters["reveal"] = reveal
     templates.env.globals["sandbox"] = sandbox
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")

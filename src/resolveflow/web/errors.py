@@ -30,7 +30,7 @@ from resolveflow.domain.diagnosis import (
     ModelUnavailable,
 )
 from resolveflow.service.limits import LimitExceeded
-from resolveflow.service.webhooks import SignatureInvalid
+from resolveflow.service.webhooks import BodyTooLarge, SignatureInvalid
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ _STATUS: dict[type[e.ResolveFlowError], int] = {
     # -- more exact statuses
     e.AuthenticationFailed: 401,
     SignatureInvalid: 401,
+    BodyTooLarge: 413,
     e.ApprovalExpired: 410,
     LimitExceeded: 429,
     ModelBudgetSpent: 429,

@@ -1,62 +1,106 @@
-"""``POST /webhooks/github``: the signature is checked over the raw bytes before anything is parsed.
+"""``POST /webhooks/github`` (the global secret) and ``POST /webhooks/github/{tenant}`` (a tenant's
+own secret, its deliveries for that tenant only).
 
-Answers: 202 when a new delivery was recorded (and, if it means work, its job queued in the same
-transaction), 200 for a redelivery (nothing new happens), 401 for a missing or wrong signature,
-400 for a verified but unusable body (or one over GitHub's 25 MB cap), 503 when no secret
-is configured.
+The body is read as it streams in and refused at ``RESOLVEFLOW_WEBHOOK_MAX_BODY_BYTES`` (413):
+a chunked body has no Content-Length to check first, and buffering it whole would let one request
+take the server's memory. The signature is then checked over the raw bytes before anything is
+parsed. Answers: 202 for a new delivery (``ignored`` says why it is not acted on, if it is not),
+200 for a redelivery of a delivery id (nothing new happens), 401 for a missing or wrong signature
+(or a tenant without a secret of its own), 400 for a signed body that is not a JSON object, 413
+past the cap, 503 when no secret is configured or the job could not be queued (nothing was
+recorded; a redelivery is processed as new).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+from uuid import UUID
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from resolveflow.errors import ConfigError, InvalidInput
-from resolveflow.service import webhooks
+from resolveflow.service import webhook_secrets, webhooks
 from resolveflow.web.security import wired
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["webhooks"])
 
-MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "a redelivery: nothing new happens"},
+    400: {"description": "signed, but not a JSON object, or headers missing"},
+    401: {"description": "missing or wrong X-Hub-Signature-256"},
+    413: {"description": "the body is larger than RESOLVEFLOW_WEBHOOK_MAX_BODY_BYTES"},
+    503: {"description": "no secret configured, or the delivery could not be queued"},
+}
 
 
-@router.post(
-    "/webhooks/github",
-    status_code=202,
-    responses={
-        200: {"description": "a redelivery: nothing new happens"},
-        401: {"description": "missing or wrong X-Hub-Signature-256"},
-        400: {"description": "verified, but not a usable delivery"},
-    },
-)
+@router.post("/webhooks/github", status_code=202, responses=_RESPONSES)
 async def github_webhook(request: Request) -> Any:
     secret = wired(request).settings.webhooks.secret
     if secret is None:
         raise ConfigError("webhooks are not configured: set RESOLVEFLOW_GITHUB_WEBHOOK_SECRET")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise InvalidInput("the body is larger than GitHub ever sends")
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise InvalidInput("the body is larger than GitHub ever sends")
-    signature = request.headers.get("X-Hub-Signature-256")
-    if not webhooks.signature_valid(secret.get_secret_value().encode(), body, signature):
-        logger.info("webhook signature refused", extra={"has_signature": signature is not None})
-        raise webhooks.SignatureInvalid()
-    delivery = webhooks.parse_delivery(
-        request.headers.get("X-GitHub-Delivery"), request.headers.get("X-GitHub-Event"), body
+    return await _receive(request, secret.get_secret_value().encode(), None)
+
+
+@router.post("/webhooks/github/{tenant}", status_code=202, responses=_RESPONSES)
+async def tenant_webhook(tenant: str, request: Request) -> Any:
+    app = wired(request)
+    found = await run_in_threadpool(
+        webhook_secrets.verification_secret, app.db, app.token_cipher(), tenant
     )
-    receipt = await run_in_threadpool(webhooks.record_delivery, wired(request).db, delivery)
+    if found is None:  # no such tenant, or no secret of its own: as for a wrong signature
+        logger.info("webhook for a tenant without a secret", extra={"tenant": tenant[:64]})
+        raise webhooks.SignatureInvalid()
+    tenant_id, secret = found
+    return await _receive(request, secret, tenant_id)
+
+
+async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> Any:
+    settings = wired(request).settings.webhooks
+    incoming = webhooks.Incoming(
+        body=await _read_capped(request, settings.max_body_bytes),
+        signature=request.headers.get("X-Hub-Signature-256"),
+        delivery_id=request.headers.get("X-GitHub-Delivery"),
+        event=request.headers.get("X-GitHub-Event"),
+        tenant_id=tenant_id,
+    )
+    receipt = await run_in_threadpool(
+        webhooks.accept,
+        wired(request).db,
+        incoming,
+        secret,
+        retention_days=settings.retention_days,
+    )
     return JSONResponse(
         {
-            "delivery": delivery.delivery_id,
+            "delivery": incoming.delivery_id,
             "duplicate": not receipt.new,
             "queued": receipt.job_id is not None,
+            "ignored": receipt.ignored,
         },
         status_code=202 if receipt.new else 200,
     )
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    """The body, or ``BodyTooLarge`` as soon as it passes ``cap`` (at most one chunk more read)."""
+    declared = request.headers.get("content-length", "")
+    too_large = webhooks.BodyTooLarge(
+        f"the body is larger than {cap} bytes (RESOLVEFLOW_WEBHOOK_MAX_BODY_BYTES)"
+    )
+    # isascii: str.isdigit also accepts digits int() refuses; the length bounds int()'s work.
+    if declared.isascii() and declared.isdigit() and (len(declared) > 15 or int(declared) > cap):
+        raise too_large
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > cap:
+                raise too_large
+    except ClientDisconnect:
+        raise InvalidInput("the client went away before the body was complete") from None
+    return bytes(body)

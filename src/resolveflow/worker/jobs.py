@@ -10,7 +10,7 @@
 - ``execute``: claims and sends an approved action that has no run. Not retried: a pending
   execution is picked up by maintenance.
 - ``maintenance`` (periodic): reconciles ``unknown`` and expired-lease executions, drains due
-  executions, resumes stalled runs.
+  executions, resumes stalled runs, prunes old webhook deliveries (and nothing else).
 
 No job ever resends an ``unknown`` action: that is the executor gate's rule, and only
 reconciliation (reading GitHub) or a person settles one.
@@ -92,7 +92,20 @@ class Jobs:
         settled = self.app.reconciler().run(min_age_seconds=interval)
         executed = self.app.executor().run_due()
         resumed = self.resume_stalled()
-        return {"reconciled": len(settled), "executed": executed, "resumed": resumed}
+        pruned = self.prune_webhook_deliveries()
+        return {
+            "reconciled": len(settled),
+            "executed": executed,
+            "resumed": resumed,
+            "pruned": pruned,
+        }
+
+    def prune_webhook_deliveries(self) -> int:
+        """Webhook deliveries older than RESOLVEFLOW_WEBHOOK_RETENTION_DAYS. Nothing else is ever
+        pruned: executions, attempts, approvals and audit events are kept, so an execution that
+        could still be ``unknown`` never loses its record."""
+        days = self.app.settings.webhooks.retention_days
+        return webhooks.prune_deliveries(self.app.db, days)
 
     def resume_stalled(self, min_age_seconds: float = STALLED_AFTER_SECONDS) -> int:
         """Runs decided long enough ago that their resume job must have been lost."""

@@ -24,7 +24,7 @@ from resolveflow.domain.disclosure.characters import (
     spell_out,
 )
 from resolveflow.domain.disclosure.kinds import MAX_PER_KIND, Finding, Hidden
-from resolveflow.domain.disclosure.links import links, markup
+from resolveflow.domain.disclosure.links import find_links, find_markup
 
 __all__ = [
     "BIDI_CONTROLS",
@@ -45,8 +45,8 @@ def scan_markdown(text: str, field: str) -> list[Finding]:
     for segment in segments(text):
         if segment.kind != "code":
             source = masked(segment.text) if segment.kind == "text" else segment.text
-            markup(found, field, source)
-            links(found, field, source)
+            find_markup(found, field, source)
+            find_links(found, field, source)
     return _capped(found + scan_plain(text, field))
 
 

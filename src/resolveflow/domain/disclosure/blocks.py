@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
-_CONTAINER = re.compile(r"^(?: {0,3}>[ \t]?| {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$))*")
+# Block quote and list markers, taken loosely (tabs too): seeing HTML where CommonMark would
+# not only means fewer lines taken for code.
+_CONTAINER = re.compile(r"^(?:[ \t]*>[ \t]?|[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$))*")
 _TAG_NAME = r"[A-Za-z][A-Za-z0-9-]*"
 ATTRIBUTE = r"""(?:\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)"""
 OPEN_TAG = rf"<(?P<name>{_TAG_NAME})(?P<attrs>{ATTRIBUTE}*)\s*/?>"
@@ -70,7 +72,7 @@ class _Blocks:
         if opened and not (opened.group(2)[0] == "`" and "`" in opened.group(3)):
             self.fence = (opened.group(2)[0], len(opened.group(2)), len(opened.group(1)))
             return "code"
-        content = _CONTAINER.sub("", line, count=1).lstrip(" ")
+        content = _CONTAINER.sub("", line, count=1).lstrip(" \t")
         for start, end in _HTML_BLOCK_ENDS:
             if start.match(content):
                 self.in_html, self.html_end = True, end
@@ -98,37 +100,26 @@ def segments(text: str) -> list[Segment]:
     return found
 
 
-# --- inline: code spans and escapes are masked, then markup is looked for --------------------
+# --- inline: backslash escapes are masked, then markup is looked for -------------------------
 
-# A code span stays inside its paragraph; a line that may start another block (a blank line, a
-# list item, a quote, a heading, a fence, HTML, a table row) ends it, so its backticks are text.
-_NEW_BLOCK = re.compile(r"\n[ \t]*(?:$|[-+*>#=|<]|\d{1,9}[.)]|`{3}|~{3})", re.MULTILINE)
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def masked(text: str) -> str:
-    """``text`` with code spans and backslash escapes blanked (same length, same newlines), so
-    what is left is Markdown and raw HTML. HTML tags and autolinks win over a backtick that
-    starts inside them, as in CommonMark. Where unsure, a span is left unmasked: scanned."""
+    """``text`` with backslash escapes blanked (same length), outside raw HTML and autolinks,
+    where a backslash is a backslash.
+
+    Inline code spans are left as they are, so scanned: where one begins depends on the whole
+    inline grammar (an earlier link destination, tag or table cell can take its backtick), and
+    a wrong guess would mask a real comment. A comment inside inline code is rare; reporting it
+    only costs the approver a look."""
     out = list(text)
     i = 0
     while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] in _PUNCTUATION:
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in _PUNCTUATION:
             out[i] = out[i + 1] = " "
             i += 2
-        elif ch == "`":
-            run = 1
-            while i + run < len(text) and text[i + run] == "`":
-                run += 1
-            close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(text, i + run)
-            if close is None or _NEW_BLOCK.search(text, i, close.start()):
-                i += run
-                continue
-            for j in range(i, close.end()):
-                out[j] = out[j] if text[j] == "\n" else " "
-            i = close.end()
-        elif ch == "<" and (tag := _INLINE_HTML.match(text, i)):
+        elif text[i] == "<" and (tag := _INLINE_HTML.match(text, i)):
             i = tag.end()
         else:
             i += 1

@@ -16,7 +16,7 @@ _DETAILS_SUMMARY = re.compile(
 )
 _DROPPED_TAGS = frozenset({"script", "style", "svg", "math", "template"})
 _ANCHOR = re.compile(
-    rf"<a\b(?P<attrs>{ATTRIBUTE}*)\s*>(?P<inner>.{0, 1000}?)</a\s*>", re.DOTALL | re.I
+    rf"<a\b(?P<attrs>{ATTRIBUTE}*)\s*>(?P<inner>.{{0,1000}}?)</a\s*>", re.DOTALL | re.I
 )
 
 
@@ -57,7 +57,7 @@ def _visible(markup: str) -> str:
     return " ".join(_entities(text).split())
 
 
-def markup(found: list[Finding], field: str, masked: str) -> None:
+def find_markup(found: list[Finding], field: str, masked: str) -> None:
     """Comments, dropped HTML, collapsed details, images and HTML links in ``masked``."""
     for match in _DROPPED.finditer(masked):
         found.append(Finding(Hidden.HTML_COMMENT, field, excerpt(match.group(0))))
@@ -175,7 +175,7 @@ def _destination(text: str, start: int) -> str | None:
     )
 
 
-def links(found: list[Finding], field: str, masked: str) -> None:
+def find_links(found: list[Finding], field: str, masked: str) -> None:
     """Inline and reference links and images in Markdown; definitions nothing refers to."""
     definitions = {
         _label(m.group(1)): (m, m.group(2).strip("<>")) for m in _DEFINITION.finditer(masked)

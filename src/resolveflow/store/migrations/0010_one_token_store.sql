@@ -26,7 +26,8 @@ CREATE TABLE github_tokens_to_seal (
     secret text NOT NULL,
     legacy_fernet boolean NOT NULL  -- true: a Fernet ciphertext; false: the token in clear
 );
--- No grant to resolveflow_app: only the owner (the start-up sealing step) reads it.
+-- No grant to resolveflow_app: only the owner (the start-up sealing step) reads it, tenant by
+-- tenant like everything else (row-level security is forced below).
 REVOKE ALL ON github_tokens_to_seal FROM PUBLIC;
 
 -- A non-superuser owner is subject to forced row-level security and sees no tenant here; this
@@ -52,6 +53,7 @@ FROM principals p JOIN operator_given o ON o.principal_id = p.id;
 ALTER TABLE principals DROP COLUMN github_token;
 ALTER TABLE principals FORCE ROW LEVEL SECURITY;
 ALTER TABLE github_tokens FORCE ROW LEVEL SECURITY;
+SELECT rf_isolate_tenant_tables(ARRAY['github_tokens_to_seal']);
 
 ALTER TABLE github_tokens ADD CONSTRAINT github_tokens_ciphertext_shape
     CHECK (ciphertext ~ '^v1\.[0-9a-f]{8}\.[A-Za-z0-9_-]+$');

@@ -96,10 +96,12 @@ RETURNING principal_id
 -- name: tokens_to_seal
 -- As the owner only: the runtime role has no privilege on this table.
 SELECT principal_id, tenant_id, secret, legacy_fernet FROM github_tokens_to_seal
-ORDER BY tenant_id, principal_id
+WHERE tenant_id = %(tenant_id)s
+ORDER BY principal_id
 
 -- name: scope_to_tenant
 SELECT set_config('resolveflow.tenant_id', %(tenant_id)s::text, true)
 
 -- name: token_sealed
-DELETE FROM github_tokens_to_seal WHERE principal_id = %(principal_id)s
+DELETE FROM github_tokens_to_seal
+WHERE tenant_id = %(tenant_id)s AND principal_id = %(principal_id)s

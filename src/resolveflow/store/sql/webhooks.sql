@@ -2,25 +2,27 @@
 -- Nothing comes back for a delivery id already seen: the redelivery starts nothing.
 INSERT INTO webhook_deliveries
     (delivery_id, event, action, repository, issue_number, tenant_id, queued, ignored)
-VALUES (%(delivery_id)s, %(event)s, %(action)s, %(repository)s, %(issue_number)s, %(tenant_id)s,
+VALUES (%(delivery_id)s, %(event)s, %(action)s, %(repository)s, %(issue_number)s, %(tenant_id)s::uuid,
         %(ignored)s::text IS NULL, %(ignored)s)
 ON CONFLICT (delivery_id) DO NOTHING
 RETURNING delivery_id
 
 -- name: claim_event
 -- The first delivery of an event claims it; a later one (a replay) gets nothing back, and so
--- does an event older than the retention window, whose earlier claim may have been pruned.
+-- does an event older than the retention window, whose earlier claim may have been pruned (or
+-- dated more than a day ahead, whose claim would outlive the window).
 INSERT INTO webhook_events
     (tenant_id, event, repository, issue_number, action, subject, updated_at, delivery_id)
-SELECT %(tenant_id)s, %(event)s, %(repository)s, %(issue_number)s, %(action)s, %(subject)s,
-       %(updated_at)s, %(delivery_id)s
-WHERE %(updated_at)s::timestamptz >= clock_timestamp() - %(max_age)s::interval
+SELECT %(tenant_id)s::uuid, %(event)s::text, %(repository)s::text, %(issue_number)s::integer,
+       %(action)s::text, %(subject)s::text, %(updated_at)s::timestamptz, %(delivery_id)s::text
+WHERE %(updated_at)s::timestamptz BETWEEN clock_timestamp() - %(max_age)s::interval
+                                      AND clock_timestamp() + interval '1 day'
 ON CONFLICT ON CONSTRAINT webhook_events_once DO NOTHING
 RETURNING delivery_id
 
 -- name: event_claimed_by
 SELECT delivery_id FROM webhook_events
-WHERE tenant_id IS NOT DISTINCT FROM %(tenant_id)s AND event = %(event)s
+WHERE tenant_id IS NOT DISTINCT FROM %(tenant_id)s::uuid AND event = %(event)s
   AND repository = %(repository)s AND issue_number = %(issue_number)s AND action = %(action)s
   AND subject = %(subject)s AND updated_at = %(updated_at)s
 
