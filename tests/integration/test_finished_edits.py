@@ -202,3 +202,23 @@ def test_a_version_written_after_the_posted_one_is_not_offered_for_approval(
     assert view["posted"] == {"id": str(proposal.id), "version": 1, "state": "sent"}
     posted_view = views.proposal_page(db, world.approver(db), proposal.id, TTL)
     assert posted_view["posted"]["id"] == str(proposal.id) and posted_view["decidable"] is False
+
+
+def test_a_version_written_before_the_edit_rule_cannot_be_approved_once_another_was_sent(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client: Any, superuser: Any
+) -> None:
+    """Versions that already exist (written before edits were refused) stay undecidable through
+    the CLI and the API too, not only on the pages."""
+    first, approved = propose_and_approve(db, world)
+    make_executor(db, github_client).run_due()
+    assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENT
+    later_id = uuid.uuid4()
+    superuser.execute(  # v2, as an older release could still have written it after v1 was sent
+        "INSERT INTO proposals (id, tenant_id, lineage_id, version, action, digest, author_kind,"
+        " created_by) SELECT %s, tenant_id, lineage_id, 2, action, digest, 'principal', created_by"
+        " FROM proposals WHERE id = %s",
+        (later_id, first.id),
+    )
+    with pytest.raises(InvalidTransition, match="version 1 of this proposal was already carried"):
+        approvals.approve(db, world.approver(db), later_id, first.digest, 3600)
+    assert len(fake_github.comments("acme/widgets", 1)) == 1

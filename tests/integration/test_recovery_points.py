@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from conftest import (
     World,
@@ -30,12 +31,16 @@ from conftest import (
     propose_and_approve,
 )
 from fixtures_github import PR_NUMBER
+from resolveflow.config import Settings
 from resolveflow.domain.records import ExecutionState
 from resolveflow.domain.triage_policy import DEFAULT_POLICY
+from resolveflow.errors import InvalidInput
 from resolveflow.sandbox.forge.server import Delay, FakeGitHubServer, HangAfterWrite
 from resolveflow.service import decisions
 from resolveflow.service import runs as run_service
 from resolveflow.store.database import Database
+from resolveflow.wiring import App
+from resolveflow.worker.jobs import Jobs
 from resolveflow.workflows.checkpoints import checkpoint_saver
 from resolveflow.workflows.runs import RunController
 from resolveflow.workflows.triage import TriageDeps, build_triage_graph
@@ -44,8 +49,8 @@ REPO = "acme/widgets"
 COMMENT = "Thanks for the report! We are looking into it."
 LABELS = ["bug", "needs-triage"]
 HELD = 600.0  # how long the forge holds a request: until the server stops, in practice
-COMMENTS_PATH = r"/issues/1/comments$"
-LABELS_PATH = r"/issues/1/labels$"
+COMMENTS_PATH = r"/issues/1/comments(\?|$)"  # searched in the path and the query string
+LABELS_PATH = r"/issues/1/labels(\?|$)"
 
 
 def _env(database_url: str, fake: FakeGitHubServer, home: Path) -> dict[str, str]:
@@ -306,3 +311,34 @@ def test_a_decided_run_whose_resume_job_was_lost_is_resumed_once_by_maintenance(
     assert comment["body"].startswith(expected["comment"])
     assert fake_github.issue_labels(REPO, PR_NUMBER) == ["ci-failure"]
     assert writes(fake_github) == Counter(comments=1, labels=1)
+
+
+def test_a_resume_before_any_decision_sends_github_no_request_at_all(
+    db: Database,
+    world: World,
+    database_url: str,
+    fake_github_ci: FakeGitHubServer,
+    github_client: Any,
+    tmp_path: Path,
+) -> None:
+    """`runs resume`, or a resume job replayed or queued by hand, before anyone decided."""
+    fake = fake_github_ci
+    controller, pool, run_id = _paused_run(db, world, github_client)
+    app = App(settings=Settings(), db=db, _github=github_client)
+    try:
+        approver = world.approver(db)
+        heard = fake.requests_received
+        with pytest.raises(InvalidInput, match="has not been decided yet"):
+            controller.resume(approver, run_id)
+        tenant = str(world.tenant.id)
+        assert Jobs(app).resume_run(tenant, str(run_id), str(approver.id)) == "nothing to do"
+        assert finished(maintenance(_env(database_url, fake, tmp_path)))["resumed"] == 0
+        assert fake.requests_received == heard  # not one request, not even a read
+        view = run_service.describe_run(db, approver, run_id)
+        assert view["status"] == "awaiting_approval"
+        controller.approve(approver, run_id, view["digest"])
+    finally:
+        app.close()
+        pool.close()
+    assert run_service.describe_run(db, approver, run_id)["status"] == "completed"
+    assert len(fake.comments(REPO, PR_NUMBER)) == 1

@@ -265,34 +265,6 @@ def test_forged_resumes_write_nothing_and_leave_the_run_paused(triage: Triage) -
     assert triage.fake.writes_received == 1
 
 
-def test_an_early_resume_before_any_decision_sends_github_nothing(
-    triage: Triage, github_client: Any
-) -> None:
-    from resolveflow.config import Settings
-    from resolveflow.errors import InvalidInput
-    from resolveflow.wiring import App
-    from resolveflow.worker.jobs import Jobs
-
-    number = seed_issue(triage.fake, hf_records("issues")["5270"])
-    view = triage.start(number)
-    run_id = uuid.UUID(view["run_id"])
-    approver = triage.world.approver(triage.db)
-    app = App(settings=Settings(), db=triage.db, _github=github_client)
-    try:
-        heard = triage.fake.requests_received
-        with pytest.raises(InvalidInput, match="has not been decided yet"):
-            triage.controller.resume(approver, run_id)  # `runs resume` before anyone decided
-        # The worker's resume job arriving before the decision (replayed, or queued by hand).
-        tenant = str(triage.world.tenant.id)
-        assert Jobs(app).resume_run(tenant, str(run_id), str(approver.id)) == "nothing to do"
-        assert triage.fake.requests_received == heard
-    finally:
-        app.close()
-    assert triage.view(view["run_id"])["status"] == "awaiting_approval"
-    assert triage.approve(view)["status"] == "completed"
-    assert triage.fake.writes_received == 1
-
-
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [

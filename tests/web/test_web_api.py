@@ -43,6 +43,7 @@ def test_approval_is_recorded_at_once_and_the_worker_posts_exactly_once(web: Web
             "approver role",
             "not your own request",
             "latest version",
+            "nothing carried out",
             "digest intact",
             "digest you reviewed",
             "approval window",

@@ -5,16 +5,22 @@ approvals and audit events stay, however old, so an execution that is (or could 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from fixtures_web import REPO, Web, issue_payload
+from fixtures_web import REPO, WEBHOOK_SECRET, Web, issue_payload
 from pydantic import ValidationError
 
 from conftest import propose_and_approve
 from resolveflow.config import WebhookSettings
 from resolveflow.sandbox.forge.server import Delay
+from resolveflow.service import webhook_secrets
 from resolveflow.worker import Jobs
 
 pytest_plugins = ["fixtures_web"]
@@ -93,6 +99,70 @@ def test_old_deliveries_are_pruned_and_executions_with_their_records_never_are(
     ).fetchone()[0]
     assert state == "unknown"
     assert web.fake.comments(REPO, 1) == []
+
+
+def test_a_tenants_own_deliveries_are_pruned_too(web: Web, superuser: Any) -> None:
+    secret = webhook_secrets.set_secret(web.db, web.app.token_cipher(), "acme").secret
+    assert secret is not None
+    body = json.dumps(issue_payload(1)).encode()
+    mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    response = web.client.post(
+        "/webhooks/github/acme",
+        content=body,
+        headers={
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": f"sha256={mac}",
+        },
+    )
+    assert response.status_code == 202, response.text
+    _backdate(superuser, "webhook_deliveries", 31)
+    _backdate(superuser, "webhook_events", 31)
+    assert Jobs(web.app).prune_webhook_deliveries() == 1
+    assert _count(superuser, "webhook_deliveries") == 0
+    assert _count(superuser, "webhook_events") == 0
+
+
+@pytest.fixture
+def owner_without_superuser(superuser: Any) -> Iterator[str]:
+    """The webhook tables and the pruning function owned by a role that is not a superuser, as
+    on a Postgres where ResolveFlow migrates as an ordinary owner: row-level security (forced)
+    then binds the function too, and only its per-tenant scopes let it reach tenants' rows."""
+    role = f"rf_owner_{uuid.uuid4().hex[:8]}"
+    superuser.execute(f"CREATE ROLE {role} NOSUPERUSER NOBYPASSRLS")
+    superuser.execute(f"GRANT SELECT ON tenants TO {role}")
+    for table in ("webhook_deliveries", "webhook_events", "webhook_run_claims"):
+        superuser.execute(f"ALTER TABLE {table} OWNER TO {role}")
+    superuser.execute(f"ALTER FUNCTION rf_prune_webhook_deliveries(interval) OWNER TO {role}")
+    yield role
+    superuser.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
+    superuser.execute(f"DROP OWNED BY {role}")
+    superuser.execute(f"DROP ROLE {role}")
+
+
+def test_pruning_reaches_every_tenants_rows_under_forced_row_level_security(
+    web: Web, superuser: Any, owner_without_superuser: str
+) -> None:
+    secret = webhook_secrets.set_secret(web.db, web.app.token_cipher(), "acme").secret
+    assert secret is not None
+    for path, key in (("/webhooks/github/acme", secret), ("/webhooks/github", WEBHOOK_SECRET)):
+        body = json.dumps(issue_payload(1)).encode()
+        mac = hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
+        response = web.client.post(
+            path,
+            content=body,
+            headers={
+                "X-GitHub-Event": "issues",
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": f"sha256={mac}",
+            },
+        )
+        assert response.status_code == 202, response.text
+    _backdate(superuser, "webhook_deliveries", 31)
+    _backdate(superuser, "webhook_events", 31)
+    assert Jobs(web.app).prune_webhook_deliveries() == 2
+    assert _count(superuser, "webhook_deliveries") == 0
+    assert _count(superuser, "webhook_events") == 0
 
 
 def test_a_delivery_younger_than_the_retention_is_kept(web: Web, superuser: Any) -> None:

@@ -7,7 +7,8 @@ worker triage it, and serves the inbox. Sign in on the sandbox as ``maintainer``
 worker posts the comment to the sandbox; the run page follows it until it is sent.
 
 ``--once`` does the approval itself through the JSON API, waits for the post, prints a summary and
-exits (CI and the tests use it). Without it, the demo serves until Ctrl-C.
+exits (CI and the tests use it). Without it, the demo serves until Ctrl-C or SIGTERM. However it
+ends, the embedded Postgres is stopped before its temporary folder is removed.
 """
 
 from __future__ import annotations

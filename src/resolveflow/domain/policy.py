@@ -22,11 +22,12 @@ from resolveflow.domain.actions import (
     parse_action,
 )
 from resolveflow.domain.records import Approval, Principal, Proposal, Role
-from resolveflow.domain.vocabulary import Decision
+from resolveflow.domain.vocabulary import Decision, ExecutionState
 from resolveflow.errors import (
     AlreadyDecided,
     ApprovalExpired,
     DigestMismatch,
+    InvalidTransition,
     NotAuthorized,
     NotFound,
     PolicyViolation,
@@ -61,6 +62,8 @@ class ApprovalFacts:
     window_closes_at: datetime
     allowed_repositories: frozenset[str]
     repository_labels: frozenset[str] | None  # None: not known here; checked before the write
+    # (version, state) of a version of this lineage that was carried out, if any
+    carried_out: tuple[int, ExecutionState] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,16 @@ def _latest_version(facts: ApprovalFacts) -> str:
     return f"version {facts.proposal.version} is the latest"
 
 
+def _nothing_carried_out(facts: ApprovalFacts) -> str:
+    if facts.carried_out is not None:
+        version, state = facts.carried_out
+        raise InvalidTransition(
+            f"version {version} of this proposal was already carried out ({state}); "
+            "propose a new action instead"
+        )
+    return "no version of it was carried out"
+
+
 def _digest_intact(facts: ApprovalFacts) -> str:
     verified_action(facts.proposal)
     return "the stored action still hashes to its digest"
@@ -152,6 +165,7 @@ COMMON_APPROVAL_CHECKS: tuple[Check, ...] = (
     Check("approver role", _approver_role),
     Check("not your own request", _not_own_request),
     Check("latest version", _latest_version),
+    Check("nothing carried out", _nothing_carried_out),
     Check("digest intact", _digest_intact),
     Check("digest you reviewed", _digest_supplied),
     Check("approval window", _window_open),

@@ -20,7 +20,7 @@ from resolveflow.domain.policy import (
     require_role,
 )
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
-from resolveflow.domain.vocabulary import AuditEvent, Decision
+from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store
@@ -67,7 +67,15 @@ def approval_facts(
         window_closes_at=proposal.created_at + timedelta(seconds=ttl_seconds),
         allowed_repositories=frozenset(tenant_store.list_repositories(conn, viewer.tenant_id)),
         repository_labels=labels,
+        carried_out=_carried_out(conn, viewer, proposal),
     )
+
+
+def _carried_out(
+    conn: Connection, viewer: Principal, proposal: Proposal
+) -> tuple[int, ExecutionState] | None:
+    done = execution_store.carried_out_version(conn, viewer.tenant_id, proposal.lineage_id)
+    return (done.version, done.state) if done is not None else None
 
 
 def checks_for(

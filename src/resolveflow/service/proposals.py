@@ -17,7 +17,7 @@ from resolveflow.domain.actions import (
     parse_action,
     revise,
 )
-from resolveflow.domain.records import Approval, ExecutionState, Principal, Proposal, Role
+from resolveflow.domain.records import Approval, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.service.approvals import actor_of
@@ -122,12 +122,13 @@ def edit_proposal(
         proposal_store.lock_lineage(conn, base.lineage_id)
         latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
-        started = _carried_out(conn, principal.tenant_id, versions)
+        started = execution_store.carried_out_version(conn, principal.tenant_id, base.lineage_id)
         if started is not None:
             raise InvalidTransition(
-                f"version {started['version']} of this proposal was approved and its execution"
-                f" is {started['state']}: a proposal whose execution has started or ended cannot"
-                " be edited (propose a new action instead)"
+                f"version {started.version} of this proposal was approved and its execution is"
+                f" {started.state}:"
+                " a proposal whose execution has started or ended cannot be edited (propose a"
+                " new action instead)"
             )
         action = revise(parse_action(versions[-1]["action"]), changes)
         if action_digest(action) == versions[-1]["digest"]:
@@ -161,40 +162,15 @@ def edit_proposal(
     return proposal
 
 
-# An execution in one of these states wrote nothing and never will, so it does not freeze its
-# lineage: after a definite refusal (failed) or a person's finding (not_sent) a corrected version
-# may be approved. (A later execution of the same lineage first looks for an earlier unknown or
-# not_sent one's marker; that is the executor's business.)
-_WROTE_NOTHING = frozenset({ExecutionState.FAILED, ExecutionState.NOT_SENT})
-
-
-def _carried_out(
-    conn: Connection, tenant_id: UUID, versions: list[dict[str, Any]]
-) -> dict[str, Any] | None:
-    """The version of a lineage whose execution has started or ended, if any: one that is
-    sending, sent, partial or unknown, or pending after an attempt (its comment may be posted
-    while its labels wait out a rate limit). A pending execution never attempted does not
-    count: a new version supersedes it and the executor refuses the old one (the claim takes the
-    lineage lock, so the edit and the claim are ordered)."""
-    for row in reversed(versions):
-        execution = execution_store.execution_for_proposal(conn, tenant_id, row["id"])
-        if execution is None or execution.state in _WROTE_NOTHING:
-            continue
-        if execution.state is ExecutionState.PENDING and not (
-            execution_store.attempts_for_execution(conn, tenant_id, execution.id)
-        ):
-            continue
-        return {"id": str(row["id"]), "version": row["version"], "state": execution.state.value}
-    return None
-
-
 def carried_out(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any] | None:
     """The version of ``proposal_id``'s lineage that was (or is being) carried out, which pages
     show as the proposal; None while none was. No version after it can be written or decided."""
     with db.tenant(principal.tenant_id) as conn:
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
-        versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)
-        return _carried_out(conn, principal.tenant_id, versions)
+        done = execution_store.carried_out_version(conn, principal.tenant_id, proposal.lineage_id)
+    if done is None:
+        return None
+    return {"id": str(done.proposal_id), "version": done.version, "state": done.state.value}
 
 
 def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -38,7 +39,7 @@ from resolveflow.service.webhook_events import TRIAGE_ACTIONS, Delivery, parse_d
 from resolveflow.store import audit, queue
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store import webhooks as webhook_store
-from resolveflow.store.database import Database
+from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def accept(db: Database, incoming: Incoming, secret: bytes, *, retention_days: i
 
 def record_delivery(db: Database, delivery: Delivery, *, retention_days: int) -> Receipt:
     """The delivery row, its event's claim and, when there is work, its job: one transaction."""
-    with db.unscoped() as conn:
+    with _scope(db, delivery.tenant_id) as conn:
         if webhook_store.delivery_by_id(conn, delivery.delivery_id) is not None:
             return Receipt(new=False, job_id=None, ignored=None)
         ignored = delivery.ignored
@@ -125,12 +126,23 @@ def record_delivery(db: Database, delivery: Delivery, *, retention_days: int) ->
             raise Conflict(f"delivery {delivery.delivery_id} is being recorded by another request")
         job_id = None
         if ignored is None:
-            job_id = queue.defer(conn, queue.HANDLE_DELIVERY, delivery_id=delivery.delivery_id)
+            job_id = queue.defer(
+                conn,
+                queue.HANDLE_DELIVERY,
+                delivery_id=delivery.delivery_id,
+                tenant_id=str(delivery.tenant_id) if delivery.tenant_id else None,
+            )
     logger.info(
         "webhook delivery",
         extra={"delivery": delivery.delivery_id, "event": delivery.event, "ignored": ignored},
     )
     return Receipt(new=True, job_id=job_id, ignored=ignored)
+
+
+def _scope(db: Database, tenant_id: UUID | None) -> AbstractContextManager[Connection]:
+    """A delivery on a tenant's URL is that tenant's row (row-level security); a delivery of the
+    global hook belongs to no tenant and is read and written unscoped."""
+    return db.unscoped() if tenant_id is None else db.tenant(tenant_id)
 
 
 def prune_deliveries(db: Database, older_than_days: int) -> int:
@@ -142,25 +154,31 @@ def prune_deliveries(db: Database, older_than_days: int) -> int:
 # --- the jobs ---------------------------------------------------------------------------------
 
 
-def tenants_allowing(db: Database, repository: str) -> list[UUID]:
-    with db.unscoped() as conn:
-        tenants = tenant_store.list_tenants(conn)
+def tenants_allowing(db: Database, repository: str, among: UUID | None = None) -> list[UUID]:
+    """The tenants whose allowlist holds ``repository`` (only ``among``, when given)."""
+    if among is None:
+        with db.unscoped() as conn:
+            candidates = [tenant.id for tenant in tenant_store.list_tenants(conn)]
+    else:
+        candidates = [among]
     allowed = []
-    for tenant in tenants:
-        with db.tenant(tenant.id) as conn:
-            if tenant_store.repository_allowed(conn, tenant.id, repository):
-                allowed.append(tenant.id)
+    for tenant_id in candidates:
+        with db.tenant(tenant_id) as conn:
+            if tenant_store.repository_allowed(conn, tenant_id, repository):
+                allowed.append(tenant_id)
     return allowed
 
 
-def fan_out(db: Database, delivery_id: str, *, auto_triage: bool) -> int:
+def fan_out(
+    db: Database, delivery_id: str, *, auto_triage: bool, tenant_id: UUID | None = None
+) -> int:
     """Queue the per-tenant work of one delivery; returns how many jobs were queued.
 
-    A delivery signed with a tenant's own secret concerns that tenant only. Safe to retry: a
-    second triage job for the same (delivery, tenant) finds the claim, and an index update
-    already waiting for the same issue is not queued twice.
+    A delivery signed with a tenant's own secret (``tenant_id``) concerns that tenant only. Safe
+    to retry: a second triage job for the same (delivery, tenant) finds the claim, and an index
+    update already waiting for the same issue is not queued twice.
     """
-    with db.unscoped() as conn:
+    with _scope(db, tenant_id) as conn:
         row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None:
         raise NotFound(f"no webhook delivery {delivery_id}")
@@ -169,24 +187,22 @@ def fan_out(db: Database, delivery_id: str, *, auto_triage: bool) -> int:
     repository: str = row["repository"]
     number: int = row["issue_number"]
     triage = row["event"] == "issues" and row["action"] in TRIAGE_ACTIONS
-    tenants = tenants_allowing(db, repository)
-    if row["tenant_id"] is not None:
-        tenants = [tenant for tenant in tenants if tenant == row["tenant_id"]]
+    tenants = tenants_allowing(db, repository, among=row["tenant_id"])
     if not tenants:
         logger.info("no tenant allows the repository", extra={"delivery": delivery_id})
     queued = 0
-    for tenant_id in tenants:
-        with db.tenant(tenant_id) as conn:
+    for tenant in tenants:
+        with db.tenant(tenant) as conn:
             if triage and auto_triage:
                 queue.defer(
-                    conn, queue.START_WEBHOOK_RUN, delivery_id=delivery_id, tenant_id=str(tenant_id)
+                    conn, queue.START_WEBHOOK_RUN, delivery_id=delivery_id, tenant_id=str(tenant)
                 )
                 queued += 1
             job = queue.defer(
                 conn,
                 queue.UPDATE_INDEX,
-                queueing_lock=f"index:{tenant_id}:{repository}#{number}",
-                tenant_id=str(tenant_id),
+                queueing_lock=f"index:{tenant}:{repository}#{number}",
+                tenant_id=str(tenant),
                 repository=repository,
                 issue_number=number,
             )
@@ -229,7 +245,7 @@ def start_webhook_run(
 ) -> UUID | None:
     """At most one run per (delivery, tenant): the claim is committed before the run starts, so a
     crash in between loses that run rather than starting two (the next delivery starts one)."""
-    with db.unscoped() as conn:
+    with db.tenant(tenant_id) as conn:  # the global hook's deliveries, and this tenant's own
         row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None or row["repository"] is None or row["issue_number"] is None:
         return None

@@ -359,3 +359,18 @@ def attempt_credentials(conn: Connection, execution: Execution) -> dict[AttemptS
         AttemptStep(row["step"]): SentWith(Credential(row["credential"]), row["token_fingerprint"])
         for row in rows
     }
+
+
+@dataclass(frozen=True)
+class CarriedOut:
+    proposal_id: UUID
+    version: int
+    state: ExecutionState
+
+
+def carried_out_version(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> CarriedOut | None:
+    """The latest version of a lineage whose execution may have written something."""
+    row = conn.execute(
+        q("executions", "carried_out_version"), {"tenant_id": tenant_id, "lineage_id": lineage_id}
+    ).fetchone()
+    return CarriedOut(row["id"], row["version"], ExecutionState(row["state"])) if row else None

@@ -1,7 +1,9 @@
 """Webhook deliveries, the events acted on, per-tenant run claims and per-tenant secrets.
 
-Deliveries and events are global, not tenant-scoped: a delivery is recorded before anyone knows
-which tenants it concerns. Secrets and run claims belong to a tenant (row-level security).
+A delivery of the global hook, and its event's claim, belong to no tenant (``tenant_id`` NULL,
+read and written unscoped): it is recorded before anyone knows which tenants it concerns. One
+received on a tenant's own URL belongs to that tenant, like secrets and run claims (row-level
+security; the policy lets every scope see the global rows).
 """
 
 from __future__ import annotations

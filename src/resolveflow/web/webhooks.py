@@ -53,7 +53,7 @@ async def tenant_webhook(tenant: str, request: Request) -> Any:
         webhook_secrets.verification_secret, app.db, app.token_cipher(), tenant
     )
     if found is None:  # no such tenant, or no secret of its own: as for a wrong signature
-        logger.info("webhook for a tenant without a secret", extra={"tenant": tenant[:64]})
+        logger.info("webhook refused: no tenant with a secret of its own by that name")
         raise webhooks.SignatureInvalid()
     tenant_id, secret = found
     return await _receive(request, secret, tenant_id)

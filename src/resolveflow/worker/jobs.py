@@ -49,9 +49,14 @@ class Jobs:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    def handle_delivery(self, delivery_id: str) -> int:
+    def handle_delivery(self, delivery_id: str, tenant_id: str | None = None) -> int:
+        # tenant_id: the delivery came on that tenant's own URL (jobs queued before it existed
+        # have none, like every delivery of the global hook).
         return webhooks.fan_out(
-            self.app.db, delivery_id, auto_triage=self.app.settings.webhooks.auto_triage
+            self.app.db,
+            delivery_id,
+            auto_triage=self.app.settings.webhooks.auto_triage,
+            tenant_id=UUID(tenant_id) if tenant_id else None,
         )
 
     def start_webhook_run(self, delivery_id: str, tenant_id: str) -> str | None:

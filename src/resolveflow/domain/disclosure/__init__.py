@@ -57,8 +57,21 @@ def scan_plain(text: str, field: str) -> list[Finding]:
     for i, kind in invisible_positions(text):
         shown[kind] = shown.get(kind, 0) + 1
         if shown[kind] <= MAX_PER_KIND:  # the excerpts are the costly part: only those kept
-            found.append(Finding(kind, field, excerpt(text[max(0, i - 30) : i + 30])))
+            found.append(Finding(kind, field, excerpt(_around(text, i))))
     return found
+
+
+def _around(text: str, i: int, reach: int = 24) -> str:
+    """The words around position ``i``: up to ``reach`` characters each side, whole words."""
+    start, end = max(0, i - reach), min(len(text), i + reach + 1)
+    before, after = text[start:i], text[i + 1 : end]
+    if start > 0 and not text[start - 1].isspace():  # cut inside a word: drop that part
+        words = before.split(maxsplit=1)
+        before = words[1] if len(words) == 2 and not before[0].isspace() else before
+    if end < len(text) and not text[end].isspace():
+        words = after.rsplit(maxsplit=1)
+        after = words[0] if len(words) == 2 and not after[-1].isspace() else after
+    return before + text[i] + after
 
 
 def _capped(found: list[Finding]) -> list[Finding]:

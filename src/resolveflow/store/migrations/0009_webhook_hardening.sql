@@ -17,8 +17,7 @@ CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
 -- captured body sent again under a fresh delivery id starts nothing. The scope is the secret that
 -- signed it (a tenant's, or NULL for the global one). subject tells apart what one issue's events
 -- of the same action and second concern ('comment:ID', 'label:NAME' or ''); updated_at is the
--- latest of the issue's and the comment's updated_at. Global like webhook_deliveries: written
--- before anyone knows which tenants a delivery concerns.
+-- latest of the issue's and the comment's updated_at.
 CREATE TABLE webhook_events (
     tenant_id uuid REFERENCES tenants (id) ON DELETE CASCADE,
     event text NOT NULL CHECK (length(event) BETWEEN 1 AND 100),
@@ -48,21 +47,48 @@ CREATE TABLE webhook_secrets (
 );
 SELECT rf_isolate_tenant_tables(ARRAY['webhook_secrets']);
 
+-- A delivery received on a tenant's URL, and its event's claim, belong to that tenant: row-level
+-- security shows them to that tenant only; rows of the global hook (tenant_id NULL) to everyone.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['webhook_deliveries', 'webhook_events'] LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY tenant_or_global ON %I '
+            'USING (tenant_id IS NULL OR tenant_id = rf_current_tenant()) '
+            'WITH CHECK (tenant_id IS NULL OR tenant_id = rf_current_tenant())', t);
+    END LOOP;
+END
+$$;
+
 -- Pruning by age is the only deletion the runtime role can make here, and never younger than
--- three days (GitHub offers redelivery for three days). Executions, attempts, approvals and audit
--- events are not touched: nothing prunes them.
+-- three days (GitHub offers redelivery for three days). Row-level security binds this function's
+-- owner too (FORCE), so it prunes each tenant's rows in that tenant's scope (global rows are
+-- visible in every scope), then puts the caller's scope back. Executions, attempts, approvals
+-- and audit events are not touched: nothing prunes them.
 CREATE FUNCTION rf_prune_webhook_deliveries(p_older_than interval) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
     AS $$
 DECLARE
-    gone bigint;
+    caller_scope text := current_setting('resolveflow.tenant_id', true);
+    scope uuid;
+    gone bigint := 0;
+    n bigint;
 BEGIN
     IF p_older_than < interval '3 days' THEN
         RAISE EXCEPTION 'webhook deliveries are kept at least 3 days' USING ERRCODE = '22023';
     END IF;
-    DELETE FROM webhook_events WHERE updated_at < clock_timestamp() - p_older_than;
-    DELETE FROM webhook_deliveries WHERE received_at < clock_timestamp() - p_older_than;
-    GET DIAGNOSTICS gone = ROW_COUNT;
+    FOR scope IN SELECT NULL::uuid UNION ALL SELECT id FROM tenants LOOP
+        PERFORM set_config('resolveflow.tenant_id', coalesce(scope::text, ''), true);
+        DELETE FROM webhook_events WHERE updated_at < clock_timestamp() - p_older_than;
+        DELETE FROM webhook_deliveries WHERE received_at < clock_timestamp() - p_older_than;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        gone := gone + n;
+    END LOOP;
+    PERFORM set_config('resolveflow.tenant_id', coalesce(caller_scope, ''), true);
     RETURN gone;
 END
 $$;

@@ -233,3 +233,16 @@ SELECT DISTINCT ON (step) step, credential, token_fingerprint
 FROM execution_attempts
 WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s
 ORDER BY step, started_at DESC, id DESC
+
+-- name: carried_out_version
+-- The latest version of a lineage whose execution may have written something: sending, sent,
+-- partial, unknown, or pending after an attempt (its comment may be out while its labels wait).
+SELECT p.id, p.version, e.state
+FROM executions e JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
+WHERE p.tenant_id = %(tenant_id)s AND p.lineage_id = %(lineage_id)s
+  AND (e.state IN ('sending', 'sent', 'partial', 'unknown')
+       OR (e.state = 'pending' AND EXISTS (
+             SELECT 1 FROM execution_attempts a
+             WHERE a.tenant_id = e.tenant_id AND a.execution_id = e.id)))
+ORDER BY p.version DESC
+LIMIT 1
