@@ -229,7 +229,8 @@ def test_labels_are_confirmed_by_who_added_them_not_by_their_presence(
     [settled] = make_reconciler(db, github_client).run()
     assert settled.state is ExecutionState.SENT
 
-    # Not ours: the request failed unapplied, then someone else added the same label.
+    # Not ours: the request failed unapplied, then someone else added the same label. Presence
+    # proves nothing; adding a label again changes nothing, so the labels step is sent again.
     fake_github.add_issue(REPO, 2, "Another", "Body", user="octocat")
     _, theirs = propose_and_approve(db, world, labels=["question"], issue=2)
     fake_github.inject(Status(502), method="POST", path=f"/repos/{REPO}/issues/2/labels")
@@ -237,6 +238,45 @@ def test_labels_are_confirmed_by_who_added_them_not_by_their_presence(
     fake_github.add_issue_event(REPO, 2, "labeled", actor="stranger", label="question")
     assert fake_github.issue_labels(REPO, 2) == ["question"]
     [settled] = make_reconciler(db, github_client).run()
-    assert settled.state is ExecutionState.UNKNOWN
-    assert settled.execution_id == theirs.execution.id
-    assert "labels not confirmed by the issue's history: question" in settled.detail
+    assert (settled.execution_id, settled.state) == (theirs.execution.id, ExecutionState.PENDING)
+    assert "labels not confirmed by the issue's history (question)" in settled.detail
+    labels_requests = fake_github.writes_received
+    make_executor(db, github_client).run_due()
+    after = execution_state(db, world, theirs.execution.id)
+    assert (after.state, after.labels_done) == (ExecutionState.SENT, True)
+    assert fake_github.writes_received == labels_requests + 1  # the labels only
+    assert len(fake_github.comments(REPO, 2)) == 1
+
+
+class _Killed(Exception):
+    """Stands in for the process dying at this line."""
+
+
+def test_a_labels_request_that_never_left_is_sent_again_after_reconciliation(
+    db: Database, world: World, fake_github: FakeGitHubServer, superuser: psycopg.Connection[Any]
+) -> None:
+    """Killed after the labels attempt row was committed, before the request: the history shows
+    no label added, so the labels step goes back to the queue and converges."""
+    _, approved = propose_and_approve(db, world, labels=["bug"])
+
+    class DiesBeforeLabels(GitHubKitClient):
+        def add_labels(  # type: ignore[override]
+            self, repo: RepoName, issue_number: int, labels: list[str], *, token: str | None = None
+        ) -> list[str]:
+            raise _Killed
+
+    with DiesBeforeLabels(fake_github.url, SERVICE_TOKEN, timeout_seconds=1.0) as dying:
+        try:
+            make_executor(db, dying).run_due()
+        except _Killed:
+            pass
+    assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENDING
+    expire_lease(superuser, approved.execution.id)
+    with GitHubKitClient(fake_github.url, SERVICE_TOKEN, timeout_seconds=1.0) as client:
+        [settled] = make_reconciler(db, client).run()
+        assert settled.state is ExecutionState.PENDING
+        make_executor(db, client).run_due()
+    after = execution_state(db, world, approved.execution.id)
+    assert (after.state, after.labels_done) == (ExecutionState.SENT, True)
+    assert len(fake_github.comments(REPO, 1)) == 1
+    assert fake_github.issue_labels(REPO, 1) == ["bug"]

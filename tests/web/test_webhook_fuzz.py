@@ -144,7 +144,10 @@ bodies = st.one_of(
     st.binary(max_size=500),
 )
 FRESH = "<a fresh delivery id>"
-header_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=60)
+# Printable ASCII (httpx sends nothing else), without the surrounding blanks HTTP may strip.
+header_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=60).filter(
+    lambda text: text == text.strip()
+)
 
 
 def _expected(body: bytes, signed: bool, headers_ok: bool, known: bool) -> set[int]:

@@ -23,15 +23,17 @@ from resolveflow.store.token_cipher import TokenCipher
 pytest_plugins = ["fixtures_web"]
 
 
-def post(web: Web, path: str, payload: dict[str, Any], secret: str, event: str = "issues") -> Any:
+def post(
+    web: Web, path: str, secret: str, payload: dict[str, Any], delivery: str | None = None
+) -> Any:
     body = json.dumps(payload).encode()
     signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return web.client.post(
         path,
         content=body,
         headers={
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
             "X-Hub-Signature-256": signature,
         },
     )
@@ -55,7 +57,7 @@ def test_a_tenants_secret_signs_deliveries_for_that_tenant_only(web: Web) -> Non
     admin.add_repository(web.db, "evil", REPO)  # both tenants allow the repository
     eve = add_approver(web, "evil", "eve")
     acme_secret = _set(web, "acme")
-    response = post(web, "/webhooks/github/acme", issue_payload(1), acme_secret)
+    response = post(web, "/webhooks/github/acme", acme_secret, issue_payload(1))
     assert response.status_code == 202 and response.json()["queued"], response.text
     delivery = response.json()["delivery"]
     with web.db.tenant(web.world.tenant.id) as conn:
@@ -71,7 +73,7 @@ def test_a_tenants_secret_signs_deliveries_for_that_tenant_only(web: Web) -> Non
     assert _targets(web, eve) == []
     # The global secret's deliveries still reach every tenant that allows the repository.
     web.fake.add_issue(REPO, 2, "Another", "body")
-    assert post(web, "/webhooks/github", issue_payload(2), WEBHOOK_SECRET).status_code == 202
+    assert post(web, "/webhooks/github", WEBHOOK_SECRET, issue_payload(2)).status_code == 202
     web.work()
     assert _targets(web, web.world.approver_token) == [f"{REPO}#1", f"{REPO}#2"]
     assert _targets(web, eve) == [f"{REPO}#2"]
@@ -91,10 +93,10 @@ def test_the_tenant_url_accepts_no_other_secret_and_names_no_tenant(
         ("/webhooks/github/" + "a" * 300, acme_secret),
     ]
     for path, secret in refused:
-        response = post(web, path, issue_payload(1), secret)
+        response = post(web, path, secret, issue_payload(1))
         assert response.status_code == 401, (path, response.text)
     assert webhook_secrets.remove_secret(web.db, "evil")
-    assert post(web, "/webhooks/github/evil", issue_payload(1), evil_secret).status_code == 401
+    assert post(web, "/webhooks/github/evil", evil_secret, issue_payload(1)).status_code == 401
     assert not webhook_secrets.remove_secret(web.db, "evil")
     assert _deliveries(superuser) == 0
 
@@ -102,12 +104,32 @@ def test_the_tenant_url_accepts_no_other_secret_and_names_no_tenant(
 def test_a_replay_is_refused_within_its_scope(web: Web) -> None:
     secret = _set(web, "acme")
     payload = issue_payload(1)
-    first = post(web, "/webhooks/github/acme", payload, secret)
-    replay = post(web, "/webhooks/github/acme", payload, secret)
+    first = post(web, "/webhooks/github/acme", secret, payload)
+    replay = post(web, "/webhooks/github/acme", secret, payload)
     assert first.json()["queued"] is True
     assert replay.json()["queued"] is False and "already processed" in replay.json()["ignored"]
     # The global hook's copy of the same event is its own scope (configure one hook per repo).
-    assert post(web, "/webhooks/github", payload, WEBHOOK_SECRET).json()["queued"] is True
+    assert post(web, "/webhooks/github", WEBHOOK_SECRET, payload).json()["queued"] is True
+
+
+def test_a_delivery_id_seen_in_another_scope_is_a_duplicate_there_too(
+    web: Web, superuser: Any
+) -> None:
+    """Found by the fuzz run: the global hook cannot see a tenant's row, so the id's clash shows
+    only when the row is inserted; it is a duplicate (200), and the event's claim is undone."""
+    secret = _set(web, "acme")
+    for first, second in (("acme", "global"), ("global", "acme")):
+        delivery = f"same-id-{first}"
+        paths = {
+            "acme": ("/webhooks/github/acme", secret),
+            "global": ("/webhooks/github", WEBHOOK_SECRET),
+        }
+        assert post(web, *paths[first], issue_payload(1), delivery=delivery).status_code == 202
+        again = post(web, *paths[second], issue_payload(2), delivery=delivery)
+        assert again.status_code == 200, again.text
+        assert again.json()["duplicate"] is True
+    assert _deliveries(superuser) == 2
+    assert superuser.execute("SELECT count(*) FROM webhook_events").fetchone()[0] == 2
 
 
 def test_the_secret_is_stored_encrypted_and_bound_to_its_tenant(web: Web, superuser: Any) -> None:
@@ -121,7 +143,7 @@ def test_the_secret_is_stored_encrypted_and_bound_to_its_tenant(web: Web, superu
     superuser.execute(
         "UPDATE webhook_secrets SET ciphertext = %s WHERE tenant_id = %s", [acme_row, evil_id]
     )
-    response = post(web, "/webhooks/github/evil", issue_payload(1), secret)
+    response = post(web, "/webhooks/github/evil", secret, issue_payload(1))
     assert response.status_code == 503, response.text
     assert "set it again" in response.json()["message"]
     assert _deliveries(superuser) == 0

@@ -96,11 +96,27 @@ def accept(db: Database, incoming: Incoming, secret: bytes, *, retention_days: i
     return record_delivery(db, delivery, retention_days=retention_days)
 
 
+class DeliveryRecorded(Conflict):
+    """That delivery id is already recorded; nothing new happens."""
+
+
 def record_delivery(db: Database, delivery: Delivery, *, retention_days: int) -> Receipt:
-    """The delivery row, its event's claim and, when there is work, its job: one transaction."""
+    """The delivery row, its event's claim and, when there is work, its job: one transaction.
+
+    A delivery id already recorded writes nothing: seen first, or found only when its row is
+    inserted (one that raced in, or one this scope cannot see: another tenant's), in which case
+    the event's claim is rolled back with the rest.
+    """
+    try:
+        return _record(db, delivery, retention_days)
+    except DeliveryRecorded:
+        return Receipt(new=False, job_id=None, ignored=None)
+
+
+def _record(db: Database, delivery: Delivery, retention_days: int) -> Receipt:
     with _scope(db, delivery.tenant_id) as conn:
         if webhook_store.delivery_by_id(conn, delivery.delivery_id) is not None:
-            return Receipt(new=False, job_id=None, ignored=None)
+            raise DeliveryRecorded()
         ignored = delivery.ignored
         key = delivery.key()
         if key is not None and not webhook_store.claim_event(
@@ -122,8 +138,8 @@ def record_delivery(db: Database, delivery: Delivery, *, retention_days: int) ->
             tenant_id=delivery.tenant_id,
             ignored=ignored,
         )
-        if not webhook_store.insert_delivery(conn, row):  # the same id, at the same moment
-            raise Conflict(f"delivery {delivery.delivery_id} is being recorded by another request")
+        if not webhook_store.insert_delivery(conn, row):
+            raise DeliveryRecorded()  # leaves the block: the claim above is rolled back
         job_id = None
         if ignored is None:
             job_id = queue.defer(

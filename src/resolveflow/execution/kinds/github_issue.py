@@ -199,9 +199,12 @@ class GitHubIssueExecutor:
                 )
             unconfirmed = self._unconfirmed_labels(evidence, action, repo)
             if unconfirmed:
-                return settle.leave_unknown(
+                # Unlike a comment, adding a label twice changes nothing: the labels step goes
+                # back to the queue (its request is over: the deadline passed) and is sent again.
+                return settle.requeue(
                     execution,
-                    f"labels not confirmed by the issue's history: {', '.join(unconfirmed)}",
+                    "comment found; labels not confirmed by the issue's history "
+                    f"({', '.join(unconfirmed)}): adding them again",
                     comment_id=comment_id,
                     comment_url=comment_url,
                 )
