@@ -266,9 +266,11 @@ def test_a_labels_request_that_never_left_is_sent_again_after_reconciliation(
         ) -> list[str]:
             raise _Killed
 
-    with DiesBeforeLabels(fake_github.url, SERVICE_TOKEN, timeout_seconds=1.0) as dying:
-        with pytest.raises(_Killed):
-            make_executor(db, dying).run_due()
+    with (
+        DiesBeforeLabels(fake_github.url, SERVICE_TOKEN, timeout_seconds=1.0) as dying,
+        pytest.raises(_Killed),
+    ):
+        make_executor(db, dying).run_due()
     assert execution_state(db, world, approved.execution.id).state is ExecutionState.SENDING
     expire_lease(superuser, approved.execution.id)
     with GitHubKitClient(fake_github.url, SERVICE_TOKEN, timeout_seconds=1.0) as client:
