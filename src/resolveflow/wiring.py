@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 from resolveflow.config import Settings
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.errors import ConfigError
@@ -67,11 +68,16 @@ def gate_settings(settings: Settings) -> GateSettings:
             f"RESOLVEFLOW_LEASE_SECONDS must be at least {LEASE_TIMEOUT_RATIO} times "
             "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS"
         )
+    timeout = settings.github.timeout_seconds
     return GateSettings(
         lease_seconds=executor.lease_seconds,
         rate_limit_max_waits=executor.rate_limit_max_waits,
         rate_limit_max_wait_seconds=executor.rate_limit_max_wait_seconds,
         unavailable_retry_seconds=executor.unavailable_retry_seconds,
+        # A request starts within one timeout of its attempt row, and the client cuts it at
+        # DEADLINE_TIMEOUTS timeouts, plus at most one last socket read.
+        send_slack_seconds=timeout,
+        request_deadline_seconds=timeout * (DEADLINE_TIMEOUTS + 1),
     )
 
 
@@ -80,7 +86,12 @@ def github_client(settings: Settings) -> GitHub:
 
     github = settings.github
     token = github.token.get_secret_value() if github.token else None
-    return GitHubKitClient(github.api_url, token, github.timeout_seconds)
+    return GitHubKitClient(
+        github.api_url,
+        token,
+        github.timeout_seconds,
+        deadline_seconds=github.timeout_seconds * DEADLINE_TIMEOUTS,
+    )
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -22,6 +22,11 @@ from typing import Literal, Protocol
 
 from resolveflow.adapters.base import writes
 
+# One request, from its first byte to its last, ends within this many timeouts: httpx applies
+# the timeout to each socket operation, so without a deadline a response trickled byte by byte
+# could outlast any lease. The executor's attempt deadline allows for it (``lease.GateSettings``).
+DEADLINE_TIMEOUTS = 4
+
 
 @dataclass(frozen=True)
 class RepoName:

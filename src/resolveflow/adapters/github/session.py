@@ -33,6 +33,7 @@ from resolveflow.adapters.github.errors import (
     status_error,
     transport_error,
 )
+from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 from resolveflow.errors import InvalidInput, ProviderError, ResolveFlowError
 
 if TYPE_CHECKING:
@@ -60,12 +61,6 @@ MAX_CONNECTIONS = 100  # also githubkit's default concurrency cap per client
 MAX_CACHED_TOKENS = 64
 
 NEXT_LINK = re.compile(r'<[^<>]*>\s*;\s*rel="?next"?')
-
-
-# One request, from its first byte to its last, ends within this many timeouts: httpx applies
-# the timeout to each socket operation, so without a deadline a response trickled byte by byte
-# could outlast any lease. The executor's attempt deadline allows for it (``lease.GateSettings``).
-DEADLINE_TIMEOUTS = 4
 
 
 class _Deadline(threading.local):
