@@ -162,8 +162,13 @@ def _expected(body: bytes, signed: bool, headers_ok: bool, known: bool) -> set[i
         return {400}
     try:
         is_object = isinstance(json.loads(body), dict)
-    except (ValueError, RecursionError):
+    except ValueError:
         is_object = False
+    except RecursionError:
+        # Near the parser's depth limit, whether it runs out depends on how deep the stack
+        # already is (here inside Hypothesis, there on a fresh worker thread): either answer
+        # is right, never a 500. Far past it, test_webhook_body pins the 400.
+        return {200, 202, 400}
     return {200, 202} if is_object else {400}
 
 
