@@ -8,7 +8,7 @@ The real server (uvicorn on 127.0.0.1, one process, as ``resolveflow serve``) re
 (recorded as ignored). Each client thread keeps its connection open, like GitHub's senders. The
 latency is from sending the request to reading the whole answer, measured in the client, so it
 includes the client's own share of the two cores. Prints p50/p95/p99/max per round next to the
-target (p99 under 1 s).
+target (p99 under 1 s), and the server's share (verify, parse, record) to tell it from queueing.
 """
 
 from __future__ import annotations
