@@ -19,13 +19,14 @@ reconciliation (reading GitHub) or a person settles one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 import procrastinate
 from psycopg import AsyncConnection
 
-from resolveflow.errors import InvalidInput, NotFound, RunBusy
+from resolveflow.errors import InvalidInput, NotFound, ResolveFlowError, RunBusy
 from resolveflow.service import webhooks
 from resolveflow.store import queue
 from resolveflow.store import runs as run_store
@@ -93,17 +94,24 @@ class Jobs:
         return final.state.value
 
     def maintenance(self) -> dict[str, int]:
+        """Each step on its own: one that fails is logged and counted, and the others still run
+        (an unreadable token must not stop due executions or stalled resumes)."""
         interval = self.app.settings.executor.reconcile_interval_seconds
-        settled = self.app.reconciler().run(min_age_seconds=interval)
-        executed = self.app.executor().run_due()
-        resumed = self.resume_stalled()
-        pruned = self.prune_webhook_deliveries()
-        return {
-            "reconciled": len(settled),
-            "executed": executed,
-            "resumed": resumed,
-            "pruned": pruned,
+        steps: dict[str, Callable[[], int]] = {
+            "reconciled": lambda: len(self.app.reconciler().run(min_age_seconds=interval)),
+            "executed": lambda: self.app.executor().run_due(),
+            "resumed": self.resume_stalled,
+            "pruned": self.prune_webhook_deliveries,
         }
+        result = {"failed": 0}
+        for name, step in steps.items():
+            try:
+                result[name] = step()
+            except ResolveFlowError:
+                logger.exception("maintenance step failed", extra={"step": name})
+                result[name] = 0
+                result["failed"] += 1
+        return result
 
     def prune_webhook_deliveries(self) -> int:
         """Webhook deliveries older than RESOLVEFLOW_WEBHOOK_RETENTION_DAYS. Nothing else is ever
@@ -123,10 +131,15 @@ class Jobs:
                 stalled = run_store.stalled_runs(conn, tenant.id, min_age_seconds)
             for row in stalled:
                 try:
-                    self.resume_run(str(tenant.id), str(row["id"]), str(row["decided_by"]))
-                    resumed += 1
+                    outcome = self.resume_run(
+                        str(tenant.id), str(row["id"]), str(row["decided_by"])
+                    )
                 except RunBusy:
                     continue
+                except ResolveFlowError:  # one run's failure is its own (recorded on the run)
+                    logger.exception("could not resume a stalled run", extra={"run": row["id"]})
+                    continue
+                resumed += outcome == "resumed"
         return resumed
 
 
