@@ -59,23 +59,19 @@ def database_url(settings: Settings) -> str:
 
 
 def gate_settings(settings: Settings) -> GateSettings:
-    # The lease must outlive one whole request, or a reconciler could take over mid-request. httpx
-    # applies the timeout per phase (pool wait, connect, write, read), so one call can take up to
-    # about four timeouts; five leaves a margin.
-    executor = settings.executor
-    if executor.lease_seconds < settings.github.timeout_seconds * LEASE_TIMEOUT_RATIO:
+    # A request starts within one timeout of its attempt row and the client cuts it at
+    # DEADLINE_TIMEOUTS timeouts, plus one last socket read; the lease covers that with room.
+    executor, timeout = settings.executor, settings.github.timeout_seconds
+    if executor.lease_seconds < timeout * LEASE_TIMEOUT_RATIO:
         raise ConfigError(
             f"RESOLVEFLOW_LEASE_SECONDS must be at least {LEASE_TIMEOUT_RATIO} times "
             "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS"
         )
-    timeout = settings.github.timeout_seconds
     return GateSettings(
         lease_seconds=executor.lease_seconds,
         rate_limit_max_waits=executor.rate_limit_max_waits,
         rate_limit_max_wait_seconds=executor.rate_limit_max_wait_seconds,
         unavailable_retry_seconds=executor.unavailable_retry_seconds,
-        # A request starts within one timeout of its attempt row, and the client cuts it at
-        # DEADLINE_TIMEOUTS timeouts, plus at most one last socket read.
         send_slack_seconds=timeout,
         request_deadline_seconds=timeout * (DEADLINE_TIMEOUTS + 1),
     )
@@ -86,12 +82,8 @@ def github_client(settings: Settings) -> GitHub:
 
     github = settings.github
     token = github.token.get_secret_value() if github.token else None
-    return GitHubKitClient(
-        github.api_url,
-        token,
-        github.timeout_seconds,
-        deadline_seconds=github.timeout_seconds * DEADLINE_TIMEOUTS,
-    )
+    deadline = github.timeout_seconds * DEADLINE_TIMEOUTS
+    return GitHubKitClient(github.api_url, token, github.timeout_seconds, deadline_seconds=deadline)
 
 
 def build_embedder(settings: Settings) -> Embedder:
