@@ -14,7 +14,7 @@ from uuid import UUID
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.actions import ActionKind, parse_action
 from resolveflow.domain.records import Execution, ExecutionState
-from resolveflow.domain.vocabulary import AttemptStep, AuditEvent, Credential
+from resolveflow.domain.vocabulary import AuditEvent, Credential
 from resolveflow.errors import ProviderError, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
 from resolveflow.execution.kinds import SPECS, KindRegistry
@@ -121,24 +121,19 @@ class Reconciler:
             if execution is None:
                 return None
             context = execution_context(conn, execution)
-            attempted = frozenset(
-                step for step in AttemptStep if store.step_attempted(conn, execution, step)
-            )
-            first_started = {
-                step: started
-                for step in attempted
-                if (started := store.first_attempt_started(conn, execution, step)) is not None
-            }
+            steps = store.attempt_summary(conn, execution)
             action = parse_action(context.proposal.action)
             marker_step = SPECS[ActionKind(action.kind)].steps[0]
-            sent = store.attempt_credentials(conn, execution).get(marker_step)
+            sent = steps[marker_step].sent_with if marker_step in steps else None
             token, check_author = self._reading_credential(conn, context, sent)
         return Evidence(
             execution=execution,
             action=action,
             token=token,
-            attempted=attempted,
-            first_started=first_started,
+            attempted=frozenset(step for step, seen in steps.items() if seen.may_have_left),
+            first_started={
+                step: seen.first_started for step, seen in steps.items() if seen.may_have_left
+            },
             check_author=check_author,
         )
 

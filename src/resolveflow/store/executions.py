@@ -226,13 +226,6 @@ def resolve_by_person(
     )
 
 
-def lineage_sending(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> bool:
-    row = conn.execute(
-        q("executions", "lineage_sending"), {"tenant_id": tenant_id, "lineage_id": lineage_id}
-    ).fetchone()
-    return bool(row and row["sending"])
-
-
 def insert_attempt(
     conn: Connection,
     execution: Execution,
@@ -302,25 +295,6 @@ def attempts_for_execution(
     ).fetchall()
 
 
-def step_attempted(conn: Connection, execution: Execution, step: AttemptStep) -> bool:
-    row = conn.execute(
-        q("executions", "step_attempted"),
-        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step.value},
-    ).fetchone()
-    return bool(row and row["attempted"])
-
-
-def first_attempt_started(
-    conn: Connection, execution: Execution, step: AttemptStep
-) -> datetime | None:
-    row = conn.execute(
-        q("executions", "first_attempt_started"),
-        {"tenant_id": execution.tenant_id, "execution_id": execution.id, "step": step.value},
-    ).fetchone()
-    started: datetime | None = row["started_at"] if row else None
-    return started
-
-
 @dataclass(frozen=True)
 class PriorExecution:
     """An earlier execution of the same digest or lineage whose request may have landed."""
@@ -349,18 +323,6 @@ class SentWith:
     token_fingerprint: str | None
 
 
-def attempt_credentials(conn: Connection, execution: Execution) -> dict[AttemptStep, SentWith]:
-    """How each step's latest request was authenticated."""
-    rows = conn.execute(
-        q("executions", "attempt_credentials"),
-        {"tenant_id": execution.tenant_id, "execution_id": execution.id},
-    ).fetchall()
-    return {
-        AttemptStep(row["step"]): SentWith(Credential(row["credential"]), row["token_fingerprint"])
-        for row in rows
-    }
-
-
 @dataclass(frozen=True)
 class CarriedOut:
     proposal_id: UUID
@@ -374,3 +336,27 @@ def carried_out_version(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> 
         q("executions", "carried_out_version"), {"tenant_id": tenant_id, "lineage_id": lineage_id}
     ).fetchone()
     return CarriedOut(row["id"], row["version"], ExecutionState(row["state"])) if row else None
+
+
+@dataclass(frozen=True)
+class StepAttempts:
+    """What the attempts of one step say, for reconciliation."""
+
+    may_have_left: bool
+    first_started: datetime
+    sent_with: SentWith
+
+
+def attempt_summary(conn: Connection, execution: Execution) -> dict[AttemptStep, StepAttempts]:
+    rows = conn.execute(
+        q("executions", "attempt_summary"),
+        {"tenant_id": execution.tenant_id, "execution_id": execution.id},
+    ).fetchall()
+    return {
+        AttemptStep(row["step"]): StepAttempts(
+            row["may_have_left"],
+            row["first_started"],
+            SentWith(Credential(row["credential"]), row["token_fingerprint"]),
+        )
+        for row in rows
+    }

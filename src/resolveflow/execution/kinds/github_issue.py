@@ -19,12 +19,11 @@ from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     InvalidInput,
     InvalidTransition,
-    LeaseLost,
     PolicyViolation,
     ProviderError,
 )
 from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler
-from resolveflow.execution.kinds.sending import send_outcome
+from resolveflow.execution.kinds.sending import begin, send_outcome
 from resolveflow.execution.outcomes import Recorder
 
 # GitHub's clock and ours differ a little.
@@ -125,16 +124,11 @@ class GitHubIssueExecutor:
     ) -> Execution:
         execution, verified = prepared.execution, prepared.verified
         assert action.comment is not None
-        attempt = prepared.attempt
-        if attempt is None:
-            try:
-                attempt = self.record.attempt_started(
-                    execution, AttemptStep.COMMENT, verified.sent_with
-                )
-            except LeaseLost:
-                return execution
-        if self.record.clock() > attempt.send_by:
-            return self.record.too_late(execution, attempt)
+        attempt = begin(
+            self.record, execution, AttemptStep.COMMENT, verified.sent_with, prepared.attempt
+        )
+        if isinstance(attempt, Execution):
+            return attempt
         body = body_with_marker(action.comment, str(execution.id))
         try:
             posted = self.github.post_comment(repo, action.target.issue, body, token=verified.token)
@@ -147,14 +141,9 @@ class GitHubIssueExecutor:
     def _send_labels(
         self, execution: Execution, prepared: Prepared, action: GitHubIssueAction, repo: RepoName
     ) -> Execution:
-        try:
-            attempt = self.record.attempt_started(
-                execution, AttemptStep.LABELS, prepared.verified.sent_with
-            )
-        except LeaseLost:
-            return execution
-        if self.record.clock() > attempt.send_by:
-            return self.record.too_late(execution, attempt)
+        attempt = begin(self.record, execution, AttemptStep.LABELS, prepared.verified.sent_with)
+        if isinstance(attempt, Execution):
+            return attempt
         try:
             self.github.add_labels(
                 repo, action.target.issue, list(action.labels), token=prepared.verified.token

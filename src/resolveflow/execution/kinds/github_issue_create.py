@@ -19,12 +19,11 @@ from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     InvalidInput,
     InvalidTransition,
-    LeaseLost,
     PolicyViolation,
     ProviderError,
 )
 from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler
-from resolveflow.execution.kinds.sending import send_outcome
+from resolveflow.execution.kinds.sending import begin, send_outcome
 from resolveflow.execution.outcomes import Recorder
 
 # GitHub's clock and ours differ a little; the exact body and marker make a wider window harmless.
@@ -76,16 +75,11 @@ class GitHubIssueCreateExecutor:
             earlier = self._look_for_earlier(prepared, action, repo)
             if earlier is not None:
                 return earlier
-        attempt = prepared.attempt
-        if attempt is None:
-            try:
-                attempt = self.record.attempt_started(
-                    execution, AttemptStep.CREATE, verified.sent_with
-                )
-            except LeaseLost:
-                return execution
-        if self.record.clock() > attempt.send_by:
-            return self.record.too_late(execution, attempt)
+        attempt = begin(
+            self.record, execution, AttemptStep.CREATE, verified.sent_with, prepared.attempt
+        )
+        if isinstance(attempt, Execution):
+            return attempt
         try:
             created = self.github.create_issue(
                 repo,

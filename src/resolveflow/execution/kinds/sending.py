@@ -6,14 +6,38 @@ from __future__ import annotations
 from uuid import UUID
 
 from resolveflow.domain.records import Execution
+from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     InvalidInput,
+    LeaseLost,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
     ProviderUnavailable,
 )
-from resolveflow.execution.outcomes import Recorder
+from resolveflow.execution.outcomes import Attempt, Recorder
+from resolveflow.store.executions import SentWith
+
+
+def begin(
+    record: Recorder,
+    execution: Execution,
+    step: AttemptStep,
+    sent_with: SentWith,
+    started: Attempt | None = None,
+) -> Attempt | Execution:
+    """The attempt a request goes out under: ``started`` (recorded with the claim) or one
+    recorded now. Instead, the execution: unchanged when the lease was lost, or as recorded when
+    the time to start the request ran out (a stall: nothing is sent)."""
+    attempt = started
+    if attempt is None:
+        try:
+            attempt = record.attempt_started(execution, step, sent_with)
+        except LeaseLost:
+            return execution
+    if record.clock() > attempt.send_by:
+        return record.too_late(execution, attempt)
+    return attempt
 
 
 def send_outcome(

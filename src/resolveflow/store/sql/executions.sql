@@ -171,21 +171,6 @@ FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
 WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
 ORDER BY a.started_at, a.id
 
--- name: step_attempted
--- Attempts that may have reached GitHub: no recorded outcome, or one saying it (maybe) arrived.
--- Rate-limited, refused and unreachable attempts definitely did not write anything.
-SELECT EXISTS (
-    SELECT 1 FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
-    WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s AND a.step = %(step)s
-      AND (o.outcome IS NULL OR o.outcome IN ('sent', 'unknown'))
-) AS attempted
-
--- name: lineage_sending
-SELECT EXISTS (
-    SELECT 1 FROM executions e JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
-    WHERE p.tenant_id = %(tenant_id)s AND p.lineage_id = %(lineage_id)s AND e.state = 'sending'
-) AS sending
-
 -- name: execution_context
 -- Everything the executor re-checks before writing, read in one round trip.
 SELECT p.id AS p_id, p.tenant_id AS p_tenant_id, p.lineage_id, p.version, p.action,
@@ -205,11 +190,6 @@ LEFT JOIN approvals a ON a.tenant_id = e.tenant_id AND a.id = e.approval_id
 LEFT JOIN principals pr ON pr.tenant_id = e.tenant_id AND pr.id = a.principal_id
 WHERE e.tenant_id = %(tenant_id)s AND e.id = %(id)s
 
--- name: first_attempt_started
--- When the first request of a step may have left: the start of reconciliation's time window.
-SELECT min(started_at) AS started_at FROM execution_attempts
-WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s AND step = %(step)s
-
 -- name: prior_uncertain
 -- Earlier executions of the same digest or proposal lineage that ended unknown or not sent after a
 -- request may have left: before writing again, the executor looks for their markers.
@@ -227,13 +207,6 @@ WHERE e.tenant_id = %(tenant_id)s AND e.id <> %(id)s
               WHERE a.tenant_id = e.tenant_id AND a.execution_id = e.id)
 ORDER BY e.created_at
 
--- name: attempt_credentials
--- The credential and token fingerprint each step was last sent with.
-SELECT DISTINCT ON (step) step, credential, token_fingerprint
-FROM execution_attempts
-WHERE tenant_id = %(tenant_id)s AND execution_id = %(execution_id)s
-ORDER BY step, started_at DESC, id DESC
-
 -- name: carried_out_version
 -- The latest version of a lineage whose execution may have written something: sending, sent,
 -- partial, unknown, or pending after an attempt (its comment may be out while its labels wait).
@@ -246,3 +219,17 @@ WHERE p.tenant_id = %(tenant_id)s AND p.lineage_id = %(lineage_id)s
              WHERE a.tenant_id = e.tenant_id AND a.execution_id = e.id)))
 ORDER BY p.version DESC
 LIMIT 1
+
+-- name: attempt_summary
+-- Per step, in one read: whether a request may have reached the outside system (no outcome, or
+-- one saying it (maybe) arrived; rate-limited, refused and unreachable ones wrote nothing), when
+-- the first one started, and the credential the latest one was sent with.
+SELECT a.step,
+       bool_or(o.outcome IS NULL OR o.outcome IN ('sent', 'unknown')) AS may_have_left,
+       min(a.started_at) AS first_started,
+       (array_agg(a.credential ORDER BY a.started_at DESC, a.id DESC))[1] AS credential,
+       (array_agg(a.token_fingerprint ORDER BY a.started_at DESC, a.id DESC))[1]
+           AS token_fingerprint
+FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
+WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
+GROUP BY a.step
