@@ -22,8 +22,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from resolveflow.errors import ConfigError
 from resolveflow.execution.lease import GateSettings
 from resolveflow.retrieval.fusion import FusionParams
-from resolveflow.retrieval.search import SearchParams
-from resolveflow.service.investigation import InvestigationConfig
+from resolveflow.retrieval.params import SearchParams
+from resolveflow.service.investigation_config import InvestigationConfig
 
 PREFIX = "RESOLVEFLOW_"
 DAY_SECONDS = 86_400

@@ -19,34 +19,42 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
-from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow import schema_setup
 from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 from resolveflow.config import Settings
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.errors import ConfigError
-from resolveflow.execution.credentials import ApproverTokenLookup
-from resolveflow.execution.gate import Executor
 from resolveflow.execution.lease import GateSettings
-from resolveflow.execution.reconcile import Reconciler
 from resolveflow.retrieval.fusion import FusionParams
-from resolveflow.retrieval.search import Searcher, SearchParams
+from resolveflow.retrieval.params import SearchParams
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.store.migrate import upgrade
 
 if TYPE_CHECKING:
-    # Heavy imports (LangGraph, procrastinate, cryptography, the model clients) stay out of every
-    # CLI start-up; the functions below import them when they are first needed.
+    # Heavy imports (LangGraph, procrastinate, cryptography, numpy, the model clients, the
+    # executor and the search) stay out of every CLI start-up; the functions below import them
+    # when they are first needed.
+    from resolveflow.adapters.embedder.protocol import Embedder
     from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
     from resolveflow.adapters.llm.protocol import ChatModel
+    from resolveflow.execution.credentials import ApproverTokenLookup
+    from resolveflow.execution.gate import Executor
+    from resolveflow.execution.reconcile import Reconciler
     from resolveflow.retrieval.ingest import Indexer
+    from resolveflow.retrieval.search import Searcher
     from resolveflow.service.investigation import InvestigationConfig
     from resolveflow.service.sessions import UserGrant
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.workflows.runs import RunController
 
 logger = logging.getLogger(__name__)
+
+# The schema's start-up steps live in schema_setup; the CLI, tests and benchmarks take them from here.
+migrate = schema_setup.migrate
+after_upgrade = schema_setup.after_upgrade
+setup_libraries = schema_setup.setup_libraries
+setup_checkpoints = schema_setup.setup_checkpoints
 
 LEASE_TIMEOUT_RATIO = 5
 T = TypeVar("T")
@@ -221,6 +229,8 @@ class App:
         return self._once("embedder", lambda: build_embedder(self.settings))
 
     def searcher(self) -> Searcher:
+        from resolveflow.retrieval.search import Searcher
+
         return self._once(
             "searcher", lambda: Searcher(self.db, self.embedder(), search_params(self.settings))
         )
@@ -234,11 +244,15 @@ class App:
         return self._once("model", lambda: build_model(self.settings))
 
     def executor(self) -> Executor:
+        from resolveflow.execution.gate import Executor
+
         return Executor(
             self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
         )
 
     def reconciler(self) -> Reconciler:
+        from resolveflow.execution.reconcile import Reconciler
+
         return Reconciler(
             self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
         )
@@ -331,29 +345,6 @@ def build_token_cipher(settings: Settings) -> TokenCipher | None:
     return TokenCipher(key.get_secret_value())
 
 
-def after_upgrade(cipher: TokenCipher | None) -> Callable[[Connection], None]:
-    """What runs as the owner under the migration lock after the SQL files: the libraries'
-    schema, then (with a key) the sealing of GitHub tokens a migration set aside, which only
-    Python can encrypt."""
-
-    def after(conn: Connection) -> None:
-        setup_libraries(conn)
-        if cipher is not None:
-            from resolveflow.store.tenants import seal_waiting_tokens
-
-            seal_waiting_tokens(conn, cipher)
-
-    return after
-
-
-def migrate(url: str, cipher: TokenCipher | None = None) -> list[str]:
-    """SQL migrations, then the LangGraph checkpoint tables (created by the saver's own setup),
-    both as the owner; the runtime role is then granted use of the checkpoint tables."""
-    probe = Database(url)
-    with probe.owner_connection() as conn:
-        return [m.version for m in upgrade(conn, after=after_upgrade(cipher))]
-
-
 @contextmanager
 def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
     """Open the database (starting the embedded one if needed), bring its schema up to date."""
@@ -372,23 +363,3 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
             yield app
         finally:
             app.close()
-
-
-def setup_libraries(conn: Connection) -> None:
-    """Schema that libraries own (LangGraph's checkpoints, procrastinate's queue), as the owner,
-    under the migration lock."""
-    from resolveflow.store.queue import setup_queue
-
-    setup_checkpoints(conn)
-    setup_queue(conn)
-
-
-def setup_checkpoints(conn: Connection) -> None:
-    """The saver's setup is idempotent (it keeps its own migration table)."""
-    from resolveflow.store.queries import q
-    from resolveflow.workflows.checkpoints import checkpoint_saver
-
-    checkpoint_saver(conn).setup()
-    granted = conn.execute(q("runs", "checkpoint_tables_granted")).fetchone()
-    if not (granted and granted["granted"]):
-        conn.execute(q("runs", "grant_checkpoint_tables"))

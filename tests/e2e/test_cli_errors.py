@@ -1,5 +1,7 @@
 """The CLI's exit codes, as real processes on a real database: one ``error:`` line on stderr and the
-exit code of the error's category (docs/errors.md), never a traceback."""
+exit code of the error's category (docs/errors.md), never a traceback. Usage errors (a missing or
+bad option, an unknown command) are such a line too, and with ``--json`` every error is also one
+JSON document on stdout."""
 
 from __future__ import annotations
 
@@ -33,6 +35,18 @@ class Cli:
         assert (result.returncode, len(lines)) == (code, 1), result.stderr
         assert lines[0].startswith("error: ") and match in lines[0], lines[0]
         assert "Traceback" not in result.stderr and result.stdout == ""
+        assert "unexpected" not in lines[0] and "LOG_LEVEL" not in lines[0], lines[0]
+
+    def fails_json(self, *args: str, code: int, kind: str, match: str, **env: str) -> None:
+        """With ``--json``: exactly one JSON document on stdout naming the kind of error."""
+        result = self.run(*args, "--json", **env)
+        assert result.returncode == code, result.stderr
+        document = json.loads(result.stdout)
+        assert list(document) == ["error"] and set(document["error"]) == {"kind", "message"}
+        assert document["error"]["kind"] == kind
+        message = document["error"]["message"]
+        assert match in message and "\n" not in message, message
+        assert "Traceback" not in result.stderr
 
 
 @pytest.fixture
@@ -75,3 +89,84 @@ def test_each_category_has_its_exit_code(cli: Cli) -> None:
         match="RESOLVEFLOW_GITHUB_API_URL",
         RESOLVEFLOW_GITHUB_API_URL="ftp://x",
     )
+
+
+def _principal(cli: Cli) -> str:
+    added = cli.run("tenants", "add", "acme", "--json")
+    assert added.returncode == 0, added.stderr
+    made = cli.run("principals", "add", "--subject", "rita", "--role", "requester", "--json")
+    return str(json.loads(made.stdout)["token"])
+
+
+def test_with_json_each_category_is_one_json_document(cli: Cli) -> None:
+    token = _principal(cli)
+    missing = str(uuid.uuid4())
+    show = ("proposals", "show")
+    cli.fails_json(
+        *show, "nope", code=2, kind="invalid_input", match="not", RESOLVEFLOW_TOKEN=token
+    )
+    cli.fails_json(*show, missing, code=3, kind="not_found", match=missing, RESOLVEFLOW_TOKEN=token)
+    cli.fails_json("proposals", "list", code=4, kind="forbidden", match="token")
+    cli.fails_json("tenants", "add", "acme", code=5, kind="conflict", match="already exists")
+    unreachable = "postgresql://nobody@127.0.0.1:1/none"
+    cli.fails_json(
+        "tenants",
+        "list",
+        code=6,
+        kind="unavailable",
+        match="",
+        RESOLVEFLOW_DATABASE_URL=unreachable,
+    )
+    cli.fails_json(
+        "tenants",
+        "list",
+        code=7,
+        kind="configuration",
+        match="RESOLVEFLOW_GITHUB_API_URL",
+        RESOLVEFLOW_GITHUB_API_URL="ftp://x",
+    )
+
+
+# Usage errors happen before anything opens the database: the URL points nowhere on purpose.
+USAGE_ERRORS = [
+    (["proposals", "show"], "PROPOSAL_ID"),
+    (["proposals", "create", "--repo", "a/b", "--issue", "abc"], "--issue"),
+    (["principals", "add", "--role", "admin"], "--subject"),
+    (["tenants", "list", "--bogus"], "--bogus"),
+    (["aprove", "0123abcd"], "Did you mean 'approve'?"),
+    (["tenants", "lst"], "Did you mean 'list'?"),
+]
+
+
+USAGE_IDS = [" ".join(args) for args, _ in USAGE_ERRORS]
+
+
+@pytest.fixture
+def bare_cli(tmp_path: Path) -> Cli:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVEFLOW_")}
+    env.update(
+        RESOLVEFLOW_DATABASE_URL="postgresql://nobody@127.0.0.1:1/none",
+        RESOLVEFLOW_HOME=str(tmp_path / "home"),
+        COLUMNS="80",
+    )
+    return Cli(env)
+
+
+@pytest.mark.parametrize(("args", "named"), USAGE_ERRORS, ids=USAGE_IDS)
+def test_a_usage_error_is_one_line_that_names_the_option(
+    bare_cli: Cli, args: list[str], named: str
+) -> None:
+    bare_cli.fails(*args, code=2, match=named)
+
+
+@pytest.mark.parametrize(("args", "named"), USAGE_ERRORS, ids=USAGE_IDS)
+def test_with_json_a_usage_error_is_one_json_document(
+    bare_cli: Cli, args: list[str], named: str
+) -> None:
+    bare_cli.fails_json(*args, code=2, kind="usage", match=named)
+
+
+def test_json_before_the_command_counts_too(bare_cli: Cli) -> None:
+    result = bare_cli.run("--json", "proposals", "show")
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["error"]["kind"] == "usage"

@@ -19,6 +19,13 @@ def _new_issue(cli: Cli, token: str, body_file: Path, *extra: str) -> dict:
     )  # fmt: skip
 
 
+def _last_error(cli: Cli, *args: str) -> tuple[int, str]:
+    """The exit code and the error line (the client's warnings about the fault come before it)."""
+    result = cli.run(*args, ok=False)
+    assert "Traceback" not in result.stderr
+    return result.returncode, result.stderr.strip().splitlines()[-1]
+
+
 def _opened(fake: FakeGitHubServer) -> list[dict]:
     return [issue for issue in fake.issues(REPO) if issue["number"] != 1]
 
@@ -60,7 +67,10 @@ def test_a_dropped_response_is_unknown_until_reconciliation_finds_the_one_issue(
     created = _new_issue(cli, rita, body)
     approved = cli.json("approve", created["id"], "--digest", created["digest"], token=alex)
     fake_github.inject(DropAfterWrite(), method="POST", path=f"/repos/{REPO}/issues")
-    assert cli.json("execute", "--once") == {"processed": 1}
+    # An outcome that is not known is work not done: named on stderr, exit 6 (docs/cli.md).
+    code, line = _last_error(cli, "execute", "--once")
+    assert code == 6 and "1 of 1 executed execution(s) did not complete" in line, line
+    assert f"{approved['execution_id']} unknown" in line
     unknown = cli.json("executions", "show", approved["execution_id"], token=alex)
     assert unknown["state"] == "unknown"
 
@@ -91,8 +101,10 @@ def test_edit_reject_and_a_person_resolving_work_for_new_issues(
     third = _new_issue(cli, rita, body, "--label", "question")
     approved = cli.json("approve", third["id"], "--digest", third["digest"], token=alex)
     fake_github.inject(Status(502), method="POST", path=f"/repos/{REPO}/issues")
-    cli.json("execute", "--once")
-    assert cli.json("reconcile")[0]["state"] == "unknown"
+    assert cli.run("execute", "--once", ok=False).returncode == 6
+    code, still = _last_error(cli, "reconcile")
+    assert code == 6 and "1 of 1 reconciled execution(s) did not complete" in still, still
+    assert f"{approved['execution_id']} unknown" in still
     resolved = cli.json("executions", "resolve", approved["execution_id"], "--not-sent", token=alex)
     assert resolved["state"] == "not_sent"
     assert _opened(fake_github) == []

@@ -471,3 +471,58 @@ def test_a_trickled_write_is_applied_only_when_asked(
         assert response.json()["message"] == "Bad Gateway"
     assert numbers(fake_github) == ([ISSUE_NUMBER, 2] if apply else [ISSUE_NUMBER])
     assert fake_github.write_log == [WriteRecord("POST", ISSUES_PATH, SERVICE_LOGIN, apply)]
+
+
+# --- the forge as HTML (issue 12, item 1) ---------------------------------------------------
+
+
+def _html(url: str) -> httpx.Response:
+    """A browser's request: no token."""
+    response = httpx.get(url, headers={"Accept": "text/html"}, timeout=5)
+    assert response.headers["content-type"].startswith("text/html"), response.text[:200]
+    assert "Sandbox forge, not GitHub" in response.text
+    return response
+
+
+def test_every_html_url_the_json_hands_out_is_a_public_html_page(
+    fake_github_ci: FakeGitHubServer,
+) -> None:
+    fake = fake_github_ci
+    hostile = "<script>alert(1)</script>"
+    fake.add_issue(REPO.full_name, 7, f"Title {hostile}", f"Body {hostile}", labels=["bug"])
+    fake.add_comment_directly(REPO.full_name, 7, "first", user="rita")
+    posted = httpx.post(
+        f"{fake.url}{ISSUES_PATH}/7/comments", json={"body": f"second {hostile}"}, headers=auth()
+    )
+    assert posted.status_code == 201
+    requests = fake.requests_received
+    issue = httpx.get(f"{fake.url}{ISSUES_PATH}/7", headers=auth()).json()
+    page = _html(issue["html_url"])
+    assert page.status_code == 200
+    text = page.text
+    assert hostile not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert text.index("first") < text.index("second")  # in order, with their authors
+    assert ">rita<" in text and f">{SERVICE_LOGIN}<" in text and ">bug<" in text
+    assert f"id='issuecomment-{posted.json()['id']}'" in text  # the comment's html_url anchor
+    assert ">open<" in text
+    pull = httpx.get(f"{fake.url}{ISSUES_PATH}/2", headers=auth()).json()
+    assert _html(pull["html_url"]).status_code == 200
+    checks = httpx.get(
+        f"{fake.url}/repos/{REPO.full_name}/commits/{pull_sha(fake)}/check-runs", headers=auth()
+    ).json()["check_runs"]
+    for check in checks:
+        shown = _html(check["html_url"])
+        assert shown.status_code == 200 and check["name"] in shown.text
+    repo = _html(f"{fake.url}/{REPO.full_name}")
+    assert repo.status_code == 200 and "Title &lt;script&gt;" in repo.text
+    assert _html(f"{fake.url}/{REPO.full_name}/issues/999").status_code == 404
+    assert fake.requests_received == requests + 4  # the four API calls above; pages are not
+    # The API still answers JSON, and still wants a token.
+    anonymous = httpx.get(f"{fake.url}{ISSUES_PATH}/7")
+    assert anonymous.status_code == 401 and anonymous.json()["message"]
+
+
+def pull_sha(fake: FakeGitHubServer) -> str:
+    pull = httpx.get(f"{fake.url}/repos/{REPO.full_name}/pulls/2", headers=auth()).json()
+    sha: str = pull["head"]["sha"]
+    return sha

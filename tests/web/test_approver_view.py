@@ -187,7 +187,8 @@ def test_a_finished_run_shows_the_posted_version_and_offers_no_edit_or_approval(
     )
     assert approved.status_code == 303
     web.work()
-    assert 'id="execution-state" class="state sent">sent<' in _page(web, f"/runs/{run['run_id']}")
+    shown = _page(web, f"/runs/{run['run_id']}")
+    assert 'id="execution-state" class="state sent" data-state="sent">posted<' in shown
     writes = web.fake.writes_received
 
     refused = web.client.post(

@@ -136,14 +136,14 @@ def test_sign_in_see_the_webhook_run_approve_and_the_comment_arrives(
     assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
     site.deliver(2)
     _open_run(site, page, f"{REPO}#2")
-    assert page.inner_text("#classification") == "deterministic"
+    assert page.get_attribute("#classification", "data-classification") == "deterministic"
     rendered = page.inner_text("#rendered-comment")
     assert "failing CI check" in rendered
     assert page.locator("#gates .gate.fail").count() == 0
     site.shot(page, "run-before-approval")
     page.click("#approve")
     page.wait_for_selector("#notice")
-    expect(page.locator("#execution-state")).to_have_text("sent", timeout=TIMEOUT_MS)
+    expect(page.locator("#execution-state")).to_have_text("posted", timeout=TIMEOUT_MS)
     site.shot(page, "run-after-approval")
     comments = site.fake.comments(REPO, 2)
     assert len(comments) == 1
@@ -163,7 +163,9 @@ def test_an_unknown_execution_is_shown_and_a_person_settles_it(browser: Any, sit
     # The request leaves and the connection drops: nobody knows whether it was posted.
     site.fake.inject(Delay(0.2, apply_write=False), method="POST", path="/comments")
     page.click("#approve")
-    expect(page.locator("#execution-state")).to_have_text("unknown", timeout=TIMEOUT_MS)
+    expect(page.locator("#execution-state")).to_have_attribute(
+        "data-state", "unknown", timeout=TIMEOUT_MS
+    )
     site.shot(page, "run-unknown")
     page.goto(f"{site.url}/executions?state=unknown")
     site.shot(page, "executions-unknown")
@@ -173,7 +175,7 @@ def test_an_unknown_execution_is_shown_and_a_person_settles_it(browser: Any, sit
     writes = site.fake.writes_received
     page.click("#not-sent")
     page.wait_for_selector("#notice")
-    assert page.inner_text("#execution-state") == "not_sent"
+    assert page.get_attribute("#execution-state", "data-state") == "not_sent"
     site.shot(page, "resolved")
     assert site.fake.comments(REPO, 3) == [] and site.fake.writes_received == writes
     context.close()

@@ -123,11 +123,10 @@ def test_the_inbox_lists_both_kinds_and_a_new_issue_is_approved_and_created_once
     site.deliver(2)
     rows = [f'tr[data-proposal="{issue.id}"]', f'tr[data-proposal="{comment.id}"]']
     _inbox_lists(site, page, "tr.run-row", *rows)
-    assert "github.issue_create" in page.inner_text(rows[0])
+    assert page.locator(f"{rows[0]} [data-kind='github.issue_create']").count() == 1
     assert TITLE in page.inner_text(rows[0])
-    assert "github.issue" in page.inner_text(rows[1]) and "github.issue" in page.inner_text(
-        "tr.run-row"
-    )
+    assert page.locator(f"{rows[1]} [data-kind='github.issue']").count() == 1
+    assert page.locator("tr.run-row [data-kind='github.issue']").count() == 1
     site.shot(page, "inbox-both-kinds")
 
     page.click(f"{rows[0]} a")
@@ -141,8 +140,8 @@ def test_the_inbox_lists_both_kinds_and_a_new_issue_is_approved_and_created_once
 
     page.click("#approve")
     page.wait_for_selector("#notice")
-    expect(page.locator("#execution-state")).to_have_text("sent", timeout=TIMEOUT_MS)
-    link = page.locator("#result-url")
+    expect(page.locator("#execution-state")).to_have_text("posted", timeout=TIMEOUT_MS)
+    link = page.locator("#outcome-link")
     created = [i for i in site.fake.issues(REPO) if i["title"] == TITLE]
     assert len(created) == 1 and link.get_attribute("href") == created[0]["html_url"]
     assert created[0]["body"].startswith(BODY + "\n\n<!-- resolveflow:action=")
@@ -152,8 +151,8 @@ def test_the_inbox_lists_both_kinds_and_a_new_issue_is_approved_and_created_once
     page.click("#execution-link")
     page.wait_for_url(re.compile(r"/executions/[0-9a-f-]{36}$"))
     page.wait_for_selector("h1:has-text('Execution')")
-    assert page.inner_text("#kind") == "github.issue_create"
-    assert page.locator("#result-url").get_attribute("href") == created[0]["html_url"]
+    assert page.get_attribute("#kind", "data-kind") == "github.issue_create"
+    assert page.locator("#outcome-link").get_attribute("href") == created[0]["html_url"]
     site.shot(page, "execution-new-issue")
     page.goto(f"{site.url}/executions")
     assert page.locator(f'a[href="{created[0]["html_url"]}"]').count() == 1

@@ -90,7 +90,7 @@ def test_a_request_that_does_not_fit_the_schema_gets_the_same_envelope(web: Web)
     assert response.json()["detail"][0]["loc"] == ["body", "issue"]  # FastAPI's detail, kept
 
     page = web.client.get("/runs/not-a-uuid", headers={**HTML, **requester})
-    assert _page_error(page, 422).startswith("path.run_id:")
+    assert _page_error(page, 422) == "the run id 'not-a-uuid' in the address is not valid"
 
 
 def test_pages_show_the_error_page(web: Web) -> None:
@@ -98,7 +98,7 @@ def test_pages_show_the_error_page(web: Web) -> None:
     missing = web.client.get(f"/runs/{uuid.uuid4()}", headers={**HTML, **requester})
     _page_error(missing, 404)
     unknown = web.client.get("/no/such/page", headers=HTML)
-    assert _page_error(unknown, 404) == "Not Found"
+    assert _page_error(unknown, 404) == "There is nothing at /no/such/page."
     assert missing.headers["Content-Security-Policy"].startswith("default-src 'self'")
     signed_out = web.client.get("/inbox", headers=HTML, follow_redirects=False)
     assert (signed_out.status_code, signed_out.headers["location"]) == (303, "/login")
@@ -157,3 +157,38 @@ def test_an_unexpected_error_is_a_generic_500_that_is_logged(
     logged = [r for r in caplog.records if getattr(r, "incident", None) == incident.group(1)]
     assert len(logged) == 1 and logged[0].exc_info is not None
     assert logged[0].exc_info[1] is exc
+
+
+@pytest.mark.parametrize("accept", ["*/*", "application/json", None], ids=["any", "json", "none"])
+def test_a_browser_route_never_answers_json_whatever_it_accepts(
+    web: Web, accept: str | None
+) -> None:
+    """Issue 12, item 2: every 4xx/5xx outside /api/ and /webhooks/ is the HTML error page."""
+    requester = web.api(web.world.requester_token)
+    headers = {"Accept": accept} if accept else {}
+    assert "nothing at /nope" in _page_error(web.client.get("/nope", headers=headers), 404)
+    bad = web.client.get("/runs/not-a-uuid", headers={**headers, **requester})
+    assert "not-a-uuid" in _page_error(bad, 422)
+    gone = web.client.get(f"/proposals/{uuid.uuid4()}", headers={**headers, **requester})
+    _page_error(gone, 404)
+    wrong = web.client.delete("/inbox", headers={**headers, **requester})
+    _page_error(wrong, 405)
+    for response in (bad, gone):
+        assert "<h1>" in response.text and "Back to the inbox" in response.text
+    _json_error(web.client.get("/api/v1/nope", headers=headers), 404, "NotFound")
+
+
+def test_the_api_docs_and_favicon_come_from_this_server(web: Web) -> None:
+    """/api/docs is a page of its own (no CDN: it works under the app's CSP and offline)."""
+    docs = web.client.get("/api/docs")
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in docs.headers["Content-Security-Policy"]
+    assert "/api/v1/runs/{run_or_proposal}/approve" in docs.text and "digest" in docs.text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    assert assets and all(a.startswith(("/", "#")) for a in assets), assets
+    for asset in {a for a in assets if a.startswith("/static/")}:
+        assert web.client.get(asset).status_code == 200, asset
+    assert web.client.get("/api/openapi.json").json()["info"]["title"] == "ResolveFlow"
+    icon = web.client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert '<link rel="icon" href="/static/favicon.svg"' in docs.text

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi.templating import Jinja2Templates
 
 import resolveflow.web as web_package
+from resolveflow.web import filters
 from resolveflow.web.markdown import render, reveal
 
 TEMPLATES = Path(web_package.__file__).parent / "templates"
@@ -50,6 +51,7 @@ def test_run_page_renders_the_investigation_inert_and_linked() -> None:
     templates.env.filters["markdown"] = render
     templates.env.filters["reveal"] = reveal
     templates.env.globals["sandbox"] = False
+    filters.install(templates.env)
     investigation = {
         "provider": "scripted",
         "model": "m",

@@ -131,14 +131,14 @@ def test_approving_through_the_form_creates_the_issue_and_links_it(site: Web) ->
     created = [i for i in site.fake.issues(REPO) if i["title"] == "Document the widget limits"]
     assert len(created) == 1
     status = page(site, f"/proposals/{proposal.id}/status").text
-    assert 'id="execution-state" class="state sent">sent<' in status
-    assert f'href="{created[0]["html_url"]}" id="result-url"' in status
-    assert f"issue #{created[0]['number']}" in status and "hx-get" not in status  # settled
+    assert 'id="execution-state" class="state sent" data-state="sent">posted<' in status
+    assert f'href="{created[0]["html_url"]}" id="outcome-link"' in status
+    assert 'id="outcome-text">Created as @' in status and "hx-get" not in status  # settled
     listing = page(site, "/executions").text
-    assert "github.issue_create" in listing and created[0]["html_url"] in listing
+    assert 'data-kind="github.issue_create"' in listing and created[0]["html_url"] in listing
     shown = page(site, f"/executions/{execution['id']}").text
     assert 'id="kind"' in shown and f"{REPO} (new issue)" in shown
-    assert f'href="{created[0]["html_url"]}" id="result-url"' in shown
+    assert f'href="{created[0]["html_url"]}" id="outcome-link"' in shown
     assert f'href="/proposals/{proposal.id}" id="proposal-link"' in shown
 
 
@@ -164,10 +164,11 @@ def test_the_inbox_lists_runs_and_standalone_proposals_of_both_kinds(site: Web) 
     assert f'data-proposal="{edited.id}"' in html  # the latest version only
     assert f'data-proposal="{comment.id}"' not in html
     assert str(rejected.id) not in html  # decided: nothing to do
-    assert html.count("github.issue_create") >= 1 and html.count(">github.issue<") == 2
+    assert html.count('data-kind="github.issue_create"') >= 1
+    assert html.count('data-kind="github.issue"') == 2
 
     def rows(query: str) -> str:
-        return page(site, f"/inbox?{query}", **alex, **{"HX-Target": "inbox-rows"}).text
+        return page(site, f"/inbox?{query}", **alex, **{"HX-Target": "inbox-body"}).text
 
     both = rows(f"repository={REPO.upper()}")
     assert "<html" not in both and str(issue.id) in both and run["run_id"] in both
@@ -278,7 +279,10 @@ def test_the_run_page_still_works_and_its_proposal_page_links_back(site: Web) ->
     assert found and 'id="approve-form"' in html and f'id="digest">{run["digest"]}<' in html
     proposal = page(site, f"/proposals/{found.group(1)}", **alex).text
     assert f'href="/runs/{run["run_id"]}" id="run-link"' in proposal
-    assert ">github.issue<" in proposal and '<span class="label">needs-triage</span>' in proposal
+    assert (
+        'data-kind="github.issue"' in proposal
+        and '<span class="label">needs-triage</span>' in proposal
+    )
     approved = site.client.post(
         f"/proposals/{found.group(1)}/approve",
         data={"digest": run["digest"]},
@@ -288,5 +292,5 @@ def test_the_run_page_still_works_and_its_proposal_page_links_back(site: Web) ->
     assert approved.status_code == 303  # deciding here goes through the run, as on its page
     site.work()
     after = page(site, f"/runs/{run['run_id']}", **alex).text
-    assert 'id="run-state">completed<' in after
+    assert 'id="run-state" data-status="completed">done<' in after
     assert site.fake.issue_labels(REPO, 1) == ["needs-triage"]

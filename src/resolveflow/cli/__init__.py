@@ -1,59 +1,144 @@
-"""The ``resolveflow`` command line."""
+"""The ``resolveflow`` command line.
+
+``COMMANDS`` names every top-level command, its help line and where it lives; a command's module
+is imported only when that command runs (``cli/lazy.py``), so ``--help`` and the quick commands
+start without the triage graph, the search stack or the web app.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 
-import click
 import typer
 from rich.text import Text
+from typer._click import exceptions as click_errors
 
-from resolveflow.cli import (
-    admin,
-    demo,
-    executions,
-    investigation_cmds,
-    proposals,
-    retrieval_cmds,
-    triage,
-    web_cmds,
-    webhooks_cmds,
-)
+from resolveflow.cli.lazy import Entry, LazyGroup
 from resolveflow.cli.output import err_console
 from resolveflow.errors import ErrorCategory, ResolveFlowError, one_line
 from resolveflow.logging_setup import configure_logging
 
 logger = logging.getLogger(__name__)
 
+
+def _eval_app() -> typer.Typer:
+    """The ``eval`` group: retrieval's evaluations and the investigation's, in one group."""
+    from resolveflow.cli import investigation_cmds, retrieval_cmds
+
+    if not any(c.name == "safety" for c in retrieval_cmds.eval_app.registered_commands):
+        investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
+    return retrieval_cmds.eval_app
+
+
+_CLI = "resolveflow.cli."
+# The help lines are those of the commands themselves (tests/unit/test_cli_registry.py checks).
+COMMANDS: tuple[Entry, ...] = (
+    Entry(
+        "triage",
+        "Start a triage run: gather evidence, classify by rules, propose, wait for approval.",
+        _CLI + "triage:triage",
+    ),
+    Entry(
+        "approve",
+        "Approve exactly this digest (of a run's proposal, or of a proposal); a run then "
+        "continues and the executor performs the action once.",
+        _CLI + "proposals:approve",
+    ),
+    Entry(
+        "reject",
+        "Reject a run's proposal (or a proposal) with a reason; nothing is written.",
+        _CLI + "proposals:reject",
+    ),
+    Entry(
+        "execute",
+        "Run due executions (the only command that writes to GitHub).",
+        _CLI + "executions:execute",
+    ),
+    Entry(
+        "reconcile",
+        "Settle unknown and abandoned executions by reading GitHub; never resends.",
+        _CLI + "executions:reconcile",
+    ),
+    Entry(
+        "demo",
+        "The inbox on a sandbox forge: webhook -> triage -> approve in the browser -> posted once.",
+        _CLI + "demo:demo",
+    ),
+    Entry(
+        "sandbox",
+        "The sandbox forge: a fake GitHub on 127.0.0.1 with the sample repository "
+        "sandbox/widgets (never GitHub).",
+        _CLI + "sandbox_cmd:sandbox_app",
+    ),
+    Entry(
+        "search",
+        "Hybrid search (meaning and words) over the tenant's index.",
+        _CLI + "retrieval_cmds:search",
+    ),
+    Entry(
+        "backtest",
+        "Replay triage on past issues in shadow mode (nothing is proposed or sent).",
+        _CLI + "investigation_cmds:backtest",
+    ),
+    Entry(
+        "serve",
+        "Serve the JSON API, the approval inbox and the GitHub webhook endpoint.",
+        _CLI + "web_cmds:serve",
+    ),
+    Entry(
+        "worker",
+        "Run background jobs: webhook runs, executions, reconciliation and index updates.",
+        _CLI + "web_cmds:worker",
+    ),
+    Entry("db", "Database schema.", _CLI + "admin:db_app"),
+    Entry("tenants", "Tenants.", _CLI + "admin:tenants_app"),
+    Entry(
+        "principals",
+        "People and services that act through ResolveFlow.",
+        _CLI + "admin:principals_app",
+    ),
+    Entry("repos", "The repositories a tenant may act on.", _CLI + "admin:repos_app"),
+    Entry("tokens", "Principals' own GitHub tokens, encrypted at rest.", _CLI + "admin:tokens_app"),
+    Entry("proposals", "Proposed actions awaiting a decision.", _CLI + "proposals:proposals_app"),
+    Entry(
+        "executions",
+        "Approved actions and what became of them.",
+        _CLI + "executions:executions_app",
+    ),
+    Entry("runs", "Triage runs.", _CLI + "triage:runs_app"),
+    Entry("policy", "The triage policy file.", _CLI + "triage:policy_app"),
+    Entry(
+        "index",
+        "Put issues, pull requests and docs into the search index.",
+        _CLI + "retrieval_cmds:index_app",
+    ),
+    Entry("eval", "Measure retrieval and label suggestion on a corpus.", _eval_app),
+    Entry("webhooks", "GitHub webhooks.", _CLI + "webhooks_cmds:webhooks_app"),
+)
+
+
+class _Commands(LazyGroup):
+    entries = COMMANDS
+
+
 app = typer.Typer(
     name="resolveflow",
     help="Issue triage where the model proposes, the application authorizes and code executes.",
+    cls=_Commands,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(admin.db_app, name="db")
-app.add_typer(admin.tenants_app, name="tenants")
-app.add_typer(admin.principals_app, name="principals")
-app.add_typer(admin.repos_app, name="repos")
-app.add_typer(admin.tokens_app, name="tokens")
-app.add_typer(proposals.proposals_app, name="proposals")
-app.add_typer(executions.executions_app, name="executions")
-app.add_typer(triage.runs_app, name="runs")
-app.add_typer(triage.policy_app, name="policy")
-app.command("triage")(triage.triage)
-app.command("approve")(proposals.approve)
-app.command("reject")(proposals.reject)
-app.command("execute")(executions.execute)
-app.command("reconcile")(executions.reconcile)
-app.command("demo")(demo.demo)
-retrieval_cmds.register(app)
-investigation_cmds.register(app)
-investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
-web_cmds.register(app)
-webhooks_cmds.register(app)
+
+
+@app.callback()
+def _root() -> None:
+    # Typer builds a group only from an app with a callback or registered commands; the
+    # commands here come from COMMANDS, through the group class.
+    pass
 
 
 # One exit code per error category (docs/errors.md). 2 is also what Click uses for a usage
@@ -67,7 +152,11 @@ EXIT_CODES: dict[ErrorCategory, int] = {
     ErrorCategory.CONFIGURATION: 7,
 }
 UNEXPECTED = 1
+USAGE = 2
 INTERRUPTED = 130
+# The "kind" of an error in the JSON document printed with --json: a category's value, or one of
+# these for the failures that have no category.
+USAGE_KIND, UNEXPECTED_KIND, INTERRUPTED_KIND = "usage", "unexpected", "interrupted"
 _DETAILS_HINT = "(run with RESOLVEFLOW_LOG_LEVEL=DEBUG for details)"
 
 
@@ -75,34 +164,62 @@ def exit_code_for(exc: ResolveFlowError) -> int:
     return UNEXPECTED if exc.category is None else EXIT_CODES[exc.category]
 
 
-def _fail(message: str, code: int) -> int:
-    err_console.print(Text.assemble(("error:", "red"), " ", one_line(message)))
-    return code
+class _Failure:
+    """How one failure is reported: the ``error:`` line on stderr, and with ``--json`` also
+    exactly one JSON document on stdout (the command printed nothing before it failed)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def __call__(self, message: str, code: int, kind: str) -> int:
+        line = one_line(message)
+        err_console.print(Text.assemble(("error:", "red"), " ", line))
+        if self.as_json:
+            print(json.dumps({"error": {"kind": kind, "message": line}}, ensure_ascii=False))
+        return code
+
+
+def _usage(exc: click_errors.UsageError) -> str:
+    """Click's message (it names the option or argument), and where the usage is explained."""
+    message = exc.format_message()
+    if exc.ctx is not None:
+        message += f" (see: {exc.ctx.command_path} --help)"
+    return message
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure ends as one ``error:`` line on stderr and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    fail = _Failure(as_json="--json" in args)
     configure_logging(os.environ.get("RESOLVEFLOW_LOG_LEVEL", "WARNING"))
     try:
-        app(args=argv, standalone_mode=False)
-    except click.exceptions.Abort:
-        return _fail("aborted", INTERRUPTED)
-    except click.ClickException as exc:  # usage errors: Click's own usage text and exit code
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
+        # Outside standalone mode Click raises its usage errors (Typer's own copy of Click's
+        # classes, typer._click) and returns the exit code of a typer.Exit instead of exiting.
+        result = app(args=args, standalone_mode=False, prog_name="resolveflow")
+    except click_errors.NoArgsIsHelpError as exc:  # the group's help page is the answer
+        if exc.message.strip():
+            err_console.print(exc.message, end="")
+        return USAGE
+    except click_errors.UsageError as exc:
+        return fail(_usage(exc), USAGE, USAGE_KIND)
+    except click_errors.ClickException as exc:  # a file Click could not open
+        return fail(exc.format_message(), USAGE, ErrorCategory.INVALID_INPUT.value)
+    except typer.Abort:
+        return fail("aborted", INTERRUPTED, INTERRUPTED_KIND)
     except ResolveFlowError as exc:
         logger.debug("command failed", exc_info=True)
         if exc.category is None:
-            return _fail(f"{exc.message} {_DETAILS_HINT}", UNEXPECTED)
-        return _fail(exc.message, exit_code_for(exc))
+            return fail(f"{exc.message} {_DETAILS_HINT}", UNEXPECTED, UNEXPECTED_KIND)
+        return fail(exc.message, exit_code_for(exc), exc.category.value)
     except KeyboardInterrupt:
-        return _fail("interrupted", INTERRUPTED)
+        return fail("interrupted", INTERRUPTED, INTERRUPTED_KIND)
     except Exception as exc:  # the last line of defence: one line, never a traceback
         logger.debug("unexpected error", exc_info=True)
-        return _fail(f"unexpected {type(exc).__name__}: {exc} {_DETAILS_HINT}", UNEXPECTED)
-    return 0
+        message = f"unexpected {type(exc).__name__}: {exc} {_DETAILS_HINT}"
+        return fail(message, UNEXPECTED, UNEXPECTED_KIND)
+    if result == INTERRUPTED:  # Typer turns Ctrl-C into typer.Exit(130)
+        return fail("interrupted", INTERRUPTED, INTERRUPTED_KIND)
+    return result if isinstance(result, int) else 0
 
 
 def entrypoint() -> None:

@@ -105,9 +105,14 @@ def principals_add(
         help="Read this principal's own GitHub token from stdin; the executor posts with it. "
         "Stored encrypted: needs RESOLVEFLOW_TOKEN_ENCRYPTION_KEY.",
     ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Print only the API token, e.g. for RITA=$(resolveflow ...)."
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
     """Add a principal and print its API token (shown once, stored hashed)."""
+    if quiet and as_json:
+        raise InvalidInput("give --quiet or --json, not both")
     try:
         roles = [Role(value) for value in role]
     except ValueError:
@@ -138,6 +143,9 @@ def principals_add(
         "roles": roles_held,
         "token": issued.token,
     }
+    if quiet:
+        typer.echo(issued.token)  # one line, nothing else: stdout is the token
+        return
     emit(
         data,
         as_json,

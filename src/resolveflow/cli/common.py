@@ -12,7 +12,7 @@ import typer
 from resolveflow.config import Settings, load_settings
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput, NotFound
-from resolveflow.service import admin
+from resolveflow.service import admin, ids
 from resolveflow.service.auth import authenticate
 from resolveflow.wiring import App, open_app
 
@@ -56,11 +56,15 @@ def tenant_name(opened: App, name: str | None) -> str:
     raise InvalidInput("several tenants exist: pass --tenant NAME")
 
 
-def parse_id(value: str, what: str = "id") -> UUID:
-    try:
-        return UUID(value.strip())
-    except ValueError:
-        raise InvalidInput(f"{what} {value!r} is not a valid id (expected a UUID)") from None
+def check_id(value: str, *kinds: ids.IdKind) -> ids.IdPrefix:
+    """The form of a typed id, checked before anything is opened."""
+    return ids.parse_prefix(value, " or ".join(kinds))
+
+
+def find_id(opened: App, actor: Principal, value: str | ids.IdPrefix, *kinds: ids.IdKind) -> UUID:
+    """The id of ``kinds`` that ``value`` (a full id or a unique prefix of 8+ characters) names
+    in the actor's tenant."""
+    return ids.resolve(opened.db, actor, value, kinds)
 
 
 def read_text_file(path: Path) -> str:

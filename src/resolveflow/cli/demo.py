@@ -8,7 +8,10 @@ import typer
 
 def demo(
     once: bool = typer.Option(
-        False, "--once", help="Approve through the API, wait for the post, print, exit."
+        False,
+        "--once",
+        help="Approve the failing-CI run through the API, wait for the post, say what was "
+        "approved, by whom and where it was posted, exit.",
     ),
     port: int = typer.Option(0, "--port", help="Port for the inbox (0: any free port)."),
     keep: bool = typer.Option(False, "--keep", help="Keep the demo's database folder."),

@@ -1,28 +1,29 @@
 """``resolveflow demo``: the whole product on this machine, with no keys and no services.
 
 It starts an embedded Postgres in a temporary folder and a **sandbox forge**: ResolveFlow's fake
-GitHub on 127.0.0.1 (clearly labelled, never GitHub), seeded with a few sample issues written for
-the demo. It indexes them, receives a signed webhook for a new issue whose CI failed, lets the
-worker triage it, and serves the inbox. Sign in on the sandbox as ``maintainer``, approve, and the
-worker posts the comment to the sandbox; the run page follows it until it is sent.
+GitHub on 127.0.0.1 (clearly labelled, never GitHub), seeded with the sample repository of
+``resolveflow.sandbox.samples``. It indexes the repository, receives a signed webhook for each
+open issue, and the worker triages each into a run of its own, one per branch: a failing CI run
+(deterministic), a duplicate of a closed issue (investigation by retrieval alone, no model) and a
+vague report (human review). It serves the inbox; a few seconds after its URL is printed a new
+issue arrives by webhook and becomes a run too. Sign in on the sandbox as ``maintainer``,
+approve, and the worker posts the comment to the sandbox; the run page follows it until it is
+sent.
 
-``--once`` does the approval itself through the JSON API, waits for the post, prints a summary and
-exits (CI and the tests use it). Without it, the demo serves until Ctrl-C or SIGTERM. However it
-ends, the embedded Postgres is stopped before its temporary folder is removed.
+``--once`` opens the new issue at once, approves the failing-CI run itself through the JSON API,
+waits for the post, prints what was approved, by whom and where it was posted, and exits (CI and
+the tests use it). Without it, the demo serves until Ctrl-C or SIGTERM. However it ends, the
+embedded Postgres is stopped before its temporary folder is removed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import json
 import secrets
 import shutil
 import signal
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ import httpx
 from rich.text import Text
 
 from resolveflow.adapters.github.protocol import RepoName
-from resolveflow.cli.output import console, emit, err_console, exact, fields
+from resolveflow.cli import demo_steps as steps
+from resolveflow.cli.output import console, emit, err_console
 from resolveflow.config import (
     DatabaseSettings,
     ExecutorSettings,
@@ -42,6 +44,7 @@ from resolveflow.config import (
 from resolveflow.domain.records import Role
 from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.github_crawl import GitHubCrawler
+from resolveflow.sandbox import samples
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
 from resolveflow.store.embedded import stop_embedded_database
@@ -50,77 +53,17 @@ from resolveflow.web.server import ServerThread
 from resolveflow.wiring import App, open_app
 from resolveflow.worker import WorkerThread, prepare_queue
 
-REPO = "sandbox/widgets"
-LABELS = ["bug", "ci-failure", "needs-triage", "question", "documentation"]
-SERVICE_TOKEN = "sandbox-service-token"  # noqa: S105 - the sandbox forge's own, not a secret
-NEW_ISSUE = 6
-WAIT_SECONDS = 90.0
-
-# Sample issues written for the demo (closed ones carry how they were resolved).
-SAMPLES: list[dict[str, Any]] = [
-    {
-        "title": "Widget parser crashes on empty YAML files",
-        "body": "Loading an empty `widgets.yaml` raises `TypeError: 'NoneType' object is not "
-        "iterable` in `parse_widgets`.\n\nFixed by treating an empty document as no widgets.",
-        "labels": ["bug"],
-        "state": "closed",
-    },
-    {
-        "title": "CI fails on Python 3.12: distutils import",
-        "body": "The `tests (3.12)` job fails with `ModuleNotFoundError: No module named "
-        "'distutils'`.\n\nResolved by moving the version check to `packaging`.",
-        "labels": ["ci-failure"],
-        "state": "closed",
-    },
-    {
-        "title": "Docs: the install page still mentions the old CLI name",
-        "body": "`widgetctl` was renamed to `widgets` in 2.0, but the install page uses the old "
-        "name.",
-        "labels": ["documentation"],
-        "state": "open",
-    },
-    {
-        "title": "How do I load widgets from a URL?",
-        "body": "Is there a way to point the loader at an HTTP URL instead of a local file?",
-        "labels": ["question"],
-        "state": "closed",
-    },
-    {
-        "title": "Flaky test: test_render_timeout on macOS runners",
-        "body": "`test_render_timeout` fails about one run in ten on macOS with a 2 s timeout.\n\n"
-        "Resolved by raising the timeout on CI runners only.",
-        "labels": ["ci-failure", "bug"],
-        "state": "closed",
-    },
-]
+REPO = samples.REPO
+LATE_SECONDS = 5.0  # after the inbox URL is printed, the new issue arrives (serve mode)
+AT_START = "webhook, at start"
+LATER = "webhook, after the inbox was up"
 
 
-def _say(as_json: bool, title: str, detail: str = "") -> None:
+def _say(title: str, detail: str = "") -> None:
     """Progress goes to stderr in both modes (stdout stays one JSON document with --json)."""
     err_console.print(Text("▸ " + title, style="bold cyan"))
     if detail:
         err_console.print("  " + detail, soft_wrap=True)
-
-
-def seed_forge(fake: FakeGitHubWithOAuth) -> int:
-    """The sample issues, and a failed CI run that the new issue will link to; returns its run."""
-    fake.add_repo(REPO, LABELS)
-    for number, sample in enumerate(SAMPLES, start=1):
-        fake.add_issue(
-            REPO,
-            number,
-            sample["title"],
-            sample["body"],
-            labels=sample["labels"],
-            state=sample["state"],
-            user="octocat",
-        )
-    sha = hashlib.sha1(b"sandbox main", usedforsecurity=False).hexdigest()
-    fake.add_check_run(REPO, sha, "tests (3.12)", conclusion="failure", title="2 tests failed")
-    run: int = fake.add_workflow_run(REPO, "CI", head_sha=sha, conclusion="failure")
-    fake.register_token(SERVICE_TOKEN, "resolveflow-sandbox-bot")
-    fake.add_oauth_user("maintainer")
-    return run
 
 
 def _settings(home: Path, fake: FakeGitHubWithOAuth, secret: str) -> Settings:
@@ -129,62 +72,17 @@ def _settings(home: Path, fake: FakeGitHubWithOAuth, secret: str) -> Settings:
         github=GitHubSettings(
             api_url=fake.url,
             web_url=fake.url,
-            token=SERVICE_TOKEN,
+            token=samples.SERVICE_TOKEN,
             oauth_client_id=fake.client_id,
             oauth_client_secret=fake.client_secret,
         ),
         web=WebSettings(
             token_encryption_key=TokenCipher.generate_key(),
-            users={"maintainer": "demo:approver"},
+            users={samples.SANDBOX_USER: "demo:approver"},
         ),
         webhooks=WebhookSettings(secret=secret),
         executor=ExecutorSettings(reconcile_interval_seconds=30),
     )
-
-
-def _deliver_issue(url: str, secret: str, number: int) -> None:
-    """What GitHub sends when an issue is opened, signed with the webhook secret."""
-    body = json.dumps(
-        {
-            "action": "opened",
-            # updated_at tells this event from a replay of it (docs/web.md, webhooks)
-            "issue": {
-                "number": number,
-                "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            },
-            "repository": {"full_name": REPO},
-            "sender": {"login": "octocat"},
-        }
-    ).encode()
-    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    response = httpx.post(
-        f"{url}/webhooks/github",
-        content=body,
-        headers={
-            "X-GitHub-Event": "issues",
-            "X-GitHub-Delivery": secrets.token_hex(16),
-            "X-Hub-Signature-256": signature,
-            "Content-Type": "application/json",
-        },
-        timeout=10,
-    )
-    response.raise_for_status()
-
-
-def _poll(what: str, check: Any) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    raise ResolveFlowError(f"the demo gave up waiting for {what}")
-
-
-def _triaged(api: httpx.Client) -> dict[str, Any] | None:
-    """The demo's run, once the worker has taken it past evidence and classification."""
-    runs: list[dict[str, Any]] = api.get("/api/v1/runs").json()
-    return next((run for run in runs if run["status"] != "running"), None)
 
 
 def _index(app: App, tenant: str) -> int:
@@ -195,7 +93,7 @@ def _index(app: App, tenant: str) -> int:
 
 
 def demo(once: bool, port: int, keep: bool, as_json: bool) -> None:
-    """The inbox on a sandbox forge: webhook -> triage -> approve in the browser -> posted once."""
+    """The inbox on a sandbox forge: webhooks -> triage -> approve in the browser -> posted once."""
     home = Path(tempfile.mkdtemp(prefix="resolveflow-demo-"))
     # SIGTERM stops the demo as Ctrl-C does (KeyboardInterrupt), so that the shutdown below runs:
     # by default it ends the process on the spot and leaves the embedded Postgres running.
@@ -208,17 +106,20 @@ def demo(once: bool, port: int, keep: bool, as_json: bool) -> None:
         finally:
             signal.signal(signal.SIGTERM, previous)
     summary["home"] = str(home) if keep else None
-    emit(summary, as_json, lambda: console.print(Text("demo complete", style="bold green")))
+    if once:
+        emit(summary, as_json, lambda: steps.print_outcome(summary))
+    else:
+        emit(summary, as_json, lambda: console.print(Text("demo stopped", style="bold green")))
 
 
 def _demo(home: Path, *, once: bool, port: int, as_json: bool) -> dict[str, Any]:
-    with FakeGitHubWithOAuth(default_login="resolveflow-sandbox-bot") as fake:
-        ci_run = seed_forge(fake)
+    with FakeGitHubWithOAuth(default_login=samples.SERVICE_LOGIN) as fake:
+        ci = samples.seed(fake)
         secret = secrets.token_hex(16)
         settings = _settings(home, fake, secret)
-        _say(as_json, "Starting the embedded Postgres", str(home))
+        _say("Starting the embedded Postgres", str(home))
         with open_app(settings) as app:
-            return _run(app, fake, secret, ci_run, once=once, port=port, as_json=as_json)
+            return _run(app, fake, secret, ci, once=once, port=port, as_json=as_json)
 
 
 def _shut_down(home: Path, *, keep: bool) -> None:
@@ -239,7 +140,7 @@ def _run(
     app: App,
     fake: FakeGitHubWithOAuth,
     secret: str,
-    ci_run: int,
+    ci: samples.FailedCi,
     *,
     once: bool,
     port: int,
@@ -248,87 +149,103 @@ def _run(
     prepare_queue(app)
     admin.add_tenant(app.db, "demo")
     admin.add_repository(app.db, "demo", REPO)
-    maintainer = admin.add_principal(app.db, "demo", "maintainer", [Role.APPROVER])
-    _say(as_json, f"Sandbox forge (NOT GitHub) at {fake.url}", f"{len(SAMPLES)} sample issues")
+    maintainer = admin.add_principal(app.db, "demo", samples.SANDBOX_USER, [Role.APPROVER])
+    _say(f"Sandbox forge (NOT GitHub) at {fake.url}", f"{len(samples.SEEDED)} sample issues")
     indexed = _index(app, "demo")
-    _say(as_json, f"Indexed {indexed} issues for search")
+    _say(f"Indexed {indexed} issues for search")
     sandbox = f"the forge at {fake.url} is ResolveFlow's local fake GitHub, not GitHub"
     with ServerThread(app, port=port, sandbox=sandbox) as server, WorkerThread(app):
-        link = f"{fake.url}/{REPO}/actions/runs/{ci_run}"
-        fake.add_issue(
-            REPO,
-            NEW_ISSUE,
-            "CI is red on main since this morning",
-            f"The CI run {link} fails on `tests (3.12)`; nothing changed on our side.",
-            user="octocat",
-        )
-        _deliver_issue(server.url, secret, NEW_ISSUE)
-        _say(as_json, f"Issue #{NEW_ISSUE} opened; its signed webhook was delivered")
         api = httpx.Client(
             base_url=server.url,
             headers={"Authorization": f"Bearer {maintainer.token}"},
             timeout=30,
         )
         with api:
-            run = _poll("the triage run", lambda: _triaged(api))
-            view = api.get(f"/api/v1/runs/{run['run_id']}").json()
-            if view["status"] != "awaiting_approval" or not view["digest"]:
-                raise ResolveFlowError(f"the demo's run ended {view['status']}: {view['detail']}")
-            if not as_json:
-                fields(
-                    [
-                        ("classification", view["classification"]),
-                        ("rule", view["rule"]),
-                        ("digest", view["digest"]),
-                    ]
-                )
-                if view["proposal"] and view["proposal"]["action"]["comment"]:
-                    err_console.print(exact(view["proposal"]["action"]["comment"], "proposed"))
-            page = f"{server.url}/runs/{run['run_id']}"
+            opened = [sample.number for sample in samples.OPEN]
+            for number in opened:
+                steps.deliver_issue(server.url, secret, REPO, number)
+            _say(f"Delivered the signed webhooks of issues {', '.join(map(str, opened))}")
+            if once:
+                _open_late_issue(fake, server.url, secret, ci)
+                opened.append(samples.LATE.number)
+            runs = steps.triaged(api, REPO, opened)
+            for run in runs:
+                run["arrived"] = LATER if run["issue"] == samples.LATE.number else AT_START
             if not once:
-                return _serve_until_stopped(server.url, page, as_json)
-            return _approve_and_wait(api, fake, view, page, indexed)
+                return _serve(api, fake, server.url, secret, ci, runs, as_json)
+            return _approve(api, fake, runs, indexed, as_json)
 
 
-def _serve_until_stopped(url: str, page: str, as_json: bool) -> dict[str, Any]:
-    console.print(Text(f"\nInbox: {url}/inbox", style="bold green"))
-    console.print(
-        f"Sign in with GitHub -> on the SANDBOX page, 'Authorize as maintainer' -> {page}"
-    )
-    console.print("Approve there; the worker posts to the sandbox. Ctrl-C stops the demo.")
-    with contextlib.suppress(KeyboardInterrupt):
-        threading.Event().wait()
-    return {"url": url, "run_page": page}
+def _open_late_issue(
+    fake: FakeGitHubWithOAuth, url: str, secret: str, ci: samples.FailedCi
+) -> None:
+    samples.add(fake, samples.LATE, ci)
+    steps.deliver_issue(url, secret, REPO, samples.LATE.number)
+    _say(f"Issue #{samples.LATE.number} opened on the forge; its signed webhook was delivered")
 
 
-def _approve_and_wait(
-    api: httpx.Client, fake: FakeGitHubWithOAuth, view: dict[str, Any], page: str, indexed: int
+def _serve(
+    api: httpx.Client,
+    fake: FakeGitHubWithOAuth,
+    url: str,
+    secret: str,
+    ci: samples.FailedCi,
+    runs: list[dict[str, Any]],
+    as_json: bool,
 ) -> dict[str, Any]:
-    run_id = view["run_id"]
-    decided = api.post(f"/api/v1/runs/{run_id}/approve", json={"digest": view["digest"]})
-    decided.raise_for_status()
+    """Serve the inbox until Ctrl-C or SIGTERM; a new issue arrives a few seconds in."""
+    say = _say if as_json else (lambda line: console.print(Text(line), soft_wrap=True))
+    if not as_json:
+        steps.print_runs(runs)
+        console.print()
+    say(f"Inbox: {url}/inbox")
+    say("Sign in with GitHub -> on the SANDBOX page, 'Authorize as maintainer'; approve there,")
+    say("and the worker posts to the sandbox. Ctrl-C stops the demo.")
+    say(f"In {LATE_SECONDS:.0f} s a new issue arrives by webhook: watch the inbox.")
+    with contextlib.suppress(KeyboardInterrupt):
+        threading.Event().wait(LATE_SECONDS)
+        _open_late_issue(fake, url, secret, ci)
+        (late,) = steps.triaged(api, REPO, [samples.LATE.number])
+        late["arrived"] = LATER
+        runs.append(late)
+        if not as_json:
+            console.print()
+        say(f"A new issue arrived by webhook and was triaged: {late['run_page']}")
+        if not as_json:
+            console.print(steps.describe_run(late), soft_wrap=True)
+        threading.Event().wait()
+    return {"url": url, "inbox": f"{url}/inbox", "repository": REPO, "runs": runs}
 
-    def settled() -> dict[str, Any] | None:
-        current = api.get(f"/api/v1/runs/{run_id}").json()
-        execution = (current.get("proposal") or {}).get("execution") or {}
-        return (
-            current if execution.get("state") in ("sent", "partial", "failed", "unknown") else None
-        )
 
-    final = _poll("the post", settled)
-    execution = final["proposal"]["execution"]
-    similar = api.get("/api/v1/search", params={"q": "CI fails tests 3.12", "k": 3}).json()
+def _approve(
+    api: httpx.Client,
+    fake: FakeGitHubWithOAuth,
+    runs: list[dict[str, Any]],
+    indexed: int,
+    as_json: bool,
+) -> dict[str, Any]:
+    """Approve the failing-CI run as the maintainer and wait for the post (``--once``)."""
+    chosen = next(run for run in runs if run["issue"] == samples.FAILING_CI.number)
+    if chosen["status"] != "awaiting_approval" or not chosen["digest"]:
+        raise ResolveFlowError(f"the demo's run of #{chosen['issue']} ended {chosen['status']}")
+    if not as_json:
+        steps.print_runs(runs)
+        heading = f"Proposed for {REPO}#{chosen['issue']}, exactly as it will be posted:"
+        steps.print_comment(chosen, heading)
+    approved = steps.approve_and_wait(api, chosen)
+    posted = fake.comments(REPO, chosen["issue"])
+    approved.update(
+        run_page=chosen["run_page"],
+        posted_as=posted[-1]["user"]["login"] if posted else None,
+        comments_on_issue=len(posted),
+        labels_on_issue=fake.issue_labels(REPO, chosen["issue"]),
+    )
     return {
-        "url": page.split("/runs/", maxsplit=1)[0],
-        "run_page": page,
-        "run_id": run_id,
-        "classification": final["classification"],
-        "digest": view["digest"],
-        "run_status": final["status"],
-        "execution_id": execution["id"],
-        "execution_state": execution["state"],
-        "comments_on_issue": len(fake.comments(REPO, NEW_ISSUE)),
-        "labels_on_issue": fake.issue_labels(REPO, NEW_ISSUE),
+        "url": str(api.base_url).rstrip("/"),
+        "repository": REPO,
+        "runs": [
+            {**steps.run_summary(api, run["run_id"]), "arrived": run["arrived"]} for run in runs
+        ],
+        "approved": approved,
         "indexed_issues": indexed,
-        "similar": [hit["title"] for hit in similar],
     }

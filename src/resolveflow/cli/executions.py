@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.errors import InvalidInput, ResolveFlowError
+from resolveflow.domain.records import Execution
+from resolveflow.domain.vocabulary import ExecutionState
+from resolveflow.errors import ConfigError, InvalidInput, ResolveFlowError, Unavailable
+from resolveflow.execution.credentials import check_due_credentials
+from resolveflow.service import admin
 from resolveflow.service import executions as service
+
+if TYPE_CHECKING:
+    from resolveflow.execution.gate import Executor
+    from resolveflow.execution.kinds.base import Settled
+    from resolveflow.wiring import App
 
 executions_app = typer.Typer(help="Approved actions and what became of them.", no_args_is_help=True)
 logger = logging.getLogger(__name__)
@@ -23,21 +35,99 @@ def execute(
 ) -> None:
     """Run due executions (the only command that writes to GitHub)."""
     with common.app() as opened:
-        executor = opened.executor()
-        reconciler = opened.reconciler()
-        total = executor.run_due(limit=limit)
+        _check_credentials(opened, _tenant_ids(opened))
+        executor, reconciler = opened.executor(), opened.reconciler()
+        done = _drain(opened, executor, limit)
+        total = len(done)
         while not once and (limit is None or total < limit):
             time.sleep(opened.settings.executor.poll_seconds)
             try:
                 # Crashed owners' leases expire; settling them keeps the queue honest.
                 reconciler.run(min_age_seconds=opened.settings.executor.reconcile_interval_seconds)
-                total += executor.run_due(limit=None if limit is None else limit - total)
+                total += executor.run_due(
+                    tenant_ids=_ready_tenants(opened),
+                    limit=None if limit is None else limit - total,
+                )
             except ResolveFlowError as exc:
                 # A long-running worker outlives a database restart or one bad execution: nothing
                 # is lost, because an execution whose outcome was not recorded stays leased and
                 # is reconciled.
                 logger.warning("executor round failed; retrying", extra={"error": exc.message})
-    emit({"processed": total}, as_json, lambda: console.print(f"processed {total} execution(s)"))
+    if not as_json:
+        _show_executed(done, total)
+    _fail_unless_done(done, "executed")
+    emit({"processed": total}, as_json, lambda: None)
+
+
+def _tenant_ids(opened: App) -> list[UUID]:
+    return [tenant.id for tenant in admin.list_tenants(opened.db)]
+
+
+def _check_credentials(opened: App, tenant_ids: list[UUID]) -> None:
+    check_due_credentials(
+        opened.db,
+        tenant_ids,
+        service_token=opened.settings.github.token is not None,
+        key_configured=opened.token_cipher() is not None,
+    )
+
+
+def _ready_tenants(opened: App) -> list[UUID]:
+    """The tenants whose due executions all have a credential; the others wait (and say so)."""
+    ready = []
+    for tenant_id in _tenant_ids(opened):
+        try:
+            _check_credentials(opened, [tenant_id])
+            ready.append(tenant_id)
+        except ConfigError as exc:
+            logger.warning("executions wait for a credential", extra={"error": exc.message})
+    return ready
+
+
+def _drain(opened: App, executor: Executor, limit: int | None) -> list[Execution]:
+    """As ``Executor.run_due``, keeping each execution's outcome to report it."""
+    done: list[Execution] = []
+    for tenant_id in _tenant_ids(opened):
+        while limit is None or len(done) < limit:
+            execution = executor.execute_next(tenant_id)
+            if execution is None:
+                break
+            done.append(execution)
+    return done
+
+
+def _show_executed(done: list[Execution], total: int) -> None:
+    if done:
+        table(
+            "executed",
+            ["execution", "state", "detail"],
+            [(e.id, e.state.value, e.detail or "") for e in done],
+        )
+    console.print(f"processed {total} execution(s)")
+
+
+# The outcomes that mean the work did not get done: a person has to look (docs/cli.md).
+_NOT_DONE = {ExecutionState.FAILED, ExecutionState.PARTIAL, ExecutionState.UNKNOWN}
+
+
+def _fail_unless_done(executions: Sequence[Execution | Settled], verb: str) -> None:
+    """Exit non-zero, naming them, when some executions failed or ended unknown (Unavailable:
+    GitHub refused or did not answer, as ``ProviderError`` is)."""
+    bad = [e for e in executions if _state(e) in _NOT_DONE]
+    if bad:
+        named = "; ".join(f"{_id(e)} {_state(e).value}: {e.detail or 'no detail'}" for e in bad)
+        raise Unavailable(
+            f"{len(bad)} of {len(executions)} {verb} execution(s) did not complete: {named}; "
+            "see `resolveflow executions show ID`"
+        )
+
+
+def _state(e: Execution | Settled) -> ExecutionState:
+    return e.state
+
+
+def _id(e: Execution | Settled) -> UUID:
+    return e.id if isinstance(e, Execution) else e.execution_id
 
 
 def reconcile(as_json: bool = common.JsonOption) -> None:
@@ -48,19 +138,17 @@ def reconcile(as_json: bool = common.JsonOption) -> None:
         {"execution_id": str(s.execution_id), "state": s.state.value, "detail": s.detail}
         for s in settled
     ]
-    emit(
-        data,
-        as_json,
-        lambda: (
+    if not as_json:
+        if data:
             table(
                 "reconciled",
                 ["execution", "state", "detail"],
                 [(d["execution_id"], d["state"], d["detail"]) for d in data],
             )
-            if data
-            else console.print("nothing to reconcile")
-        ),
-    )
+        else:
+            console.print("nothing to reconcile")
+    _fail_unless_done(settled, "reconciled")
+    emit(data, as_json, lambda: None)
 
 
 @executions_app.command("list")
@@ -89,10 +177,15 @@ def list_(
 def show(
     execution_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
 ) -> None:
+    from resolveflow.service.views import execution_outcome
+
     with common.app() as opened:
-        view = service.show_execution(
-            opened.db, common.principal(opened, token), common.parse_id(execution_id, "execution")
-        )
+        actor = common.principal(opened, token)
+        found = common.find_id(opened, actor, execution_id, "execution")
+        view = service.show_execution(opened.db, actor, found)
+        # What became of it, in words, with the link (as the execution page says).
+        lookup = opened.token_lookup()
+        view["outcome"] = execution_outcome(opened.db, actor, found, opened.github, lookup)
 
     def render() -> None:
         fields(
@@ -112,21 +205,25 @@ def show(
                 )
                 if view.get(key) is not None
             ]
+            + [("outcome", view["outcome"]["text"])]
         )
-        table(
-            "attempts",
-            ["step", "credential", "started", "outcome", "status"],
-            [
-                (
-                    a["step"],
-                    a["credential"],
-                    a["started_at"],
-                    a["outcome"] or "(no outcome)",
-                    a["http_status"],
-                )
-                for a in view["attempts"]
-            ],
-        )
+        if view["attempts"]:  # print only what exists: a pending execution has none
+            table(
+                "attempts",
+                ["step", "credential", "started", "outcome", "status"],
+                [
+                    (
+                        a["step"],
+                        a["credential"],
+                        a["started_at"],
+                        a["outcome"] or "(no outcome)",
+                        a["http_status"],
+                    )
+                    for a in view["attempts"]
+                ],
+            )
+        else:
+            console.print("attempts: none yet")
         table(
             "timeline",
             ["at", "actor", "event"],
@@ -149,10 +246,11 @@ def resolve(
     if was_sent == not_sent:
         raise InvalidInput("give exactly one of --was-sent or --not-sent")
     with common.app() as opened:
+        actor = common.principal(opened, token)
         after = service.resolve(
             opened.db,
-            common.principal(opened, token),
-            common.parse_id(execution_id, "execution"),
+            actor,
+            common.find_id(opened, actor, execution_id, "execution"),
             was_sent=was_sent,
             note=note,
         )

@@ -34,10 +34,18 @@ def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
         render()
 
 
+# Columns holding ids: people copy them into the next command, so they are never cut or folded.
+ID_COLUMNS = frozenset({"id", "run", "proposal", "execution"})
+_UUID_WIDTH = 36
+
+
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     grid = Table(title=title, title_justify="left", show_lines=False)
     for column in columns:
-        grid.add_column(column)
+        if column in ID_COLUMNS:
+            grid.add_column(column, no_wrap=True, overflow="ignore", min_width=_UUID_WIDTH)
+        else:
+            grid.add_column(column)
     for row in rows:
         # Cells hold data from GitHub and people: never let Rich read them as markup.
         grid.add_row(*(Text("" if cell is None else str(cell)) for cell in row))

@@ -11,7 +11,7 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, exact, fields, table
 from resolveflow.domain.actions import ActionChanges, ActionKind, check_digest_format
 from resolveflow.errors import InvalidInput
-from resolveflow.service import decisions
+from resolveflow.service import approvals, decisions
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as service
 
@@ -45,6 +45,8 @@ def _render(view: dict[str, Any]) -> None:
             else "none",
         ),
     ]
+    if view.get("outcome"):  # what became of it, in words, with the link (as the page says)
+        rows.append(("outcome", view["outcome"]["text"]))
     fields(rows)
     if action.get("comment") is not None:
         console.print(exact(action["comment"], "comment, exactly as it will be posted"))
@@ -143,9 +145,8 @@ def edit(
     )
     with common.app() as opened:
         actor = common.principal(opened, token)
-        proposal = decisions.edit(
-            opened.db, actor, common.parse_id(proposal_id, "proposal"), changes
-        )
+        target = common.find_id(opened, actor, proposal_id, "proposal", "run")
+        proposal = decisions.edit(opened.db, actor, target, changes)
         view = service.describe(opened.db, actor, proposal.id)
     emit(view, as_json, lambda: _render(view))
 
@@ -155,9 +156,16 @@ def show(
     proposal_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
 ) -> None:
     """Show the exact action, its digest and its state."""
+    from resolveflow.service.views import proposal_outcome
+
     with common.app() as opened:
         actor = common.principal(opened, token)
-        view = service.describe(opened.db, actor, common.parse_id(proposal_id, "proposal"))
+        view = service.describe(
+            opened.db, actor, common.find_id(opened, actor, proposal_id, "proposal")
+        )
+        if view["decision"] is not None:  # the client is built only when there is an outcome
+            lookup = opened.token_lookup()
+            view["outcome"] = proposal_outcome(opened.db, actor, view, opened.github, lookup)
     emit(view, as_json, lambda: _render(view))
 
 
@@ -195,10 +203,12 @@ def approve(
     """Approve exactly this digest (of a run's proposal, or of a proposal); a run then continues
     and the executor performs the action once."""
     checked = check_digest_format(digest)
-    target = common.parse_id(run_or_proposal, "run or proposal")
+    typed = common.check_id(run_or_proposal, "run", "proposal")
     with common.app() as opened:
         actor = common.principal(opened, token)
-        decided = opened.run_controller().approve(actor, target, checked)
+        target = common.find_id(opened, actor, typed, "run", "proposal")
+        labels = approvals.RepositoryLabels(opened.github)  # "labels exist" without a run
+        decided = opened.run_controller().approve(actor, target, checked, labels)
         assert decided.execution_id is not None
         execution = execution_service.show_execution(opened.db, actor, decided.execution_id)
     data = {
@@ -215,19 +225,15 @@ def approve(
     next_step = (
         "resolveflow execute --once" if execution["state"] == "pending" else execution["detail"]
     )
-    emit(
-        data,
-        as_json,
-        lambda: fields(
-            [
-                ("approved", data["proposal_id"]),
-                ("run", data["run_id"] or "(none)"),
-                ("execution", f"{execution['id']} ({execution['state']})"),
-                ("written", execution["result_url"] or execution["comment_url"] or ""),
-                ("next", next_step),
-            ]
-        ),
-    )
+    rows = [
+        ("approved", data["proposal_id"]),
+        ("run", data["run_id"]),
+        ("execution", f"{execution['id']} ({execution['state']})"),
+        ("written", execution["result_url"] or execution["comment_url"]),
+        ("next", next_step),
+    ]
+    # Only what exists: a proposal without a run, an action not written yet, has no such line.
+    emit(data, as_json, lambda: fields([(name, value) for name, value in rows if value]))
 
 
 def reject(
@@ -237,9 +243,10 @@ def reject(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Reject a run's proposal (or a proposal) with a reason; nothing is written."""
-    target = common.parse_id(run_or_proposal, "run or proposal")
+    typed = common.check_id(run_or_proposal, "run", "proposal")
     with common.app() as opened:
         actor = common.principal(opened, token)
+        target = common.find_id(opened, actor, typed, "run", "proposal")
         decided = opened.run_controller().reject(actor, target, reason)
     data = {
         "approval_id": str(decided.approval_id),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -12,7 +12,11 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, exact, fields, table
 from resolveflow.domain.references import parse_issue_reference
 from resolveflow.domain.triage_policy import parse_policy
+from resolveflow.errors import NotFound, ProviderRejected, ResolveFlowError, Unavailable
 from resolveflow.service import runs as run_service
+
+if TYPE_CHECKING:
+    from resolveflow.wiring import App
 
 runs_app = typer.Typer(help="Triage runs.", no_args_is_help=True)
 
@@ -20,28 +24,31 @@ _WAITING = {"running", "awaiting_approval"}
 
 
 def _render_run(view: dict[str, Any]) -> None:
+    reason = f": {view['reason']}" if view["reason"] else ""
+    route = f" ({view['route_reason']})" if view["route_reason"] else ""
     fields(
         [
-            ("run", view["run_id"]),
-            ("target", view["target"]),
-            ("status", view["status"]),
-            ("classification", view["classification"] or ""),
-            ("rule", f"{view['rule'] or ''}: {view['reason'] or ''}"),
-            (
-                "branch",
-                view["branch"] + (f" ({view['route_reason']})" if view["route_reason"] else "")
-                if view["branch"]
-                else "",
-            ),
-            ("proposal", view["proposal_id"] or "(none)"),
-            ("digest", view["digest"] or ""),
+            (name, value)
+            for name, value in (
+                ("run", view["run_id"]),
+                ("target", view["target"]),
+                ("status", view["status"]),
+                ("error", view["detail"].get("error")),
+                ("classification", view["classification"]),
+                ("rule", f"{view['rule']}{reason}" if view["rule"] else None),
+                ("branch", f"{view['branch']}{route}" if view["branch"] else None),
+                ("proposal", view["proposal_id"]),
+                ("digest", view["digest"]),
+            )
+            if value
         ]
     )
+    _render_facts(view.get("facts") or {})
     proposal = view["proposal"]
     if proposal:
         action = proposal["action"]
         console.print(f"labels: {', '.join(action['labels']) or '(none)'}")
-        if action["comment"]:
+        if action.get("comment"):
             console.print(exact(action["comment"], "comment, exactly as it will be posted"))
         if proposal["decision"] is None:
             console.print(
@@ -50,6 +57,43 @@ def _render_run(view: dict[str, Any]) -> None:
             )
     elif view["detail"].get("notes"):
         console.print("notes: " + "; ".join(view["detail"]["notes"]))
+
+
+def _render_facts(facts: dict[str, Any]) -> None:
+    """The evidence facts the rules read, each with its value and how it was found."""
+    if facts:
+        table(
+            "evidence facts",
+            ["fact", "value", "how it was found"],
+            [
+                (name, _yes_no(fact.get("value")), fact.get("rule") or "")
+                for name, fact in sorted(facts.items())
+            ],
+        )
+
+
+def _yes_no(value: Any) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+def _failure(opened: App, view: dict[str, Any], repository: str, number: int) -> Exception:
+    """A failed run as an error: not found when GitHub has no such issue (asked once more, as the
+    run keeps only its reason's words), otherwise unavailable (GitHub, the model or the
+    database failed it; docs/cli.md)."""
+    from resolveflow.adapters.github.protocol import RepoName
+
+    message = f"run {view['run_id']} failed: {view['detail'].get('error') or 'no reason recorded'}"
+    try:
+        opened.github.get_issue(RepoName.parse(repository), number)
+    except ProviderRejected as exc:
+        if exc.status == 404:
+            return NotFound(
+                f"{repository}#{number} does not exist (or the token cannot see it): "
+                f"GitHub answered 404; {message}"
+            )
+    except ResolveFlowError:
+        pass
+    return Unavailable(message)
 
 
 def triage(
@@ -69,6 +113,8 @@ def triage(
             while view["status"] in _WAITING:
                 time.sleep(1.0)
                 view = run_service.describe_run(opened.db, actor, run_id)
+        if view["status"] == "failed":
+            raise _failure(opened, view, repository, number)
     emit(view, as_json, lambda: _render_run(view))
 
 
@@ -97,8 +143,9 @@ def show(
 ) -> None:
     """A run: evidence facts, classification and rule, proposal, and its timeline."""
     with common.app() as opened:
+        actor = common.principal(opened, token)
         view = run_service.describe_run(
-            opened.db, common.principal(opened, token), common.parse_id(run_id, "run")
+            opened.db, actor, common.find_id(opened, actor, run_id, "run")
         )
 
     def render() -> None:
@@ -119,7 +166,7 @@ def resume(
     """Continue a run whose proposal was decided but whose run did not finish (after a crash)."""
     with common.app() as opened:
         actor = common.principal(opened, token)
-        target = common.parse_id(run_id, "run")
+        target = common.find_id(opened, actor, run_id, "run")
         opened.run_controller().resume(actor, target)
         view = run_service.describe_run(opened.db, actor, target)
     emit(view, as_json, lambda: _render_run(view))

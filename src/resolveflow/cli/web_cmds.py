@@ -50,7 +50,9 @@ def worker(
     with common.app() as opened:
         prepare_queue(opened)
         if once:
-            run_once(opened)
+            # Jobs that failed, or executions left unsent for want of a credential: non-zero,
+            # as `execute --once` (docs/cli.md).
+            run_once(opened).raise_if_not_done()
         else:
             err_console.print("worker started (Ctrl-C stops after the running jobs finish)")
             run_worker(opened)

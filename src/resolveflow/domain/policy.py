@@ -33,6 +33,7 @@ from resolveflow.errors import (
     PolicyViolation,
     ResolveFlowError,
     SupersededProposal,
+    Unavailable,
 )
 
 
@@ -64,6 +65,9 @@ class ApprovalFacts:
     repository_labels: frozenset[str] | None  # None: not known here; checked before the write
     # (version, state) of a version of this lineage that was carried out, if any
     carried_out: tuple[int, ExecutionState] | None = None
+    # Why the repository's labels could not be read from GitHub (then they are not known, and
+    # "labels exist" fails rather than pass unchecked)
+    labels_unreadable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,8 @@ def _labels_exist(facts: ApprovalFacts) -> str:
     action = verified_action(facts.proposal)
     if not action.labels:
         return "no labels"
+    if facts.labels_unreadable is not None:
+        raise Unavailable(f"could not check labels: {facts.labels_unreadable}")
     if facts.repository_labels is None:
         return "checked against the repository right before the write"
     check_labels_exist(action, facts.repository_labels)

@@ -15,12 +15,14 @@ another author than the one the approver expects, and reconciliation would look 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from uuid import UUID
 
+from resolveflow.domain.records import Principal
 from resolveflow.errors import ConfigError
 from resolveflow.store.context import ExecutionContext
-from resolveflow.store.database import Connection
+from resolveflow.store.database import Connection, Database
+from resolveflow.store.queries import q
 from resolveflow.store.token_cipher import KEY_SETTING
 
 # (connection, tenant id, principal id) -> that principal's own GitHub token, decrypted from the
@@ -33,7 +35,13 @@ def approver_token(
     conn: Connection, context: ExecutionContext, lookup: ApproverTokenLookup | None
 ) -> str | None:
     """The approver's own token to write (and check authorship) with; ``None``: the service token."""
-    approver = context.approver
+    return principal_token(conn, context.approver, lookup)
+
+
+def principal_token(
+    conn: Connection, approver: Principal | None, lookup: ApproverTokenLookup | None
+) -> str | None:
+    """The token a write approved by ``approver`` uses (the pages say who will post with it)."""
     if approver is None:
         return None
     if lookup is None:
@@ -44,3 +52,81 @@ def approver_token(
             )
         return None
     return lookup(conn, approver.tenant_id, approver.id)
+
+
+SERVICE_TOKEN_SETTING = "RESOLVEFLOW_GITHUB_TOKEN"  # noqa: S105 (a setting's name)
+
+
+def missing_credential(
+    approver: str | None, has_own_token: bool, *, service_token: bool, key_configured: bool
+) -> str | None:
+    """Why a write approved by ``approver`` would have no credential (the setting that fixes it),
+    or ``None`` when it has one. The same order as ``principal_token``: an own token needs the
+    key to decrypt it; without one, the service token."""
+    if approver is None:
+        return None  # no approver: the gate refuses it, a credential would not help
+    if has_own_token:
+        if key_configured:
+            return None
+        return f"{approver}'s own GitHub token cannot be decrypted: set {KEY_SETTING}"
+    if service_token:
+        return None
+    return (
+        f"approved by {approver}, who has no GitHub token of their own, and no service token is "
+        f"set: set {SERVICE_TOKEN_SETTING}"
+    )
+
+
+def due_credentials(
+    conn: Connection, tenant_id: UUID, *, service_token: bool, key_configured: bool
+) -> dict[UUID, str | None]:
+    """The tenant's due executions, each with why it has no credential to write with (the
+    setting that fixes it), or ``None`` when it has one. The executor (CLI) and the worker both
+    ask this before claiming."""
+    rows = conn.execute(q("executions", "due_approvers"), {"tenant_id": tenant_id})
+    return {
+        row["id"]: missing_credential(
+            row["subject"],
+            row["has_github_token"],
+            service_token=service_token,
+            key_configured=key_configured,
+        )
+        for row in rows.fetchall()
+    }
+
+
+def due_without_credential(
+    conn: Connection, tenant_id: UUID, *, service_token: bool, key_configured: bool
+) -> dict[UUID, str]:
+    """Of ``due_credentials``, those that have none."""
+    due = due_credentials(
+        conn, tenant_id, service_token=service_token, key_configured=key_configured
+    )
+    return {execution_id: why for execution_id, why in due.items() if why is not None}
+
+
+def no_credential_message(problems: dict[UUID, str]) -> str:
+    """One line naming each waiting execution and the setting that would let it run."""
+    named = "; ".join(f"execution {eid} ({why})" for eid, why in problems.items())
+    return (
+        f"no GitHub token to write with, so nothing was sent; {len(problems)} approved "
+        f"execution(s) stay queued and run once it is set: {named}"
+    )
+
+
+def check_due_credentials(
+    db: Database, tenant_ids: Iterable[UUID], *, service_token: bool, key_configured: bool
+) -> None:
+    """Refuse, before anything is claimed, when a due execution has no credential to write with:
+    claimed, it would fail (or be sent unauthenticated); left alone, it stays approved and runs
+    once the setting is there."""
+    problems: dict[UUID, str] = {}
+    for tenant_id in tenant_ids:
+        with db.tenant(tenant_id) as conn:
+            problems.update(
+                due_without_credential(
+                    conn, tenant_id, service_token=service_token, key_configured=key_configured
+                )
+            )
+    if problems:
+        raise ConfigError(no_credential_message(problems))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -25,8 +25,9 @@ from uuid import UUID
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.chunking import query_text
-from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
+from resolveflow.retrieval.fusion import fuse, group_by_document
 from resolveflow.retrieval.ingest import check_space
+from resolveflow.retrieval.params import SearchParams as SearchParams  # noqa: PLC0414 (re-export)
 from resolveflow.retrieval.records import BranchScores, Hit
 from resolveflow.retrieval.relevance import relevance
 from resolveflow.store import documents as store
@@ -37,18 +38,6 @@ logger = logging.getLogger(__name__)
 MAX_K = 100
 LEXICAL_QUERY_CHARS = 2000
 MIN_TERM_CHUNKS = 50  # a whole issue as the query: its first ~300 words are plenty
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    fusion: FusionParams = field(default_factory=FusionParams)
-    candidates: int = 30  # chunks taken from each branch before fusion (at least 3 x k)
-    exact_max_chunks: int = 20_000
-    ef_search_min: int = 64
-    ef_search_max: int = 1000
-    max_terms: int = 24  # the rarest query terms the full-text branch ORs together
-    max_term_share: float = 0.05  # terms in more of the tenant's chunks than this are left out
-    max_postings: int = 3_000  # rarest terms first, while their postings add up to at most this
 
 
 @dataclass(frozen=True)

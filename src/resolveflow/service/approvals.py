@@ -1,7 +1,9 @@
 """Approving and rejecting one proposal version: the checks, the records, the audit.
 
 ``approval_facts`` reads everything the checks in ``domain.policy`` need; ``approve`` refuses on
-the first failing check, and the pages show all of them from the same facts. Deciding on a run
+the first failing check, and the pages show all of them from the same facts. The repository's
+labels come from the run's evidence; a proposal without one (or evidence without them) has them
+read from GitHub by ``RepositoryLabels``, before the decision's transaction opens. Deciding on a run
 (its lease, its pause, the follow-up) is ``service.decisions``; this module records decisions.
 """
 
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from uuid import UUID
 
+from resolveflow.adapters.github.protocol import GitHub, RepoName
+from resolveflow.domain.actions import parse_action
 from resolveflow.domain.policy import (
     ApprovalFacts,
     CheckResult,
@@ -42,6 +46,72 @@ class ApprovalResult:
     execution: Execution
 
 
+class RepositoryLabels:
+    """A repository's labels read from GitHub (with the adapter's timeouts and the service
+    token), each repository once for this object's life: make one per request or command."""
+
+    def __init__(self, github: GitHub) -> None:
+        self._github = github
+        self._read: dict[str, frozenset[str] | ResolveFlowError] = {}
+
+    def of(self, repository: str) -> frozenset[str]:
+        if repository not in self._read:
+            try:
+                names = self._github.list_repository_labels(RepoName.parse(repository))
+                self._read[repository] = frozenset(names)
+            except ResolveFlowError as exc:  # said by the check, and not asked again
+                self._read[repository] = exc
+        found = self._read[repository]
+        if isinstance(found, ResolveFlowError):
+            raise found
+        return found
+
+
+@dataclass(frozen=True)
+class LabelsRead:
+    """What GitHub said of the labels: the names, or why they could not be read."""
+
+    labels: frozenset[str] | None = None
+    unreadable: str | None = None
+
+
+def _evidence_labels(
+    conn: Connection, viewer: Principal, proposal: Proposal
+) -> frozenset[str] | None:
+    """The repository's labels as the run's evidence saw them; None without a run or them."""
+    if proposal.run_id is None:
+        return None
+    snapshot = run_store.snapshot_for_run(conn, viewer.tenant_id, proposal.run_id)
+    seen = ((snapshot or {}).get("raw") or {}).get("repository_labels")
+    return frozenset(str(name) for name in seen) if isinstance(seen, list) else None
+
+
+def read_labels(
+    db: Database, viewer: Principal, proposal_id: UUID, source: RepositoryLabels | None
+) -> LabelsRead:
+    """The labels "labels exist" needs from GitHub: only when the proposal has labels and no
+    run's evidence knows the repository's. Outside any transaction: a request may take a while."""
+    if source is None:
+        return LabelsRead()
+    with db.tenant(viewer.tenant_id) as conn:
+        proposal = proposal_store.proposal_by_id(conn, viewer.tenant_id, proposal_id)
+        if _evidence_labels(conn, viewer, proposal) is not None:
+            return LabelsRead()
+        # Decided: "undecided" refuses it anyway, and a page following it asks again and again.
+        if proposal_store.approval_for_proposal(conn, viewer.tenant_id, proposal.id):
+            return LabelsRead()
+    try:
+        action = parse_action(proposal.action)
+    except ResolveFlowError:
+        return LabelsRead()  # "digest intact" fails and says why
+    if not action.labels:
+        return LabelsRead()
+    try:
+        return LabelsRead(labels=source.of(action.repository))
+    except ResolveFlowError as exc:
+        return LabelsRead(unreadable=exc.message)
+
+
 def approval_facts(
     conn: Connection,
     viewer: Principal,
@@ -49,14 +119,12 @@ def approval_facts(
     *,
     supplied_digest: str | None,
     ttl_seconds: int,
+    read: LabelsRead | None = None,
 ) -> ApprovalFacts:
     """The records as they are now, inside the viewer's tenant (call under the lineage lock
-    when deciding)."""
-    labels: frozenset[str] | None = None
-    if proposal.run_id is not None:
-        snapshot = run_store.snapshot_for_run(conn, viewer.tenant_id, proposal.run_id)
-        seen = ((snapshot or {}).get("raw") or {}).get("repository_labels")
-        labels = frozenset(str(name) for name in seen) if isinstance(seen, list) else None
+    when deciding); ``read``: the labels from GitHub when the run's evidence has none."""
+    labels = _evidence_labels(conn, viewer, proposal)
+    read = read or LabelsRead()
     return ApprovalFacts(
         approver=viewer,
         proposal=proposal,
@@ -66,8 +134,9 @@ def approval_facts(
         now=proposal_store.database_now(conn),
         window_closes_at=proposal.created_at + timedelta(seconds=ttl_seconds),
         allowed_repositories=frozenset(tenant_store.list_repositories(conn, viewer.tenant_id)),
-        repository_labels=labels,
+        repository_labels=labels if labels is not None else read.labels,
         carried_out=_carried_out(conn, viewer, proposal),
+        labels_unreadable=read.unreadable if labels is None else None,
     )
 
 
@@ -79,26 +148,44 @@ def _carried_out(
 
 
 def checks_for(
-    db: Database, viewer: Principal, proposal_id: UUID, ttl_seconds: int
+    db: Database,
+    viewer: Principal,
+    proposal_id: UUID,
+    ttl_seconds: int,
+    labels: RepositoryLabels | None = None,
 ) -> list[CheckResult]:
-    """Every approval check for ``viewer`` on this proposal version, each passing or not."""
+    """Every approval check for ``viewer`` on this proposal version, each passing or not.
+    ``labels``: where to read the repository's labels when no run's evidence has them (without
+    it, "labels exist" leaves them to the executor's check before the write)."""
+    read = read_labels(db, viewer, proposal_id, labels)
     with db.tenant(viewer.tenant_id) as conn:
         proposal = proposal_store.proposal_by_id(conn, viewer.tenant_id, proposal_id)
         facts = approval_facts(
-            conn, viewer, proposal, supplied_digest=None, ttl_seconds=ttl_seconds
+            conn, viewer, proposal, supplied_digest=None, ttl_seconds=ttl_seconds, read=read
         )
     return evaluate(facts)
 
 
 def approve(
-    db: Database, principal: Principal, proposal_id: UUID, digest: str, ttl_seconds: int
+    db: Database,
+    principal: Principal,
+    proposal_id: UUID,
+    digest: str,
+    ttl_seconds: int,
+    labels: RepositoryLabels | None = None,
 ) -> ApprovalResult:
     try:
+        read = read_labels(db, principal, proposal_id, labels)
         with db.tenant(principal.tenant_id) as conn:
             proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
             proposal_store.lock_lineage(conn, proposal.lineage_id)
             facts = approval_facts(
-                conn, principal, proposal, supplied_digest=digest, ttl_seconds=ttl_seconds
+                conn,
+                principal,
+                proposal,
+                supplied_digest=digest,
+                ttl_seconds=ttl_seconds,
+                read=read,
             )
             check_can_approve(facts)
             approval = proposal_store.insert_approval(

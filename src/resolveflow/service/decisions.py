@@ -31,7 +31,6 @@ from resolveflow.service import approvals
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.store import proposals as proposal_store
-from resolveflow.store import queue
 from resolveflow.store import runs as run_store
 from resolveflow.store.database import Database
 
@@ -143,6 +142,9 @@ def _follow_up(
         if target.run_id is not None:
             runs.continue_with(principal.tenant_id, target.run_id, approval_id)
         return None  # a proposal without a run waits for `resolveflow execute`
+    # Imported here: the CLI decides with FollowUp.NOW and starts without the job queue.
+    from resolveflow.store import queue
+
     with db.tenant(principal.tenant_id) as conn:
         if target.run_id is not None:
             return queue.defer(
@@ -172,6 +174,9 @@ class Deciding:
     follow_up: FollowUp
     ttl_seconds: int
     lease_seconds: float
+    # Reads the repository's labels for "labels exist" when no run's evidence has them (one per
+    # request or command: it keeps what it read)
+    labels: approvals.RepositoryLabels | None = None
 
 
 def approve(
@@ -179,7 +184,9 @@ def approve(
 ) -> Decided:
     target = find_target(db, principal, run_or_proposal)
     with _paused(db, principal, target, how.runs, how.lease_seconds):
-        result = approvals.approve(db, principal, target.proposal_id, digest, how.ttl_seconds)
+        result = approvals.approve(
+            db, principal, target.proposal_id, digest, how.ttl_seconds, how.labels
+        )
         job = _follow_up(
             db,
             principal,

@@ -50,6 +50,9 @@ from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.records import Hit
+from resolveflow.service.investigation_config import (
+    InvestigationConfig as InvestigationConfig,  # noqa: PLC0414 (re-export)
+)
 from resolveflow.service.model_calls import CallRecord, ModelCallBudget, budgeted_call
 from resolveflow.store import audit
 from resolveflow.store import investigations as store
@@ -73,14 +76,6 @@ class Retriever(Protocol):
         as_of: datetime | None = None,
         exclude: tuple[str, str] | None = None,
     ) -> list[Hit]: ...
-
-
-@dataclass(frozen=True)
-class InvestigationConfig:
-    relevance_floor: float
-    top_k: int = 5
-    daily_model_calls: int = 200
-    max_related: int = 5
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
@@ -65,6 +66,16 @@ def _applied(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
     return {row["version"]: row for row in rows}
 
 
+@contextmanager
+def migration_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """The one advisory lock every migrator holds while it changes the schema."""
+    conn.execute(q("migrations", "lock"), [_LOCK_KEY])
+    try:
+        yield
+    finally:
+        conn.execute(q("migrations", "unlock"), [_LOCK_KEY])
+
+
 def upgrade(
     conn: psycopg.Connection[Any],
     after: Callable[[psycopg.Connection[Any]], None] | None = None,
@@ -74,8 +85,7 @@ def upgrade(
     ``after`` runs under the same lock (schema set up by libraries, such as LangGraph's
     checkpoint tables), so concurrent upgraders never race on catalog changes.
     """
-    conn.execute(q("migrations", "lock"), [_LOCK_KEY])
-    try:
+    with migration_lock(conn):
         applied = _applied(conn)
         done: list[Migration] = []
         for migration in available_migrations():
@@ -97,8 +107,43 @@ def upgrade(
         if after is not None:
             after(conn)
         return done
-    finally:
-        conn.execute(q("migrations", "unlock"), [_LOCK_KEY])
+
+
+# --- the start-up check ------------------------------------------------------------------------
+#
+# Every process that opens the database brings its schema up to date first. Taking the lock,
+# reading the migrations and running the libraries' own idempotent setup costs a few hundred
+# milliseconds (LangGraph and procrastinate have to be imported for it), on every CLI command. A
+# complete upgrade therefore ends by writing a fingerprint of everything it installed as the
+# migrations table's comment; a start whose fingerprint matches has nothing to do, and any
+# difference (a new migration file, a changed one, another library version) means a complete
+# upgrade again.
+
+
+def fingerprint(migrations: Sequence[Migration], extra: Iterable[str] = ()) -> str:
+    """One hash of every migration (version and checksum) and of ``extra`` (the versions of the
+    libraries whose schema the upgrade's ``after`` installs)."""
+    digest = hashlib.sha256()
+    for migration in migrations:
+        digest.update(f"{migration.version}:{migration.checksum}\n".encode())
+    for item in extra:
+        digest.update(f"{item}\n".encode())
+    return digest.hexdigest()
+
+
+def is_current(conn: psycopg.Connection[Any], expected: str) -> bool:
+    """Whether the last complete upgrade recorded ``expected``: one query, no lock."""
+    row = conn.execute(q("migrations", "fingerprint")).fetchone()
+    return row is not None and _column(row, "fingerprint") == expected
+
+
+def record_fingerprint(conn: psycopg.Connection[Any], value: str) -> None:
+    # COMMENT takes a literal, not a bind parameter: the client-side cursor quotes the value.
+    psycopg.ClientCursor(conn).execute(q("migrations", "record_fingerprint"), [value])
+
+
+def _column(row: Any, name: str) -> Any:
+    return row[name] if isinstance(row, dict) else row[0]
 
 
 def status(conn: psycopg.Connection[Any]) -> list[MigrationStatus]:

@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from resolveflow.web import api, errors, oauth, pages, webhooks
+from resolveflow.web import api, api_docs, errors, filters, oauth, pages, webhooks
 from resolveflow.web.markdown import render, reveal
 from resolveflow.wiring import App
 
@@ -36,7 +36,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         title="ResolveFlow",
         version="1",
         description="Issue triage: the model proposes, the application authorizes, code executes.",
-        docs_url="/api/docs",
+        docs_url=None,  # our own page (api_docs): Swagger UI would come from a CDN
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
@@ -45,9 +45,11 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     templates.env.filters["markdown"] = render
     templates.env.filters["reveal"] = reveal
     templates.env.globals["sandbox"] = sandbox
+    filters.install(templates.env)
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.include_router(api.router)
+    app.include_router(api_docs.router)
     app.include_router(webhooks.router)
     app.include_router(oauth.router)
     app.include_router(pages.router)

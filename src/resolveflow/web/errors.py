@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -58,6 +59,17 @@ _STATUS: dict[type[e.ResolveFlowError], int] = {
     ModelTimeout: 504,
 }
 INTERNAL = 500
+_TITLES = {
+    400: "That request could not be used",
+    401: "Please sign in",
+    403: "Not allowed",
+    404: "Page not found",
+    409: "That conflicts with what happened since",
+    410: "No longer valid",
+    422: "That address is not valid",
+    429: "Too many requests",
+    500: "Something went wrong",
+}
 _INTERNAL_MESSAGE = "Something went wrong on our side; it has been logged as incident {incident}."
 
 
@@ -70,11 +82,9 @@ def status_for(exc: e.ResolveFlowError) -> int:
 
 
 def wants_html(request: Request) -> bool:
-    path = request.url.path
-    if path.startswith(("/api/", "/webhooks/")):
-        return False
-    accept = request.headers.get("accept", "")
-    return "text/html" in accept or request.headers.get("HX-Request") == "true"
+    """Everything outside the JSON API and the webhooks is a page a browser may reach: its errors
+    are pages too, whatever the request's Accept header says (a browser never sees JSON)."""
+    return not request.url.path.startswith(("/api/", "/webhooks/"))
 
 
 def install(app: FastAPI, templates: Jinja2Templates) -> None:
@@ -104,7 +114,12 @@ class _Renderer:
             return self.templates.TemplateResponse(
                 request,
                 "error.html",
-                {"status": status, "message": message, "viewer": None},
+                {
+                    "status": status,
+                    "title": _TITLES.get(status, HTTPStatus(status).phrase),
+                    "message": message,
+                    "viewer": None,
+                },
                 status_code=status,
                 headers=headers,
             )
@@ -139,7 +154,7 @@ class _Renderer:
         where = ".".join(str(part) for part in first.get("loc", ()))
         message = f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request"
         if wants_html(request):
-            return self.response(request, 422, "InvalidInput", message)
+            return self.response(request, 422, "InvalidInput", _page_message(first))
         return JSONResponse(
             {
                 "error": "InvalidInput",
@@ -155,8 +170,11 @@ class _Renderer:
         phrase = HTTPStatus(exc.status_code).phrase
         if exc.status_code in (204, 304):  # no body allowed
             return Response(status_code=exc.status_code, headers=exc.headers)
+        message = str(exc.detail)
+        if exc.status_code == 404 and wants_html(request):
+            message = f"There is nothing at {request.url.path[:200]}."
         return self.response(
-            request, exc.status_code, phrase.replace(" ", ""), str(exc.detail), exc.headers
+            request, exc.status_code, phrase.replace(" ", ""), message, exc.headers
         )
 
     def internal(self, request: Request, exc: BaseException) -> Response:
@@ -168,6 +186,17 @@ class _Renderer:
         )
         message = _INTERNAL_MESSAGE.format(incident=incident)
         return self.response(request, INTERNAL, "InternalError", message)
+
+
+def _page_message(problem: Mapping[str, Any]) -> str:
+    """A page's address or form did not fit, in words: "the run id 'x' in the address is not
+    valid" (FastAPI's field-by-field detail is for API clients)."""
+    loc = [str(part) for part in problem.get("loc") or ()]
+    name = loc[-1].replace("_", " ") if loc else "value"
+    where = {"path": " in the address", "query": " in the address", "body": " in the form"}
+    given = problem.get("input")
+    shown = f" {str(given)[:80]!r}" if isinstance(given, str | int) else ""
+    return f"the {name}{shown}{where.get(loc[0], '') if loc else ''} is not valid"
 
 
 class _LastResort:

@@ -19,7 +19,9 @@ from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
 from resolveflow.service import decisions, views
 from resolveflow.service import executions as execution_service
+from resolveflow.service.approvals import RepositoryLabels
 from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
+from resolveflow.web.words import words
 
 router = APIRouter(include_in_schema=False)
 
@@ -90,32 +92,83 @@ def inbox(
         repository=repository or None,
         classification=classification or None,
     )
-    template = "_inbox_rows.html" if request.headers.get("HX-Target") == "inbox-rows" else None
-    return _render(request, template or "inbox.html", viewer, **data)
+    template = "_inbox_rows.html" if request.headers.get("HX-Target") == "inbox-body" else None
+    return _render(request, template or "inbox.html", viewer, heading=_heading(data), **data)
+
+
+def _heading(data: dict[str, Any]) -> str:
+    """The inbox's heading says what the filters show."""
+    filters = data["filters"]
+    status = filters["status"]
+    if status == RunStatus.AWAITING_APPROVAL.value:
+        shown = "Waiting for a decision"
+    elif status:
+        shown = f"Runs: {words(status, 'RunStatus')}"
+    else:
+        shown = "All runs and proposals"
+    if filters["classification"]:
+        shown += f" · {words(filters['classification'], 'Classification')}"
+    if filters["repository"]:
+        shown += f" · {filters['repository']}"
+    return shown
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: UUID) -> Response:
-    viewer = identify(request)
-    app = wired(request)
-    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval.ttl_seconds)
-    return _render(request, "run.html", viewer, run=view, **_progress(view))
+    return _run(request, run_id, "run.html")
 
 
 @router.get("/runs/{run_id}/status", response_class=HTMLResponse)
-def run_status(request: Request, run_id: UUID) -> Response:
+def run_status(request: Request, run_id: UUID, seen: str = "") -> Response:
+    """The part of the run page that changes while the worker runs (polled by htmx). A run that
+    was gathering evidence when the page loaded and has moved on reloads the whole page, which
+    now has a proposal (or says why not)."""
+    response = _run(request, run_id, "_run_status.html")
+    if seen == RunStatus.RUNNING.value and response.headers.get("X-Run-Status") != seen:
+        response.headers["HX-Refresh"] = "true"
+    return response
+
+
+def _run(request: Request, run_id: UUID, template: str) -> Response:
     viewer = identify(request)
     app = wired(request)
-    view = views.run_page(app.db, viewer.principal, run_id, app.settings.approval.ttl_seconds)
-    return _render(request, "_run_status.html", viewer, run=view, **_progress(view))
+    ttl, labels = app.settings.approval.ttl_seconds, RepositoryLabels(app.github)
+    view = views.run_page(app.db, viewer.principal, run_id, ttl, labels)
+    proposal = view.get("proposal") or {}
+    posting = _posting(request, viewer, proposal, (proposal.get("execution") or {}).get("id"))
+    response = _render(request, template, viewer, run=view, **_progress(view), **posting)
+    response.headers["X-Run-Status"] = view["status"]
+    return response
+
+
+def _posting(
+    request: Request, viewer: Viewer, proposal: dict[str, Any], execution_id: str | None
+) -> dict[str, Any]:
+    """Who would post if the viewer approved (before a decision), and what came of it (after)."""
+    if not proposal:
+        return {"poster": None, "outcome": None}
+    app = wired(request)
+    lookup = app.token_lookup()
+    if proposal.get("decision") is None:
+        principal = viewer.principal
+        poster = views.who_posts(app.db, principal.tenant_id, principal.id, app.github, lookup)
+        return {"poster": poster, "outcome": None}
+    found = views.outcome(
+        app.db, viewer.principal, proposal.get("approval"), execution_id, app.github, lookup
+    )
+    return {"poster": None, "outcome": found}
 
 
 def _progress(view: dict[str, Any]) -> dict[str, Any]:
+    """Whether the page keeps asking for its status: while evidence is gathered, and after a
+    decision until the execution settles."""
     proposal = view.get("proposal") or {}
     execution = proposal.get("execution") or {}
     state = execution.get("state")
-    following = bool(proposal.get("decision")) and not (
-        view["status"] in _SETTLED_RUN or state in _SETTLED_EXECUTION
+    running = view["status"] == RunStatus.RUNNING.value
+    following = running or (
+        bool(proposal.get("decision"))
+        and not (view["status"] in _SETTLED_RUN or state in _SETTLED_EXECUTION)
     )
     return {"following": following, "execution_state": state}
 
@@ -180,11 +233,19 @@ def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     viewer = identify(request)
     app = wired(request)
     ttl = app.settings.approval.ttl_seconds
-    view = views.proposal_page(app.db, viewer.principal, proposal_id, ttl)
+    labels = RepositoryLabels(app.github)  # "labels exist" without a run: read once here
+    view = views.proposal_page(app.db, viewer.principal, proposal_id, ttl, labels)
     state = (view["execution"] or {}).get("state")
     following = view["decision"] == "approved" and state not in _SETTLED_EXECUTION
+    posting = _posting(request, viewer, view, (view["execution"] or {}).get("id"))
     return _render(
-        request, template, viewer, proposal=view, following=following, execution_state=state
+        request,
+        template,
+        viewer,
+        proposal=view,
+        following=following,
+        execution_state=state,
+        **posting,
     )
 
 
@@ -235,8 +296,13 @@ def executions_page(request: Request, state: str = "") -> Response:
 @router.get("/executions/{execution_id}", response_class=HTMLResponse)
 def execution_page(request: Request, execution_id: UUID) -> Response:
     viewer = identify(request)
-    view = views.execution_page(wired(request).db, viewer.principal, execution_id)
-    return _render(request, "execution.html", viewer, execution=view)
+    app = wired(request)
+    view = views.execution_page(app.db, viewer.principal, execution_id)
+    approval = {"decision": "approved", "principal_id": view["approver_id"]}
+    found = views.outcome(
+        app.db, viewer.principal, approval, view["id"], app.github, app.token_lookup()
+    )
+    return _render(request, "execution.html", viewer, execution=view, outcome=found)
 
 
 @router.post("/executions/{execution_id}/resolve")

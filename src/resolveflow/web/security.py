@@ -15,6 +15,7 @@ from fastapi import Request, Response
 from resolveflow.domain.records import Principal
 from resolveflow.errors import AuthenticationFailed, NotAuthorized
 from resolveflow.service import sessions
+from resolveflow.service.approvals import RepositoryLabels
 from resolveflow.service.auth import authenticate
 from resolveflow.service.decisions import Deciding, FollowUp
 from resolveflow.wiring import App
@@ -49,6 +50,7 @@ def deciding(request: Request) -> Deciding:
         follow_up=FollowUp.QUEUE,
         ttl_seconds=app.settings.approval.ttl_seconds,
         lease_seconds=app.settings.triage.run_lease_seconds,
+        labels=RepositoryLabels(app.github),  # this request's
     )
 
 

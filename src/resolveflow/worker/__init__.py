@@ -15,8 +15,9 @@ import procrastinate
 from resolveflow.store.queue import QUEUE, setup_queue
 from resolveflow.wiring import App
 from resolveflow.worker.jobs import Jobs, build_queue
+from resolveflow.worker.report import WorkReport
 
-__all__ = ["Jobs", "WorkerThread", "prepare_queue", "run_once", "run_worker"]
+__all__ = ["Jobs", "WorkReport", "WorkerThread", "prepare_queue", "run_once", "run_worker"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +47,14 @@ def run_worker(app: App) -> None:
     asyncio.run(_work(proc, concurrency=app.settings.worker.concurrency, wait=True, signals=True))
 
 
-def run_once(app: App, jobs: Jobs | None = None) -> None:
-    """Run every job that is due now, then return (tests, ``worker --once``)."""
-    proc = build_queue(app, jobs)
+def run_once(app: App, jobs: Jobs | None = None) -> WorkReport:
+    """Run every job that is due now, then return what did not get done (tests, ``worker
+    --once``: ``report.raise_if_not_done()`` makes it an error)."""
+    body = jobs or Jobs(app)
+    body.report = WorkReport()
+    proc = build_queue(app, body)
     asyncio.run(_work(proc, concurrency=1, wait=False, signals=False))
+    return body.report
 
 
 class WorkerThread:

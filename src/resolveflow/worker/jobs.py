@@ -8,7 +8,9 @@
 - ``resume_run``: continues a run whose proposal was decided (the gate posts once). Retried only
   while another process holds the run.
 - ``execute``: claims and sends an approved action that has no run. Not retried: a pending
-  execution is picked up by maintenance.
+  execution is picked up by maintenance. One with no GitHub credential to write with (no service
+  token and no approver's own) is left pending, untouched, with one logged error naming the
+  setting (as ``resolveflow execute`` refuses it); maintenance sends it once the setting is there.
 - ``maintenance`` (periodic): reconciles ``unknown`` and expired-lease executions, drains due
   executions, resumes stalled runs, prunes old webhook deliveries (and nothing else).
 
@@ -18,6 +20,7 @@ reconciliation (reading GitHub) or a person settles one.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -26,13 +29,16 @@ from uuid import UUID
 import procrastinate
 from psycopg import AsyncConnection
 
+from resolveflow.domain.records import Execution
 from resolveflow.errors import InvalidInput, NotFound, ResolveFlowError, RunBusy
+from resolveflow.execution.credentials import due_credentials, no_credential_message
 from resolveflow.service import webhooks
 from resolveflow.store import queue
 from resolveflow.store import runs as run_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.queries import q
 from resolveflow.wiring import App
+from resolveflow.worker.report import WorkReport
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +53,13 @@ class Jobs:
     """The job bodies, on one wired ``App`` (whose run controller and embedder they share with
     the web app when both run in one process)."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, report: WorkReport | None = None) -> None:
         self.app = app
+        self.report = report  # kept by ``worker --once``; the long-running worker only logs
+
+    def job_failed(self, task: str, exc: BaseException) -> None:
+        if self.report is not None:
+            self.report.job_failed(task, exc)
 
     def handle_delivery(self, delivery_id: str, tenant_id: str | None = None) -> int:
         # tenant_id: the delivery came on that tenant's own URL (jobs queued before it existed
@@ -90,25 +101,82 @@ class Jobs:
         return "resumed"
 
     def execute(self, tenant_id: str, execution_id: str) -> str:
-        final = self.app.executor().execute_one(UUID(tenant_id), UUID(execution_id))
-        return final.state.value
+        tenant, execution = UUID(tenant_id), UUID(execution_id)
+        why = self.due_credentials(tenant).get(execution)
+        if why is not None:
+            self.wait_for_credential({execution: why})
+            return "waiting for a credential"
+        return self.executed(self.app.executor().execute_one(tenant, execution)).state.value
+
+    def due_credentials(self, tenant_id: UUID) -> dict[UUID, str | None]:
+        """The tenant's due executions, each with why it cannot be written (or ``None``)."""
+        with self.app.db.tenant(tenant_id) as conn:
+            return due_credentials(
+                conn,
+                tenant_id,
+                service_token=self.app.settings.github.token is not None,
+                key_configured=self.app.token_cipher() is not None,
+            )
+
+    def wait_for_credential(self, problems: dict[UUID, str]) -> None:
+        # Claimed, these would fail (or go out unauthenticated); left alone, they stay approved.
+        # Said once per round (and once per `--once`: the execute job and maintenance both look).
+        new = problems if self.report is None else self.report.wait_for_credential(problems)
+        if new:
+            logger.error("%s", no_credential_message(new))
+
+    def executed(self, execution: Execution) -> Execution:
+        if self.report is not None:
+            self.report.executed(execution)
+        return execution
+
+    def drain_due(self) -> tuple[int, int]:
+        """Send the due executions that have a credential; the others wait (one logged error).
+        Returns (processed, waiting)."""
+        executor = self.app.executor()
+        processed, waiting = 0, dict[UUID, str]()
+        for tenant_id in self._tenant_ids():
+            due = self.due_credentials(tenant_id)
+            blocked = {key: why for key, why in due.items() if why is not None}
+            if not blocked:  # the usual case: drain the queue, including what arrives meanwhile
+                while (done := executor.execute_next(tenant_id)) is not None:
+                    self.executed(done)
+                    processed += 1
+                continue
+            waiting.update(blocked)
+            for execution_id in (key for key, why in due.items() if why is None):
+                self.executed(executor.execute_one(tenant_id, execution_id))
+                processed += 1
+        if waiting:
+            self.wait_for_credential(waiting)
+        return processed, len(waiting)
+
+    def _tenant_ids(self) -> list[UUID]:
+        with self.app.db.unscoped() as conn:
+            return [tenant.id for tenant in tenant_store.list_tenants(conn)]
 
     def maintenance(self) -> dict[str, int]:
         """Each step on its own: one that fails is logged and counted, and the others still run
         (an unreadable token must not stop due executions or stalled resumes)."""
         interval = self.app.settings.executor.reconcile_interval_seconds
+        result = {"failed": 0, "waiting": 0}
+
+        def drain() -> int:
+            processed, result["waiting"] = self.drain_due()
+            return processed
+
         steps: dict[str, Callable[[], int]] = {
             "reconciled": lambda: len(self.app.reconciler().run(min_age_seconds=interval)),
-            "executed": lambda: self.app.executor().run_due(),
+            "executed": drain,
             "resumed": self.resume_stalled,
             "pruned": self.prune_webhook_deliveries,
         }
-        result = {"failed": 0}
         for name, step in steps.items():
             try:
                 result[name] = step()
-            except ResolveFlowError:
+            except ResolveFlowError as exc:
                 logger.exception("maintenance step failed", extra={"step": name})
+                self.job_failed(f"maintenance ({name})", exc)
                 result[name] = 0
                 result["failed"] += 1
         return result
@@ -164,7 +232,18 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
     proc = procrastinate.App(connector=connector)
 
     def task(name: str, retry: procrastinate.RetryStrategy | None = None) -> Any:
-        return proc.task(name=name, queue=queue.QUEUE, retry=retry or False)
+        def register(job: Callable[..., Any]) -> Any:
+            @functools.wraps(job)
+            def run(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return job(*args, **kwargs)
+                except Exception as exc:  # procrastinate records and logs it; `--once` says so
+                    body.job_failed(name, exc)
+                    raise
+
+            return proc.task(name=name, queue=queue.QUEUE, retry=retry or False)(run)
+
+        return register
 
     task(queue.HANDLE_DELIVERY, _SAFE_RETRY)(body.handle_delivery)
     task(queue.START_WEBHOOK_RUN)(body.start_webhook_run)

@@ -6,7 +6,7 @@ import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
@@ -23,6 +23,7 @@ from resolveflow.errors import (
 )
 from resolveflow.execution.lease import new_owner_id
 from resolveflow.service import decisions
+from resolveflow.service.approvals import RepositoryLabels
 from resolveflow.store import audit
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
@@ -134,9 +135,16 @@ class RunController:
         )
 
     def approve(
-        self, principal: Principal, run_or_proposal: UUID, digest: str
+        self,
+        principal: Principal,
+        run_or_proposal: UUID,
+        digest: str,
+        labels: RepositoryLabels | None = None,
     ) -> decisions.Decided:
-        return decisions.approve(self.db, principal, run_or_proposal, digest, self.deciding())
+        """``labels``: where "labels exist" reads a repository's labels that no run's evidence
+        has (the command's own, as the web's is the request's)."""
+        how = replace(self.deciding(), labels=labels)
+        return decisions.approve(self.db, principal, run_or_proposal, digest, how)
 
     def reject(self, principal: Principal, run_or_proposal: UUID, reason: str) -> decisions.Decided:
         return decisions.reject(self.db, principal, run_or_proposal, reason, self.deciding())

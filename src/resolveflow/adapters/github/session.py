@@ -295,7 +295,10 @@ class GitHubSession:
         error.message = scrub(error.message, (token, self._service_token))
         error.args = (error.message,)
         status = getattr(error, "status", None) or error.context.get("status")
-        logger.warning(
+        # INFO, not WARNING: the error is raised, and whoever catches it reports it once (the CLI's
+        # one error line, an HTTP status, an execution's recorded detail). A warning here would
+        # print the same failure twice on a person's terminal.
+        logger.info(
             "GitHub call failed: %s",
             error.message,
             extra={**_log_fields(call, status, None), "error_type": type(error).__name__},

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,15 @@ class Delay:
 
     seconds: float
     apply_write: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Hold:
+    """Keep the request until the test sets ``release`` (or the server stops), then serve it as
+    usual: lets a test watch a page while a write is in flight, without waiting on a clock."""
+
+    release: threading.Event
+    arrived: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -111,7 +121,7 @@ class TamperedBody:
 
 Fault = (
     Delay | DropAfterWrite | HangAfterWrite | Status | SecondaryRateLimit | PrimaryRateLimit
-) | (Malformed2xx | TamperedBody | Trickle)
+) | (Malformed2xx | TamperedBody | Trickle | Hold)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from resolveflow.sandbox.forge.faults import (
     Fault,
     FaultQueue,
     HangAfterWrite,
+    Hold,
     Malformed2xx,
     PrimaryRateLimit,
     SecondaryRateLimit,
@@ -146,7 +147,13 @@ class Frontend:
 
     def _take_fault(self, exchange: Exchange) -> Fault | None:
         with self._lock:
-            return self._faults.take(exchange.method, exchange.target)
+            fault = self._faults.take(exchange.method, exchange.target)
+        if isinstance(fault, Hold):  # held until released, then served as usual
+            fault.arrived.set()
+            while not (fault.release.wait(0.05) or self.loopback.stopping.is_set()):
+                pass
+            return None
+        return fault
 
     def _serve(
         self,
@@ -180,8 +187,9 @@ class Frontend:
                 else:
                     reply = self._execute(request, route)
                 self._send(exchange, request, reply, byte_interval=interval)
-            case _:
+            case Status() | SecondaryRateLimit() | Malformed2xx() | TamperedBody():
                 self._send(exchange, request, self._canned(request, route, fault))
+            # Hold never gets here: _take_fault waits it out and serves the request as usual.
 
     def _canned(
         self,

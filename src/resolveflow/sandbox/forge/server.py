@@ -13,7 +13,8 @@ The class only puts three parts together and forwards to them:
 - route tables of functions over that state: ``issues``, ``events``, ``repos``, ``ci`` (and
   ``oauth`` for ``FakeGitHubWithOAuth``), whose seeding functions are this class's ``add_*``
   methods;
-- ``frontend.Frontend``: the HTTP side, with fault injection and the request counters.
+- ``frontend.Frontend``: the HTTP side, with fault injection and the request counters;
+- ``pages``: the forge browsable as HTML at the ``html_url`` paths its JSON hands out.
 
 The JSON shapes live in ``payloads`` and ``payloads_ci`` (an issue event's in ``events``), the
 faults in ``faults``.
@@ -28,13 +29,14 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
-from resolveflow.sandbox.forge import ci, events, repos
+from resolveflow.sandbox.forge import ci, events, pages, repos
 from resolveflow.sandbox.forge import issues as issues_area
 from resolveflow.sandbox.forge.faults import (
     Delay,
     DropAfterWrite,
     Fault,
     HangAfterWrite,
+    Hold,
     Malformed2xx,
     PrimaryRateLimit,
     SecondaryRateLimit,
@@ -52,6 +54,7 @@ __all__ = [
     "FakeGitHubServer",
     "Fault",
     "HangAfterWrite",
+    "Hold",
     "Malformed2xx",
     "PrimaryRateLimit",
     "SecondaryRateLimit",
@@ -110,7 +113,8 @@ class FakeGitHubServer:
         rate_limit: int = 5000,
     ) -> None:
         self.state = ForgeState(default_login)
-        api = [*issues_area.ROUTES, *events.ROUTES, *repos.ROUTES, *ci.ROUTES]
+        # The HTML pages last: an API path always finds its API route first.
+        api = [*issues_area.ROUTES, *events.ROUTES, *repos.ROUTES, *ci.ROUTES, *pages.ROUTES]
         self.frontend = Frontend(
             bind(api, self.state, self.state.lock),
             self._identify,

@@ -233,3 +233,15 @@ SELECT a.step,
 FROM execution_attempts a LEFT JOIN attempt_outcomes o ON o.attempt_id = a.id
 WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
 GROUP BY a.step
+
+-- name: due_approvers
+-- Who approved each due execution and whether they have their own GitHub token: `execute` checks
+-- before claiming anything that each one has a credential to write with.
+SELECT e.id, pr.subject,
+       EXISTS (SELECT 1 FROM github_tokens t
+                WHERE t.tenant_id = e.tenant_id AND t.principal_id = pr.id) AS has_github_token
+FROM executions e
+LEFT JOIN approvals a ON a.tenant_id = e.tenant_id AND a.id = e.approval_id
+LEFT JOIN principals pr ON pr.tenant_id = e.tenant_id AND pr.id = a.principal_id
+WHERE e.tenant_id = %(tenant_id)s AND e.state = 'pending' AND e.not_before <= clock_timestamp()
+ORDER BY e.not_before, e.created_at

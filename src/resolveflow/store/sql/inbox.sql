@@ -2,9 +2,11 @@
 -- Runs waiting for a decision, newest first, with the latest proposal's digest and target.
 SELECT r.id AS run_id, r.repository, r.issue_number, r.status, r.created_at,
        c.classification, c.rule, c.branch,
-       latest.id AS proposal_id, latest.digest, latest.version, latest.action
+       latest.id AS proposal_id, latest.digest, latest.version, latest.action,
+       s.raw -> 'issue' ->> 'title' AS issue_title
 FROM runs r
 LEFT JOIN run_classifications c ON c.run_id = r.id
+LEFT JOIN evidence_snapshots s ON s.run_id = r.id AND s.tenant_id = r.tenant_id
 LEFT JOIN LATERAL (
     SELECT p.id, p.digest, p.version, p.action FROM proposals p
     WHERE p.tenant_id = r.tenant_id AND p.run_id = r.id

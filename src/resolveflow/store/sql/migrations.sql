@@ -18,3 +18,10 @@ SELECT pg_advisory_lock(%s)
 
 -- name: unlock
 SELECT pg_advisory_unlock(%s)
+
+-- name: fingerprint
+-- What the last complete upgrade left as the table's comment (store/migrate.py): NULL before it.
+SELECT obj_description(to_regclass('schema_migrations'), 'pg_class') AS fingerprint
+
+-- name: record_fingerprint
+COMMENT ON TABLE schema_migrations IS %s

@@ -1,0 +1,59 @@
+"""What became of an approved action, said in words: the sentence the CLI prints (and the JSON
+carries as ``text``), from the same facts the pages show (``service.views.outcome``).
+
+The plain words for an execution's state are here, below the web and the CLI, so both say the
+same thing (``web/words.py`` uses this table).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from resolveflow.domain.vocabulary import ExecutionState
+
+DATE_FORMAT = "%Y-%m-%d %H:%M UTC"  # the one date format (web/filters.py shows it too)
+
+EXECUTION_STATE: dict[ExecutionState, str] = {
+    ExecutionState.PENDING: "waiting to be sent",
+    ExecutionState.SENDING: "sending",
+    ExecutionState.SENT: "posted",
+    ExecutionState.PARTIAL: "partly done",
+    ExecutionState.FAILED: "could not be sent",
+    ExecutionState.UNKNOWN: "unknown: being reconciled",
+    ExecutionState.NOT_SENT: "not sent (a person confirmed it)",
+}
+
+
+def shown_moment(value: object) -> str:
+    """A moment (a datetime or its ISO text) in the one date format; anything else as it is."""
+    found: datetime | None = value if isinstance(value, datetime) else None
+    if isinstance(value, str) and value:
+        try:
+            found = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    if found is None:
+        return str(value or "")
+    return (
+        (found if found.tzinfo else found.replace(tzinfo=UTC)).astimezone(UTC).strftime(DATE_FORMAT)
+    )
+
+
+def outcome_text(found: dict[str, Any], *, new_issue: bool) -> str:
+    """``posted as @login at <time>: <url>``, ``created issue #N as @login at <time>: <url>``,
+    or the state in words with its reason, from ``service.views.outcome``'s facts."""
+    state = found.get("state")
+    if state is None:
+        return "approved; waiting to be sent"
+    if found.get("url"):
+        what = f"created issue #{found['result_ref']}" if new_issue else "posted"
+        who = f" as @{found['login']}" if found.get("login") else ""
+        said = f"{what}{who} at {shown_moment(found.get('at'))}: {found['url']}"
+        if state == ExecutionState.PARTIAL.value:
+            said += (
+                f"; only part of it was done: {found.get('detail') or 'a later step was refused'}"
+            )
+        return said
+    words = EXECUTION_STATE[ExecutionState(state)]
+    return f"{words}: {found['detail']}" if found.get("detail") else words

@@ -1,0 +1,177 @@
+"""The plain words a person reads for the domain's vocabulary: one table per enum, in one place.
+
+The pages never show an enum's value (``awaiting_approval``, ``not_sent``); they show these words,
+through the ``words`` filter. ``tests/web/test_web_words.py`` checks that every member of every
+enum listed in ``TABLES`` has its words, so a new state cannot reach a page as a machine word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from resolveflow.domain.actions import ActionKind
+from resolveflow.domain.disclosure import Hidden
+from resolveflow.domain.review import Outcome
+from resolveflow.domain.triage_policy import Classification
+from resolveflow.domain.vocabulary import (
+    AttemptOutcome,
+    AttemptStep,
+    AuditEvent,
+    Credential,
+    Decision,
+    ExecutionState,
+    RunStatus,
+)
+from resolveflow.service import outcomes
+
+RUN_STATUS: dict[RunStatus, str] = {
+    RunStatus.RUNNING: "gathering evidence",
+    RunStatus.AWAITING_APPROVAL: "waiting for a decision",
+    RunStatus.EXECUTING: "approved, being carried out",
+    RunStatus.COMPLETED: "done",
+    RunStatus.NO_ACTION: "nothing to do",
+    RunStatus.REJECTED: "rejected",
+    RunStatus.FAILED: "failed",
+}
+# Shared with the CLI's outcome sentence (service/outcomes.py).
+EXECUTION_STATE: dict[ExecutionState, str] = outcomes.EXECUTION_STATE
+DECISION: dict[Decision, str] = {Decision.APPROVED: "approved", Decision.REJECTED: "rejected"}
+ATTEMPT_STEP: dict[AttemptStep, str] = {
+    AttemptStep.COMMENT: "post the comment",
+    AttemptStep.LABELS: "add the labels",
+    AttemptStep.CREATE: "create the issue",
+}
+ATTEMPT_OUTCOME: dict[AttemptOutcome, str] = {
+    AttemptOutcome.SENT: "done",
+    AttemptOutcome.REJECTED: "refused",
+    AttemptOutcome.RATE_LIMITED: "rate limited, to retry",
+    AttemptOutcome.UNAVAILABLE: "could not be sent",
+    AttemptOutcome.UNKNOWN: "no answer: may have been written",
+}
+CREDENTIAL: dict[Credential, str] = {
+    Credential.APPROVER: "the approver's own token",
+    Credential.SERVICE: "the service account",
+}
+CLASSIFICATION: dict[Classification, str] = {
+    Classification.DETERMINISTIC: "decided by a rule",
+    Classification.AI_INVESTIGATION: "investigated",
+    Classification.HUMAN_REVIEW: "for a person to review",
+}
+ACTION_KIND: dict[ActionKind, str] = {
+    ActionKind.GITHUB_ISSUE: "comment / labels",
+    ActionKind.GITHUB_ISSUE_CREATE: "new issue",
+}
+REVIEW_OUTCOME: dict[Outcome, str] = {
+    Outcome.APPROVE: "may be approved",
+    Outcome.ESCALATE: "escalated to a person",
+}
+HIDDEN: dict[Hidden, str] = {kind: kind.value.replace("_", " ") for kind in Hidden}
+AUDIT_EVENT: dict[AuditEvent, str] = {
+    AuditEvent.TENANT_CREATED: "tenant created",
+    AuditEvent.PRINCIPAL_CREATED: "person added",
+    AuditEvent.PRINCIPAL_ROLES_SET: "roles changed",
+    AuditEvent.REPOSITORY_ALLOWED: "repository allowed",
+    AuditEvent.REPOSITORY_REMOVED: "repository removed",
+    AuditEvent.SESSION_STARTED: "signed in",
+    AuditEvent.SESSION_ENDED: "signed out",
+    AuditEvent.WEBHOOK_RUN_REFUSED: "webhook run refused",
+    AuditEvent.WEBHOOK_SECRET_SET: "webhook secret set",
+    AuditEvent.WEBHOOK_SECRET_REMOVED: "webhook secret removed",
+    AuditEvent.RUN_STARTED: "run started",
+    AuditEvent.RUN_CLASSIFIED: "classified",
+    AuditEvent.RUN_ROUTED: "routed",
+    AuditEvent.RUN_RESUME_REFUSED: "resume refused",
+    AuditEvent.RUN_EVIDENCE: "evidence gathered",
+    AuditEvent.RUN_INVESTIGATED: "investigated",
+    AuditEvent.RUN_NO_ACTION: "nothing to do",
+    AuditEvent.RUN_FAILED: "run failed",
+    AuditEvent.PROPOSAL_CREATED: "proposal written",
+    AuditEvent.PROPOSAL_EDITED: "proposal edited",
+    AuditEvent.PROPOSAL_APPROVED: "approved",
+    AuditEvent.PROPOSAL_REJECTED: "rejected",
+    AuditEvent.PROPOSAL_APPROVE_REFUSED: "approval refused",
+    AuditEvent.PROPOSAL_REJECT_REFUSED: "rejection refused",
+    AuditEvent.EXECUTION_SENT: "posted",
+    AuditEvent.EXECUTION_PARTIAL: "partly done",
+    AuditEvent.EXECUTION_FAILED: "could not be sent",
+    AuditEvent.EXECUTION_UNKNOWN: "outcome unknown",
+    AuditEvent.EXECUTION_REFUSED: "refused by the executor",
+    AuditEvent.EXECUTION_DEFERRED: "deferred",
+    AuditEvent.EXECUTION_COMMENT_POSTED: "comment posted",
+    AuditEvent.EXECUTION_DELIVERED_EARLIER: "already delivered earlier",
+    AuditEvent.EXECUTION_RECONCILE_FAILED: "reconciliation failed",
+    AuditEvent.EXECUTION_REQUEUED: "queued again",
+    AuditEvent.EXECUTION_RESOLVED: "settled by a person",
+    AuditEvent.EXECUTION_RECONCILED_SENT: "found posted",
+    AuditEvent.EXECUTION_RECONCILED_PARTIAL: "found partly done",
+    AuditEvent.EXECUTION_RECONCILED_UNKNOWN: "still unknown",
+}
+
+# Every enum a page shows, with its words; a test checks each member has an entry.
+TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
+    RunStatus: RUN_STATUS,
+    ExecutionState: EXECUTION_STATE,
+    Decision: DECISION,
+    AttemptStep: ATTEMPT_STEP,
+    AttemptOutcome: ATTEMPT_OUTCOME,
+    Credential: CREDENTIAL,
+    Classification: CLASSIFICATION,
+    ActionKind: ACTION_KIND,
+    Hidden: HIDDEN,
+    Outcome: REVIEW_OUTCOME,
+    AuditEvent: AUDIT_EVENT,
+}
+
+# Names that are not enums: the evidence facts and their rules, and the approval checks (whose
+# names are already words, in domain/policy.py).
+FACTS: dict[str, str] = {
+    "has_failing_ci": "CI is failing",
+    "is_information_sparse": "the report is too short to act on",
+}
+RULES: dict[str, str] = {
+    **FACTS,
+    "fallback": "no rule matched",
+}
+# A fact's good outcome: false for both (no failing CI, enough information).
+GOOD_WHEN: dict[str, bool] = {"has_failing_ci": False, "is_information_sparse": False}
+DETAIL_KEYS: dict[str, str] = {
+    "digest": "digest",
+    "proposal_id": "proposal",
+    "execution_id": "execution",
+    "comment_url": "comment",
+    "result_url": "created issue",
+    "http_status": "HTTP status",
+    "labels": "labels",
+    "reason": "reason",
+}
+
+
+def words(value: object, table: str = "") -> str:
+    """The words for ``value``: an enum member, or a string looked up in ``table`` (its enum's
+    name, or ``fact``/``rule``/``event``); anything unknown is shown with spaces for underscores."""
+    if value is None or value == "":
+        return "–"
+    text = str(value)
+    for enum, names in TABLES.items():
+        if isinstance(value, enum) or (table and table == enum.__name__):
+            try:
+                return names[enum(text)]
+            except ValueError:
+                break
+    if table == "fact":
+        return FACTS.get(text, text.replace("_", " "))
+    if table == "rule":
+        if text.startswith("policy:"):
+            return f"policy rule {text.removeprefix('policy:')!r}"
+        return RULES.get(text, text.replace("_", " "))
+    if table == "key":
+        return DETAIL_KEYS.get(text) or FACTS.get(text) or text.replace("_", " ")
+    return text.replace("_", " ")
+
+
+def fact_is_good(name: str, value: object) -> bool:
+    """Whether a yes/no fact shows its good outcome (green), else neutral."""
+    good = GOOD_WHEN.get(name)
+    return good is not None and bool(value) == good

@@ -1,0 +1,61 @@
+"""Plain words (issue 12, item 4): every member of every enum a page shows has its words, no word
+is the machine value itself, and dates have one format inside a <time> element."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from resolveflow.domain import vocabulary
+from resolveflow.web import filters
+from resolveflow.web.words import TABLES, fact_is_good, words
+
+
+@pytest.mark.parametrize("enum", list(TABLES), ids=lambda enum: enum.__name__)
+def test_every_member_of_every_shown_enum_has_plain_words(enum: type) -> None:
+    table = TABLES[enum]
+    for member in enum:
+        assert member in table, f"{enum.__name__}.{member.name} has no words in web/words.py"
+        shown = words(member)
+        assert shown == table[member] and "_" not in shown
+        assert words(member.value, enum.__name__) == shown  # the stored string too
+
+
+def test_every_enum_of_the_vocabulary_is_covered() -> None:
+    from enum import StrEnum
+
+    enums = {
+        value
+        for value in vars(vocabulary).values()
+        if isinstance(value, type) and issubclass(value, StrEnum) and value is not StrEnum
+    }
+    assert enums <= set(TABLES), enums - set(TABLES)
+
+
+def test_the_machine_words_of_issue_12_read_as_words() -> None:
+    assert words("awaiting_approval", "RunStatus") == "waiting for a decision"
+    assert words("not_sent", "ExecutionState") == "not sent (a person confirmed it)"
+    assert words("has_failing_ci", "rule") == "CI is failing"
+    assert words("policy:docs", "rule") == "policy rule 'docs'"
+    assert fact_is_good("is_information_sparse", False) and not fact_is_good("has_failing_ci", True)
+
+
+def test_one_date_format_in_a_time_element() -> None:
+    shown = filters.when("2026-05-01T14:03:09.123+00:00")
+    assert shown == (
+        '<time datetime="2026-05-01T14:03:09.123000Z" title="2026-05-01 14:03 UTC">'
+        "2026-05-01 14:03 UTC</time>"
+    )
+    assert filters.when(datetime(2026, 5, 1, 14, 3, tzinfo=UTC)).endswith("14:03 UTC</time>")
+    assert filters.when(None) == "–"
+
+
+def test_audit_details_are_label_value_pairs_never_json() -> None:
+    items = filters.detail_items({"digest": "ab", "labels": ["bug", "x"], "ok": True, "n": None})
+    assert items == [("digest", "ab"), ("labels", "bug, x"), ("ok", "yes"), ("n", "–")]
+
+
+def test_moments_inside_text_take_the_one_format() -> None:
+    reason = "open until 2026-12-07T15:26:37.648828+00:00"
+    assert filters.dates_in(reason) == "open until 2026-12-07 15:26 UTC"
