@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from resolveflow.errors import ConfigError
 from resolveflow.execution.lease import GateSettings
+from resolveflow.retrieval import loaders
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
 from resolveflow.service.investigation_config import InvestigationConfig
@@ -80,6 +81,18 @@ class GitHubSettings(_Group):
     @classmethod
     def _url(cls, value: str) -> str:
         return _http_url(value) or value
+
+
+class GitLabSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}GITLAB_")
+
+    url: str | None = None  # unset: no GitLab; each tenant's token is stored (gitlab token set)
+    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _http_url(value) or None
 
 
 class ExecutorSettings(_Group):
@@ -219,6 +232,10 @@ class RetrievalSettings(_Group):
     search_max_postings: int = Field(default=SearchParams.max_postings, ge=1)
     label_min_probability: float = Field(default=0.35, ge=0, le=1)
     index_rate_limit_max_waits: int = Field(default=10, ge=0)
+    # One document file (index docs, POST /api/v1/documents): larger ones are skipped / 413.
+    document_max_bytes: int = Field(
+        default=loaders.DEFAULT_MAX_BYTES, ge=1024, le=200 * 1024 * 1024
+    )
 
 
 class ModelSettings(_Group):
@@ -266,6 +283,7 @@ class Settings(BaseModel):
 
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     github: GitHubSettings = Field(default_factory=GitHubSettings)
+    gitlab: GitLabSettings = Field(default_factory=GitLabSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)

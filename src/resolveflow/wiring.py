@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
     from resolveflow.adapters.llm.protocol import ChatModel
-    from resolveflow.execution.credentials import ApproverTokenLookup
+    from resolveflow.execution.credentials import ApproverTokenLookup, Configured
     from resolveflow.execution.gate import Executor
     from resolveflow.execution.reconcile import Reconciler
     from resolveflow.retrieval.ingest import Indexer
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from resolveflow.service.investigation import InvestigationConfig
     from resolveflow.service.sessions import UserGrant
     from resolveflow.store.token_cipher import TokenCipher
+    from resolveflow.wiring_gitlab import TenantGitLab
     from resolveflow.workflows.runs import RunController
 
 logger = logging.getLogger(__name__)
@@ -69,11 +70,14 @@ def database_url(settings: Settings) -> str:
 def gate_settings(settings: Settings) -> GateSettings:
     # A request starts within one timeout of its attempt row and the client cuts it at
     # DEADLINE_TIMEOUTS timeouts, plus one last socket read; the lease covers that with room.
+    # GitLab writes go through the same gate with their own timeout: the longer one counts.
     executor, timeout = settings.executor, settings.github.timeout_seconds
+    if settings.gitlab.url is not None:
+        timeout = max(timeout, settings.gitlab.timeout_seconds)
     if executor.lease_seconds < timeout * LEASE_TIMEOUT_RATIO:
         raise ConfigError(
             f"RESOLVEFLOW_LEASE_SECONDS must be at least {LEASE_TIMEOUT_RATIO} times "
-            "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS"
+            "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS (or RESOLVEFLOW_GITLAB_TIMEOUT_SECONDS if longer)"
         )
     return GateSettings(
         lease_seconds=executor.lease_seconds,
@@ -247,20 +251,43 @@ class App:
         from resolveflow.execution.gate import Executor
 
         return Executor(
-            self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
+            self.db,
+            self.github,
+            gate_settings(self.settings),
+            token_lookup=self.token_lookup(),
+            gitlab=self.gitlab(),
         )
 
     def reconciler(self) -> Reconciler:
         from resolveflow.execution.reconcile import Reconciler
 
         return Reconciler(
-            self.db, self.github, gate_settings(self.settings), token_lookup=self.token_lookup()
+            self.db,
+            self.github,
+            gate_settings(self.settings),
+            token_lookup=self.token_lookup(),
+            gitlab=self.gitlab(),
+        )
+
+    def gitlab(self) -> TenantGitLab:
+        """GitLab per tenant: its own token from the store, its aliases from the policy file."""
+        from resolveflow.wiring_gitlab import TenantGitLab
+
+        return self._once(
+            "gitlab", lambda: TenantGitLab(self.db, self.settings, self.policy, self.token_cipher())
         )
 
     def token_cipher(self) -> TokenCipher | None:
         """Encrypts principals' own GitHub tokens at rest; None without
         RESOLVEFLOW_TOKEN_ENCRYPTION_KEY."""
         return self._once("token_cipher", lambda: build_token_cipher(self.settings))
+
+    def configured_credentials(self) -> Configured:
+        """What ``execute`` and the worker check each due execution against, per forge."""
+        from resolveflow.execution.credentials import Configured
+
+        has = (self.settings.github.token, self.token_cipher(), self.settings.gitlab.url)
+        return Configured(*(value is not None for value in has))
 
     def token_lookup(self) -> ApproverTokenLookup | None:
         """Approvers' own GitHub tokens (given by sign-in or by an operator), decrypted from the

@@ -26,10 +26,12 @@ logger = logging.getLogger(__name__)
 
 def _eval_app() -> typer.Typer:
     """The ``eval`` group: retrieval's evaluations and the investigation's, in one group."""
-    from resolveflow.cli import investigation_cmds, retrieval_cmds
+    from resolveflow.cli import ask_cmds, investigation_cmds, retrieval_cmds
 
     if not any(c.name == "safety" for c in retrieval_cmds.eval_app.registered_commands):
         investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
+    if not any(c.name == "answers" for c in retrieval_cmds.eval_app.registered_commands):
+        ask_cmds.add_eval_commands(retrieval_cmds.eval_app)
     return retrieval_cmds.eval_app
 
 
@@ -79,6 +81,16 @@ COMMANDS: tuple[Entry, ...] = (
         _CLI + "retrieval_cmds:search",
     ),
     Entry(
+        "ask",
+        "Answer a question from the tenant's documents, with citations, or say there is no source.",
+        _CLI + "ask_cmds:ask",
+    ),
+    Entry(
+        "plan",
+        "Plan with a model: search the tenant's documents, maybe prepare an issue, answer.",
+        _CLI + "plan_cmds:plan",
+    ),
+    Entry(
         "backtest",
         "Replay triage on past issues in shadow mode (nothing is proposed or sent).",
         _CLI + "investigation_cmds:backtest",
@@ -117,6 +129,12 @@ COMMANDS: tuple[Entry, ...] = (
     ),
     Entry("eval", "Measure retrieval and label suggestion on a corpus.", _eval_app),
     Entry("webhooks", "GitHub webhooks.", _CLI + "webhooks_cmds:webhooks_app"),
+    Entry("gitlab", "GitLab: each tenant's token.", _CLI + "gitlab_cmds:gitlab_app"),
+    Entry(
+        "issues",
+        "Issues prepared from a tenant's project aliases.",
+        _CLI + "gitlab_cmds:issues_app",
+    ),
 )
 
 

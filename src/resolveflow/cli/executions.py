@@ -64,12 +64,7 @@ def _tenant_ids(opened: App) -> list[UUID]:
 
 
 def _check_credentials(opened: App, tenant_ids: list[UUID]) -> None:
-    check_due_credentials(
-        opened.db,
-        tenant_ids,
-        service_token=opened.settings.github.token is not None,
-        key_configured=opened.token_cipher() is not None,
-    )
+    check_due_credentials(opened.db, tenant_ids, opened.configured_credentials())
 
 
 def _ready_tenants(opened: App) -> list[UUID]:
@@ -177,7 +172,8 @@ def list_(
 def show(
     execution_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
 ) -> None:
-    from resolveflow.service.views import execution_outcome
+    from resolveflow.service.outcomes import GITLAB_KIND
+    from resolveflow.service.posting import execution_outcome
 
     with common.app() as opened:
         actor = common.principal(opened, token)
@@ -185,7 +181,8 @@ def show(
         view = service.show_execution(opened.db, actor, found)
         # What became of it, in words, with the link (as the execution page says).
         lookup = opened.token_lookup()
-        view["outcome"] = execution_outcome(opened.db, actor, found, opened.github, lookup)
+        gitlab = opened.gitlab() if view["kind"] == GITLAB_KIND else None
+        view["outcome"] = execution_outcome(opened.db, actor, found, opened.github, lookup, gitlab)
 
     def render() -> None:
         fields(

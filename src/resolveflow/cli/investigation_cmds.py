@@ -17,7 +17,6 @@ from resolveflow.domain.triage_policy import parse_policy
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backtest
 from resolveflow.evals.floor import calibrate
-from resolveflow.evals.safety import run_safety_suite
 from resolveflow.retrieval.sources import parse_time
 from resolveflow.wiring import build_embedder, build_model, investigation_config, search_params
 
@@ -33,7 +32,9 @@ def add_eval_commands(eval_app: typer.Typer) -> None:
 
 def eval_safety(as_json: bool = common.JsonOption) -> None:
     """Scripted compromised-model cases the code must stop; anything below 100% fails."""
-    report = run_safety_suite()
+    from resolveflow.cli.planner_safety import full_safety_report  # the planner's cases too
+
+    report = full_safety_report()
     data = report.as_json()
 
     def render() -> None:

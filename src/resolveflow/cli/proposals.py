@@ -156,7 +156,8 @@ def show(
     proposal_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
 ) -> None:
     """Show the exact action, its digest and its state."""
-    from resolveflow.service.views import proposal_outcome
+    from resolveflow.service.outcomes import GITLAB_KIND
+    from resolveflow.service.posting import proposal_outcome
 
     with common.app() as opened:
         actor = common.principal(opened, token)
@@ -165,7 +166,10 @@ def show(
         )
         if view["decision"] is not None:  # the client is built only when there is an outcome
             lookup = opened.token_lookup()
-            view["outcome"] = proposal_outcome(opened.db, actor, view, opened.github, lookup)
+            gitlab = opened.gitlab() if view["kind"] == GITLAB_KIND else None
+            view["outcome"] = proposal_outcome(
+                opened.db, actor, view, opened.github, lookup, gitlab
+            )
     emit(view, as_json, lambda: _render(view))
 
 

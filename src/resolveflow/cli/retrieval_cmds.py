@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, fields, table
-from resolveflow.errors import InvalidInput
+from resolveflow.errors import InvalidInput, NotFound
 from resolveflow.evals.duplicates import evaluate_duplicates
 from resolveflow.evals.labels import evaluate_labels
 from resolveflow.retrieval.github_crawl import CrawlStats, GitHubCrawler, source_name
@@ -22,7 +22,7 @@ from resolveflow.retrieval.ingest import Indexer, IngestStats
 from resolveflow.retrieval.rebuild import rebuild
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
-from resolveflow.retrieval.sources import parse_time, read_corpus, read_docs_dir
+from resolveflow.retrieval.sources import DocsFolder, parse_time, read_corpus
 from resolveflow.service import admin
 from resolveflow.service.admin import normalize_repository
 from resolveflow.store import documents as store
@@ -92,14 +92,55 @@ def index_file(
 
 @index_app.command("docs")
 def index_docs(
-    directory: Path = typer.Argument(..., help="A folder of Markdown/text docs and runbooks."),
+    directory: Path = typer.Argument(..., help="A folder of docs: Markdown, text, HTML, PDF."),
+    source: str = typer.Option("docs", "--source", help="Name of the source."),
+    prune: bool = typer.Option(
+        False, "--prune", help="Remove this source's documents whose files are gone."
+    ),
+    tenant: str | None = common.TenantOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Index .md, .txt, .html and .pdf files; front matter `runbook: TAG` marks a runbook."""
+    removed: list[str] = []
+    with common.app() as opened:
+        folder = DocsFolder(directory, source, opened.settings.retrieval.document_max_bytes)
+        tenant_id = _tenant_id(opened, tenant)
+        indexer = Indexer(opened.db, build_embedder(opened.settings))
+        with _progress(f"indexing {directory}", None) as advance:
+            stats = indexer.upsert(tenant_id, folder, lambda s: advance(s.documents))
+        if prune:
+            removed = indexer.prune(tenant_id, source, folder.seen)
+    for _name, reason in folder.skipped:  # one line each (the reason names the file)
+        err_console.print(f"skipped {reason}", markup=False, highlight=False, soft_wrap=True)
+    data: dict[str, object] = {"source": source, **stats.as_json()}
+    data["skipped"] = len(folder.skipped)
+    if prune:
+        data["removed"] = len(removed)
+    shown = list(data.items())
+    data["skipped_files"] = [{"path": name, "reason": reason} for name, reason in folder.skipped]
+    if prune:
+        data["removed_files"] = removed
+    emit(data, as_json, lambda: fields([(k.replace("_", " "), v) for k, v in shown]))
+
+
+@index_app.command("remove")
+def index_remove(
+    path: str = typer.Argument(
+        ..., help="The document's path as indexed (relative to its folder)."
+    ),
     source: str = typer.Option("docs", "--source", help="Name of the source."),
     tenant: str | None = common.TenantOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Index Markdown and text files; front matter `runbook: TAG` marks a trusted runbook."""
-    stats = _index_documents(tenant, f"indexing {directory}", read_docs_dir(directory, source))
-    _ingest_output(stats, as_json, {"source": source})
+    """Remove a document from the index; searches stop finding it at once."""
+    with common.app() as opened:
+        tenant_id = _tenant_id(opened, tenant)
+        indexer = Indexer(opened.db, build_embedder(opened.settings))
+        removed = indexer.remove(tenant_id, source, [path])
+    if not removed:
+        raise NotFound(f"no document {path!r} in source {source!r}")
+    data = {"source": source, "removed": removed}
+    emit(data, as_json, lambda: fields([("removed", path), ("source", source)]))
 
 
 def _index_documents(

@@ -18,6 +18,7 @@ from resolveflow.domain.actions import (
     AnyAction,
     GitHubIssueAction,
     GitHubIssueCreateAction,
+    GitLabIssueCreateAction,
     action_digest,
     parse_action,
 )
@@ -161,6 +162,10 @@ def _labels_exist(facts: ApprovalFacts) -> str:
         raise Unavailable(f"could not check labels: {facts.labels_unreadable}")
     if facts.repository_labels is None:
         return "checked against the repository right before the write"
+    if isinstance(action, GitLabIssueCreateAction):
+        # Only labels the project's alias allows were accepted when it was prepared; whether
+        # they exist on the project is read from GitLab by the executor before the write.
+        return "allowed for this project; checked on GitLab right before the write"
     check_labels_exist(action, facts.repository_labels)
     return "every label exists in the repository"
 
@@ -180,6 +185,9 @@ GITHUB_CHECKS: tuple[Check, ...] = (
     Check("repository allowed", _repository_allowed),
     Check("labels exist", _labels_exist),
 )
+# A GitLab project is reachable only through the tenant's project aliases (resolved by
+# ``service/issues_prepare``); the executor checks the project is still one of them.
+GITLAB_CHECKS: tuple[Check, ...] = (Check("labels exist", _labels_exist),)
 
 
 def kind_checks(action: AnyAction) -> tuple[Check, ...]:
@@ -187,6 +195,8 @@ def kind_checks(action: AnyAction) -> tuple[Check, ...]:
     match action:
         case GitHubIssueAction() | GitHubIssueCreateAction():
             return GITHUB_CHECKS
+        case GitLabIssueCreateAction():
+            return GITLAB_CHECKS
 
 
 def approval_checks(proposal: Proposal) -> tuple[Check, ...]:
@@ -245,6 +255,8 @@ def check_approval_still_valid(
 
 
 def check_repository_allowed(action: AnyAction, allowed: Iterable[str]) -> None:
+    if isinstance(action, GitLabIssueCreateAction):
+        return  # not a GitHub repository: its executor checks the tenant's project aliases
     if action.repository not in {name.lower() for name in allowed}:
         raise PolicyViolation(f"repository {action.repository} is not on the allowlist")
 
@@ -254,3 +266,11 @@ def check_labels_exist(action: AnyAction, repository_labels: Iterable[str]) -> N
     missing = [label for label in action.labels if label not in known]
     if missing:
         raise PolicyViolation(f"label(s) {', '.join(missing)} do not exist in {action.repository}")
+
+
+def check_project_allowed(action: GitLabIssueCreateAction, allowed: Iterable[str]) -> None:
+    """The executor's re-check: the project is still one of the tenant's GitLab aliases."""
+    if action.target.project not in {path.lower() for path in allowed}:
+        raise PolicyViolation(
+            f"GitLab project {action.target.project} is not one of the tenant's project aliases"
+        )

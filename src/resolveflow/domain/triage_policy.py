@@ -17,13 +17,27 @@ A policy file is TOML::
     labels = ["documentation"]
 
 Repository entries override the defaults field by field. Rules run before the built-in ones, in order.
+
+A tenant's project aliases (``issues prepare`` resolves everything from them, never from free
+text)::
+
+    [tenants.acme.projects.ops]
+    forge = "gitlab"
+    project = "group/ops"
+    labels = ["bug", "ops"]             # the only labels an issue there may carry
+    assignees = { alice = 12 }          # name -> GitLab user id (or a username to look up)
+
+    [tenants.acme.projects.widgets]
+    forge = "github"
+    project = "acme/widgets"            # must also be on the tenant's repository allowlist
+    assignees = { alice = "alice-gh" }  # name -> GitHub login
 """
 
 from __future__ import annotations
 
 import tomllib
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -72,10 +86,31 @@ class RepositoryPolicy(BaseModel):
         return allowed
 
 
+class ProjectAlias(BaseModel):
+    """Where an alias points, which labels an issue there may carry, and who may be assigned."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    forge: Literal["gitlab", "github"]
+    project: str = Field(min_length=3, max_length=255, pattern=r"^[^/\s]+(/[^/\s]+)+$")
+    labels: tuple[str, ...] = ()
+    assignees: dict[str, int | str] = Field(default_factory=dict)
+
+
+class TenantPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    projects: dict[str, ProjectAlias] = Field(default_factory=dict)
+
+
 class PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     defaults: dict[str, Any] = Field(default_factory=dict)
     repositories: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tenants: dict[str, TenantPolicy] = Field(default_factory=dict)
+
+    def projects(self, tenant: str) -> dict[str, ProjectAlias]:
+        """The tenant's project aliases (none when the file names no such tenant)."""
+        found = self.tenants.get(tenant)
+        return dict(found.projects) if found is not None else {}
 
     def for_repository(self, full_name: str) -> RepositoryPolicy:
         merged = {**self.defaults}

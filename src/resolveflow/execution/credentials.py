@@ -16,6 +16,7 @@ another author than the one the approver expects, and reconciliation would look 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from uuid import UUID
 
 from resolveflow.domain.records import Principal
@@ -55,6 +56,17 @@ def principal_token(
 
 
 SERVICE_TOKEN_SETTING = "RESOLVEFLOW_GITHUB_TOKEN"  # noqa: S105 (a setting's name)
+GITLAB_URL_SETTING = "RESOLVEFLOW_GITLAB_URL"
+GITLAB_KIND = "gitlab.issue_create"  # written with the tenant's GitLab token, whoever approved
+
+
+@dataclass(frozen=True)
+class Configured:
+    """Which credential settings this process has (the token values themselves stay elsewhere)."""
+
+    service_token: bool  # RESOLVEFLOW_GITHUB_TOKEN
+    key_configured: bool  # RESOLVEFLOW_TOKEN_ENCRYPTION_KEY: stored tokens can be decrypted
+    gitlab_url: bool  # RESOLVEFLOW_GITLAB_URL
 
 
 def missing_credential(
@@ -77,31 +89,46 @@ def missing_credential(
     )
 
 
+def missing_gitlab_credential(tenant: str, has_token: bool, configured: Configured) -> str | None:
+    """Why a GitLab write of ``tenant`` would have no credential (what fixes it), or ``None``.
+    GitLab is written with the tenant's own token (stored encrypted), never a GitHub one."""
+    if not configured.gitlab_url:
+        return f"a GitLab issue, and GitLab is not configured: set {GITLAB_URL_SETTING}"
+    if not has_token:
+        return (
+            f"a GitLab issue, and tenant {tenant} has no GitLab token: "
+            f"resolveflow gitlab token set --tenant {tenant} --stdin"
+        )
+    if not configured.key_configured:
+        return f"tenant {tenant}'s GitLab token cannot be decrypted: set {KEY_SETTING}"
+    return None
+
+
 def due_credentials(
-    conn: Connection, tenant_id: UUID, *, service_token: bool, key_configured: bool
+    conn: Connection, tenant_id: UUID, configured: Configured
 ) -> dict[UUID, str | None]:
     """The tenant's due executions, each with why it has no credential to write with (the
-    setting that fixes it), or ``None`` when it has one. The executor (CLI) and the worker both
-    ask this before claiming."""
+    setting that fixes it), or ``None`` when it has one; each asks for its own forge's
+    credential. The executor (CLI) and the worker both ask this before claiming."""
     rows = conn.execute(q("executions", "due_approvers"), {"tenant_id": tenant_id})
     return {
-        row["id"]: missing_credential(
+        row["id"]: missing_gitlab_credential(row["tenant"], row["has_gitlab_token"], configured)
+        if row["kind"] == GITLAB_KIND
+        else missing_credential(
             row["subject"],
             row["has_github_token"],
-            service_token=service_token,
-            key_configured=key_configured,
+            service_token=configured.service_token,
+            key_configured=configured.key_configured,
         )
         for row in rows.fetchall()
     }
 
 
 def due_without_credential(
-    conn: Connection, tenant_id: UUID, *, service_token: bool, key_configured: bool
+    conn: Connection, tenant_id: UUID, configured: Configured
 ) -> dict[UUID, str]:
     """Of ``due_credentials``, those that have none."""
-    due = due_credentials(
-        conn, tenant_id, service_token=service_token, key_configured=key_configured
-    )
+    due = due_credentials(conn, tenant_id, configured)
     return {execution_id: why for execution_id, why in due.items() if why is not None}
 
 
@@ -109,24 +136,18 @@ def no_credential_message(problems: dict[UUID, str]) -> str:
     """One line naming each waiting execution and the setting that would let it run."""
     named = "; ".join(f"execution {eid} ({why})" for eid, why in problems.items())
     return (
-        f"no GitHub token to write with, so nothing was sent; {len(problems)} approved "
+        f"no token to write with, so nothing was sent; {len(problems)} approved "
         f"execution(s) stay queued and run once it is set: {named}"
     )
 
 
-def check_due_credentials(
-    db: Database, tenant_ids: Iterable[UUID], *, service_token: bool, key_configured: bool
-) -> None:
+def check_due_credentials(db: Database, tenant_ids: Iterable[UUID], configured: Configured) -> None:
     """Refuse, before anything is claimed, when a due execution has no credential to write with:
     claimed, it would fail (or be sent unauthenticated); left alone, it stays approved and runs
     once the setting is there."""
     problems: dict[UUID, str] = {}
     for tenant_id in tenant_ids:
         with db.tenant(tenant_id) as conn:
-            problems.update(
-                due_without_credential(
-                    conn, tenant_id, service_token=service_token, key_configured=key_configured
-                )
-            )
+            problems.update(due_without_credential(conn, tenant_id, configured))
     if problems:
         raise ConfigError(no_credential_message(problems))

@@ -25,6 +25,7 @@ from resolveflow.errors import NotAuthorized, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
 from resolveflow.execution.kinds import KindRegistry
 from resolveflow.execution.kinds.base import Prepared, Verified
+from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Attempt, Recorder
 from resolveflow.store import executions as execution_store
@@ -44,6 +45,7 @@ class Executor:
         owner: str | None = None,
         token_lookup: ApproverTokenLookup | None = None,
         clock: Callable[[], float] = time.monotonic,
+        gitlab: GitLabAccess | None = None,
     ) -> None:
         self.db = db
         self.github = github
@@ -52,7 +54,7 @@ class Executor:
         self.token_lookup = token_lookup
         self.clock = clock
         self.record = Recorder(db, self.owner, settings, clock)
-        self.kinds = KindRegistry(github, self.record)
+        self.kinds = KindRegistry(github, self.record, gitlab)
 
     # --- entry points --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from resolveflow.errors import ProviderError, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
 from resolveflow.execution.kinds import SPECS, KindRegistry
 from resolveflow.execution.kinds.base import Evidence, Settled, sent_with
+from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Recorder
 from resolveflow.store import audit
@@ -43,6 +44,7 @@ class Reconciler:
         settings: GateSettings,
         owner: str | None = None,
         token_lookup: ApproverTokenLookup | None = None,
+        gitlab: GitLabAccess | None = None,
     ) -> None:
         self.token_lookup = token_lookup
         self.db = db
@@ -50,7 +52,7 @@ class Reconciler:
         self.settings = settings
         self.owner = owner or new_owner_id()
         self.actor = f"reconciler:{self.owner}"
-        self.kinds = KindRegistry(github, Recorder(db, self.owner, settings))
+        self.kinds = KindRegistry(github, Recorder(db, self.owner, settings), gitlab)
 
     def run(
         self, tenant_ids: list[UUID] | None = None, min_age_seconds: float = 0

@@ -8,7 +8,9 @@ rank is its position among documents by that score. Two methods:
 - ``weighted``: a convex combination of scores, ``w_v * cosine + w_l * lexical / max_lexical``,
   where the lexical score (BM25: idf × impact summed over the query's terms) is scaled by the best
   lexical score of this query (it has no fixed range). Cosine is known for every candidate, so a
-  document found only by words is still placed by meaning.
+  document found only by words is still placed by meaning. The weights depend on the document's
+  kind: reports (issues, pull requests, comments) are found by meaning, written knowledge (runbooks
+  and docs, whose titles and headings name the alert or error a question quotes) by its words.
 
 The method and weights in use were chosen on the dev sets (docs/retrieval.md).
 """
@@ -28,6 +30,14 @@ class FusionParams:
     vector_weight: float = 0.8
     lexical_weight: float = 0.2
     rrf_k: int = 60
+    # Runbooks and docs: measured on the runbook dev questions (docs/retrieval.md, "Fusion per
+    # kind of document"); reports keep vector_weight / lexical_weight.
+    document_vector_weight: float = 0.3
+    document_lexical_weight: float = 0.7
+
+
+# Kinds fused with the document weights (the knowledge an answer is taken from).
+DOCUMENT_KINDS = frozenset({"runbook", "doc"})
 
 
 @dataclass
@@ -91,5 +101,12 @@ def fuse(candidates: list[DocumentCandidate], params: FusionParams) -> list[Docu
         top_lexical = max((doc.lexical for doc in candidates), default=0.0)
         for doc in candidates:
             lexical = doc.lexical / top_lexical if top_lexical > 0 else 0.0
-            doc.fused = params.vector_weight * doc.cosine + params.lexical_weight * lexical
+            w_v, w_l = _weights(doc, params)
+            doc.fused = w_v * doc.cosine + w_l * lexical
     return sorted(candidates, key=lambda d: (-d.fused, str(d.document_id)))
+
+
+def _weights(doc: DocumentCandidate, params: FusionParams) -> tuple[float, float]:
+    if doc.best.get("kind") in DOCUMENT_KINDS:
+        return params.document_vector_weight, params.document_lexical_weight
+    return params.vector_weight, params.lexical_weight

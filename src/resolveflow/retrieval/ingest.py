@@ -139,6 +139,22 @@ class Indexer:
         total.seconds = time.perf_counter() - started  # wall time: the batches overlapped
         return total
 
+    def remove(self, tenant_id: UUID, source: str, external_ids: list[str]) -> list[str]:
+        """Delete these documents of ``source`` (one transaction; a search after it returns
+        no longer sees them). Returns the ids that were there."""
+        if not external_ids:
+            return []
+        with self.db.tenant(tenant_id) as conn:
+            removed = store.remove_documents(conn, tenant_id, source, external_ids)
+        logger.info("removed documents", extra={"tenant_id": str(tenant_id), "n": len(removed)})
+        return removed
+
+    def prune(self, tenant_id: UUID, source: str, keep: set[str]) -> list[str]:
+        """Delete the documents of ``source`` whose external id is not in ``keep``."""
+        with self.db.tenant(tenant_id) as conn:
+            known = store.source_external_ids(conn, tenant_id, source)
+        return self.remove(tenant_id, source, [name for name in known if name not in keep])
+
     def _finish(
         self,
         tenant_id: UUID,

@@ -1,26 +1,30 @@
-"""Reading documents from files: the JSONL corpus format and a folder of Markdown/text docs.
+"""Reading documents from files: the JSONL corpus format and a folder of docs.
 
 JSONL (see shared/data/README.md): one object a line with ``id``, ``title``, ``body``,
 ``created_at``, ``closed_at``, ``state``, ``labels``, ``url`` and optionally ``kind``
-(issue | pull), ``merged_at``, ``resolution``. A docs folder holds ``*.md``, ``*.markdown`` and
-``*.txt`` files; front matter ``runbook: TAG`` marks a trusted runbook.
+(issue | pull), ``merged_at``, ``resolution``. A docs folder holds ``*.md``, ``*.markdown``,
+``*.txt``, ``*.html``, ``*.htm`` and ``*.pdf`` files (converted by ``loaders``); front matter
+``runbook: TAG`` marks a trusted runbook. A file that cannot be read is skipped with its reason
+and the folder goes on.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from resolveflow.errors import InvalidInput
+from resolveflow.retrieval import loaders
+from resolveflow.retrieval.loaders import LoadedDocument
+from resolveflow.retrieval.loaders import front_matter as front_matter  # noqa: PLC0414 (re-export)
 from resolveflow.retrieval.records import SourceDocument
 
-DOC_SUFFIXES = (".md", ".markdown", ".txt")
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
-_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+DOC_SUFFIXES = tuple(loaders.SUFFIXES)
+DEFAULT_MAX_BYTES = loaders.DEFAULT_MAX_BYTES
 
 
 def parse_time(value: Any, *, where: str) -> datetime | None:
@@ -80,44 +84,69 @@ def read_corpus(path: Path, source: str) -> Iterator[SourceDocument]:
             yield corpus_record(record, source, where=where)
 
 
-def front_matter(text: str) -> tuple[dict[str, str], str]:
-    """Simple ``key: value`` front matter between ``---`` lines, and the text after it."""
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        return {}, text
-    fields: dict[str, str] = {}
-    for line in match.group(1).splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip():
-            fields[key.strip().lower()] = value.strip().strip("'\"")
-    return fields, text[match.end() :]
-
-
-def read_doc_file(path: Path, root: Path, source: str) -> SourceDocument:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{path} is not UTF-8 text") from None
-    fields, body = front_matter(text)
-    heading = _HEADING.search(body)
-    title = fields.get("title") or (heading.group(1) if heading else path.stem.replace("-", " "))
-    runbook = fields.get("runbook") or None
-    modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+def source_document(
+    loaded: LoadedDocument, source: str, modified: datetime | None = None
+) -> SourceDocument:
+    """The index's view of a loaded file: a runbook when its front matter names one."""
     return SourceDocument(
         source=source,
-        external_id=path.relative_to(root).as_posix(),
-        kind="runbook" if runbook else "doc",
-        title=title,
-        body=body,
-        runbook_tag=runbook,
-        created_at=parse_time(fields.get("created_at"), where=str(path)) or modified,
+        external_id=loaded.path,
+        kind="runbook" if loaded.runbook_tag else "doc",
+        title=loaded.title,
+        body=loaded.body,
+        runbook_tag=loaded.runbook_tag,
+        created_at=parse_time(loaded.created_at, where=loaded.path) or modified,
         updated_at=modified,
     )
 
 
-def read_docs_dir(root: Path, source: str) -> Iterator[SourceDocument]:
-    if not root.is_dir():
-        raise InvalidInput(f"{root} is not a directory")
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix.lower() in DOC_SUFFIXES:
-            yield read_doc_file(path, root, source)
+def read_doc_file(
+    path: Path, root: Path, source: str, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> SourceDocument:
+    """One file of a docs folder, or ``InvalidInput`` saying in one line why it cannot be read."""
+    name = path.relative_to(root).as_posix()
+    media_type = loaders.media_type_for(name)
+    try:
+        stat = path.stat()
+        loaders.check_size(name, stat.st_size, max_bytes)  # before reading a huge file at all
+        data = path.read_bytes()
+    except OSError as exc:
+        raise loaders.UnreadableDocument(f"{name}: cannot read ({exc.strerror or exc})") from None
+    loaded = loaders.load_document(name, data, media_type, max_bytes=max_bytes)
+    return source_document(loaded, source, datetime.fromtimestamp(stat.st_mtime, tz=UTC))
+
+
+@dataclass
+class DocsFolder:
+    """The documents of a folder, in path order. Iterating reads them; afterwards ``seen`` holds
+    every supported file's external id (read or not) and ``skipped`` each unreadable one with
+    its one-line reason."""
+
+    root: Path
+    source: str
+    max_bytes: int = DEFAULT_MAX_BYTES
+    seen: set[str] = field(default_factory=set)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.root.is_dir():
+            raise InvalidInput(f"{self.root} is not a directory")
+
+    def __iter__(self) -> Iterator[SourceDocument]:
+        for path in sorted(self.root.rglob("*")):
+            if not (path.is_file() and path.suffix.lower() in DOC_SUFFIXES):
+                continue
+            name = path.relative_to(self.root).as_posix()
+            self.seen.add(name)
+            try:
+                yield read_doc_file(path, self.root, self.source, max_bytes=self.max_bytes)
+            except InvalidInput as exc:
+                self.skipped.append((name, exc.message))
+
+
+def read_docs_dir(
+    root: Path, source: str, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[SourceDocument]:
+    """The readable documents of a folder (unreadable files are left out; ``DocsFolder`` says
+    which and why)."""
+    yield from DocsFolder(root, source, max_bytes)

@@ -104,8 +104,8 @@ def read_labels(
         action = parse_action(proposal.action)
     except ResolveFlowError:
         return LabelsRead()  # "digest intact" fails and says why
-    if not action.labels:
-        return LabelsRead()
+    if not action.labels or action.kind == "gitlab.issue_create":
+        return LabelsRead()  # GitLab labels: the alias's list, then the executor's read
     try:
         return LabelsRead(labels=source.of(action.repository))
     except ResolveFlowError as exc:

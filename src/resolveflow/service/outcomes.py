@@ -1,5 +1,5 @@
 """What became of an approved action, said in words: the sentence the CLI prints (and the JSON
-carries as ``text``), from the same facts the pages show (``service.views.outcome``).
+carries as ``text``), from the same facts the pages show (``service.posting.outcome``).
 
 The plain words for an execution's state are here, below the web and the CLI, so both say the
 same thing (``web/words.py`` uses this table).
@@ -11,6 +11,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from resolveflow.domain.vocabulary import ExecutionState
+
+# The kinds that open an issue (the sentence names the issue), and the one that writes to GitLab
+# with the tenant's own GitLab token, whoever approved (the sentence names the project too).
+NEW_ISSUE_KINDS = frozenset({"github.issue_create", "gitlab.issue_create"})
+GITLAB_KIND = "gitlab.issue_create"
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"  # the one date format (web/filters.py shows it too)
 
@@ -41,15 +46,17 @@ def shown_moment(value: object) -> str:
 
 
 def outcome_text(found: dict[str, Any], *, new_issue: bool) -> str:
-    """``posted as @login at <time>: <url>``, ``created issue #N as @login at <time>: <url>``,
-    or the state in words with its reason, from ``service.views.outcome``'s facts."""
+    """``posted as @login at <time>: <url>``, ``created issue #N [in <project>] as @login at
+    <time>: <url>``, or the state in words with its reason, from ``service.posting.outcome``'s
+    facts (``where``: the GitLab project a new issue was created in)."""
     state = found.get("state")
     if state is None:
         return "approved; waiting to be sent"
     if found.get("url"):
         what = f"created issue #{found['result_ref']}" if new_issue else "posted"
+        where = f" in {found['where']}" if found.get("where") else ""
         who = f" as @{found['login']}" if found.get("login") else ""
-        said = f"{what}{who} at {shown_moment(found.get('at'))}: {found['url']}"
+        said = f"{what}{where}{who} at {shown_moment(found.get('at'))}: {found['url']}"
         if state == ExecutionState.PARTIAL.value:
             said += (
                 f"; only part of it was done: {found.get('detail') or 'a later step was refused'}"

@@ -36,6 +36,8 @@ def _require_proposer(principal: Principal) -> None:
 
 
 def _check_allowed(conn: Connection, tenant_id: UUID, repository: str) -> None:
+    if repository.startswith("gitlab:"):
+        return  # a GitLab project comes from the tenant's aliases (service/issues_prepare)
     if not tenant_store.repository_allowed(conn, tenant_id, repository):
         raise PolicyViolation(f"repository {repository} is not on this tenant's allowlist")
 
@@ -72,6 +74,14 @@ def create_issue_proposal(
     """A ``github.issue_create`` proposal: a new issue in an allowlisted repository."""
     _require_proposer(principal)
     action = build_issue_create(repository, title, body, labels, assignees)
+    return _insert_first_version(db, principal, action, note, None, "principal")
+
+
+def create_prepared_proposal(
+    db: Database, principal: Principal, action: AnyAction, note: str | None = None
+) -> Proposal:
+    """A proposal of an action that ``service/issues_prepare`` resolved from configuration."""
+    _require_proposer(principal)
     return _insert_first_version(db, principal, action, note, None, "principal")
 
 

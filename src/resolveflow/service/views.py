@@ -10,22 +10,22 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.github.protocol import GitHub
-from resolveflow.domain.actions import ActionKind, GitHubIssueCreateAction, parse_action
+from resolveflow.domain.actions import (
+    ActionKind,
+    AnyAction,
+    GitLabIssueCreateAction,
+    parse_action,
+)
 from resolveflow.domain.disclosure import Hidden, scan_action
 from resolveflow.domain.records import Principal
-from resolveflow.domain.vocabulary import Credential, ExecutionState, RunStatus
-from resolveflow.errors import ResolveFlowError
-from resolveflow.execution.credentials import ApproverTokenLookup, principal_token
+from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.service import approvals
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
-from resolveflow.service.outcomes import outcome_text
 from resolveflow.store import executions as execution_store
 from resolveflow.store import inbox as inbox_store
 from resolveflow.store import runs as run_store
-from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 
 CLASSIFICATIONS = ("deterministic", "ai_investigation", "human_review")
@@ -120,12 +120,20 @@ def _proposal_item(row: dict[str, Any]) -> dict[str, Any]:
         "proposal_id": str(row["proposal_id"]),
         "digest": row["digest"],
         "version": row["version"],
-        "title": action.title if isinstance(action, GitHubIssueCreateAction) else None,
+        "title": getattr(action, "title", None),  # a new issue's (either forge), as text
         "labels": list(action.labels),
-        "assignees": list(getattr(action, "assignees", ())),
+        "assignees": _assignee_names(action),
         "has_comment": bool(getattr(action, "comment", None)),
         "created_at": row["created_at"].isoformat(),
     }
+
+
+def _assignee_names(action: AnyAction) -> list[str]:
+    """Logins on GitHub; on GitLab the names of the tenant's alias map (their ids are on the
+    proposal page)."""
+    if isinstance(action, GitLabIssueCreateAction):
+        return [person.name for person in action.assignees]
+    return list(getattr(action, "assignees", ()))
 
 
 def approval_gates(
@@ -223,7 +231,16 @@ def proposal_page(
     )
     view["execution"] = _execution_outcome(db, viewer, view["execution"])
     view["disclosures"] = disclosures(view["action"])
+    view["people"] = _people(view["action"])
     return view
+
+
+def _people(action: dict[str, Any]) -> list[str]:
+    """The assignees as the page lists them: a GitLab user's alias name with its user id."""
+    return [
+        f"{person['name']} (id {person['id']})" if isinstance(person, dict) else str(person)
+        for person in action.get("assignees") or ()
+    ]
 
 
 def _execution_outcome(
@@ -265,118 +282,3 @@ def audit_trail(db: Database, viewer: Principal, limit: int = 200) -> list[dict[
         }
         for row in rows
     ]
-
-
-# --- who posts, and what came of it (issue 12, item 3) ---------------------------------------
-
-
-def who_posts(
-    db: Database,
-    tenant_id: UUID,
-    principal_id: UUID,
-    github: GitHub,
-    lookup: ApproverTokenLookup | None,
-) -> dict[str, Any]:
-    """Who GitHub will show as the author of a write approved by this principal: their own
-    token's account, else the service account's (``execution.credentials``, the executor's own
-    order), as GitHub reports it for that token (``GET /user``, cached by the client).
-
-    ``login`` is ``None`` with a ``problem`` when it cannot be told (an unreadable token, GitHub
-    unreachable); the executor would refuse such a token rather than post as someone else."""
-    credential = Credential.SERVICE
-    try:
-        with db.tenant(tenant_id) as conn:
-            principal = tenant_store.principal_by_id(conn, tenant_id, principal_id)
-            token = principal_token(conn, principal, lookup)
-        credential = Credential.APPROVER if token is not None else Credential.SERVICE
-        login = github.authenticated_login(token=token)
-    except ResolveFlowError as exc:
-        return {"login": None, "credential": credential.value, "problem": exc.message}
-    return {"login": login, "credential": credential.value, "problem": None}
-
-
-def outcome(
-    db: Database,
-    viewer: Principal,
-    approval: dict[str, Any] | None,
-    execution_id: str | None,
-    github: GitHub,
-    lookup: ApproverTokenLookup | None,
-) -> dict[str, Any] | None:
-    """After approval: the execution's state, and once something was written who posted it
-    (the credential its attempts used), when, and the link to it."""
-    if approval is None or approval.get("decision") != "approved":
-        return None
-    if execution_id is None:
-        return {"state": None, "login": None, "at": None, "url": None, "detail": None}
-    shown = execution_service.show_execution(db, viewer, UUID(execution_id))
-    done = [a for a in shown["attempts"] if a.get("outcome") == "sent"]
-    url = shown["comment_url"] or shown["result_url"]
-    login = None
-    if done or url:
-        login = _posted_as(db, viewer, approval, done, github, lookup)
-    final = {ExecutionState.SENT.value, ExecutionState.PARTIAL.value}
-    return {
-        "id": shown["id"],
-        "state": shown["state"],
-        "login": login,
-        "at": (done[-1].get("finished_at") if done else None) or shown["updated_at"],
-        "url": url,
-        "result_ref": shown["result_ref"],
-        "detail": None if shown["state"] in final else shown["detail"],
-    }
-
-
-def _posted_as(
-    db: Database,
-    viewer: Principal,
-    approval: dict[str, Any],
-    done: list[dict[str, Any]],
-    github: GitHub,
-    lookup: ApproverTokenLookup | None,
-) -> str | None:
-    """The account the write went out as: the credential its sent attempt recorded."""
-    if done and done[0]["credential"] == Credential.APPROVER.value:
-        principal_id = UUID(approval["principal_id"])
-        found: str | None = who_posts(db, viewer.tenant_id, principal_id, github, lookup)["login"]
-        return found
-    try:
-        return github.authenticated_login()
-    except ResolveFlowError:
-        return None
-
-
-def proposal_outcome(
-    db: Database,
-    viewer: Principal,
-    view: dict[str, Any],
-    github: GitHub,
-    lookup: ApproverTokenLookup | None,
-) -> dict[str, Any] | None:
-    """``outcome`` for a proposal as ``service.proposals.describe`` tells it, with its sentence
-    (``text``): what the CLI prints; ``None`` before an approval."""
-    execution = view.get("execution") or {}
-    found = outcome(db, viewer, view.get("approval"), execution.get("id"), github, lookup)
-    if found is not None:
-        new_issue = view["kind"] == ActionKind.GITHUB_ISSUE_CREATE.value
-        found["text"] = outcome_text(found, new_issue=new_issue)
-    return found
-
-
-def execution_outcome(
-    db: Database,
-    viewer: Principal,
-    execution_id: UUID,
-    github: GitHub,
-    lookup: ApproverTokenLookup | None,
-) -> dict[str, Any]:
-    """``outcome`` for one execution (approved by whoever approved its proposal), with its
-    sentence (``text``)."""
-    view = execution_page(db, viewer, execution_id)
-    approval = {"decision": "approved", "principal_id": view["approver_id"]}
-    found = outcome(db, viewer, approval, view["id"], github, lookup)
-    assert found is not None  # an approval was given
-    found["text"] = outcome_text(
-        found, new_issue=view["kind"] == ActionKind.GITHUB_ISSUE_CREATE.value
-    )
-    return found

@@ -198,6 +198,23 @@ def replace_document(
     return document_id
 
 
+def source_external_ids(conn: Connection, tenant_id: UUID, source: str) -> list[str]:
+    rows = conn.execute(
+        q("documents", "source_external_ids"), {"tenant_id": tenant_id, "source": source}
+    ).fetchall()
+    return [row["external_id"] for row in rows]
+
+
+def remove_documents(
+    conn: Connection, tenant_id: UUID, source: str, external_ids: list[str]
+) -> list[str]:
+    """Delete the documents with their chunks, postings and links; returns the ids removed."""
+    params = {"tenant_id": tenant_id, "source": source, "external_ids": external_ids}
+    conn.execute(q("documents", "delete_document_chunks"), params)
+    rows = conn.execute(q("documents", "delete_documents"), params).fetchall()
+    return sorted(row["external_id"] for row in rows)
+
+
 @dataclass(frozen=True)
 class LexicalQuery:
     terms: list[str]

@@ -16,7 +16,18 @@ from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from resolveflow.web import api, api_docs, errors, filters, oauth, pages, webhooks
+from resolveflow.web import (
+    api,
+    api_ask,
+    api_docs,
+    api_documents,
+    ask_pages,
+    errors,
+    filters,
+    oauth,
+    pages,
+    webhooks,
+)
 from resolveflow.web.markdown import render, reveal
 from resolveflow.wiring import App
 
@@ -49,10 +60,13 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.include_router(api.router)
+    app.include_router(api_documents.router)
+    app.include_router(api_ask.router)
     app.include_router(api_docs.router)
     app.include_router(webhooks.router)
     app.include_router(oauth.router)
     app.include_router(pages.router)
+    app.include_router(ask_pages.router)
     errors.install(app, templates)  # before the headers middleware: the 500 page gets them too
 
     @app.middleware("http")
@@ -65,7 +79,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
         if request.url.path.startswith(
-            ("/api/", "/runs", "/proposals", "/executions", "/inbox", "/audit")
+            ("/api/", "/runs", "/proposals", "/executions", "/inbox", "/audit", "/ask", "/passages")
         ):
             response.headers.setdefault("Cache-Control", "no-store")
         return response

@@ -9,6 +9,7 @@ See docs/errors.md.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from resolveflow.domain.diagnosis import (
     ModelTimeout,
     ModelUnavailable,
 )
+from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
 from resolveflow.service.limits import LimitExceeded
 from resolveflow.service.webhooks import BodyTooLarge, SignatureInvalid
 
@@ -48,6 +50,8 @@ _STATUS: dict[type[e.ResolveFlowError], int] = {
     e.AuthenticationFailed: 401,
     SignatureInvalid: 401,
     BodyTooLarge: 413,
+    DocumentTooLarge: 413,
+    UnsupportedMediaType: 415,
     e.ApprovalExpired: 410,
     LimitExceeded: 429,
     ModelBudgetSpent: 429,
@@ -155,14 +159,14 @@ class _Renderer:
         message = f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request"
         if wants_html(request):
             return self.response(request, 422, "InvalidInput", _page_message(first))
-        return JSONResponse(
-            {
-                "error": "InvalidInput",
-                "message": e.one_line(message),
-                "detail": jsonable_encoder(problems),
-            },
-            status_code=422,
-        )
+        body = {
+            "error": "InvalidInput",
+            "message": e.one_line(message),
+            "detail": jsonable_encoder(problems),
+        }
+        # ASCII-escaped: ``detail`` echoes the input, which may hold a lone surrogate (valid in
+        # JSON text, not encodable as UTF-8: JSONResponse would fail with a 500).
+        return Response(json.dumps(body), status_code=422, media_type="application/json")
 
     async def http_exception(self, request: Request, exc: Exception) -> Response:
         """Starlette's own errors: an unknown path (404), a wrong method (405)."""

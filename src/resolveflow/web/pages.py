@@ -17,9 +17,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
-from resolveflow.service import decisions, views
+from resolveflow.service import decisions, posting, views
 from resolveflow.service import executions as execution_service
 from resolveflow.service.approvals import RepositoryLabels
+from resolveflow.service.outcomes import GITLAB_KIND
 from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 from resolveflow.web.words import words
 
@@ -149,12 +150,21 @@ def _posting(
         return {"poster": None, "outcome": None}
     app = wired(request)
     lookup = app.token_lookup()
+    gitlab = app.gitlab() if proposal.get("kind") == GITLAB_KIND else None
     if proposal.get("decision") is None:
         principal = viewer.principal
-        poster = views.who_posts(app.db, principal.tenant_id, principal.id, app.github, lookup)
+        poster = posting.who_posts(
+            app.db,
+            principal.tenant_id,
+            principal.id,
+            app.github,
+            lookup,
+            kind=proposal.get("kind"),
+            gitlab=gitlab,
+        )
         return {"poster": poster, "outcome": None}
-    found = views.outcome(
-        app.db, viewer.principal, proposal.get("approval"), execution_id, app.github, lookup
+    found = posting.outcome(
+        app.db, viewer.principal, proposal.get("approval"), execution_id, app.github, lookup, gitlab
     )
     return {"poster": None, "outcome": found}
 
@@ -299,8 +309,9 @@ def execution_page(request: Request, execution_id: UUID) -> Response:
     app = wired(request)
     view = views.execution_page(app.db, viewer.principal, execution_id)
     approval = {"decision": "approved", "principal_id": view["approver_id"]}
-    found = views.outcome(
-        app.db, viewer.principal, approval, view["id"], app.github, app.token_lookup()
+    gitlab = app.gitlab() if view["kind"] == GITLAB_KIND else None
+    found = posting.outcome(
+        app.db, viewer.principal, approval, view["id"], app.github, app.token_lookup(), gitlab
     )
     return _render(request, "execution.html", viewer, execution=view, outcome=found)
 

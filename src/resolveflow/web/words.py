@@ -62,6 +62,7 @@ CLASSIFICATION: dict[Classification, str] = {
 ACTION_KIND: dict[ActionKind, str] = {
     ActionKind.GITHUB_ISSUE: "comment / labels",
     ActionKind.GITHUB_ISSUE_CREATE: "new issue",
+    ActionKind.GITLAB_ISSUE_CREATE: "new GitLab issue",
 }
 REVIEW_OUTCOME: dict[Outcome, str] = {
     Outcome.APPROVE: "may be approved",
@@ -146,6 +147,24 @@ DETAIL_KEYS: dict[str, str] = {
     "labels": "labels",
     "reason": "reason",
 }
+
+# What an answer's answerability was decided from (domain/answers.py: AnswerFeatures).
+ANSWER_FEATURES: dict[str, str] = {
+    "top_cosine": "closeness in meaning of the top document",
+    "top_score": "rank score of the top document",
+    "margin": "lead over the second document",
+    "term_coverage": "share of the question's rare words in the top document",
+    "title_coverage": "share of the top document's title words in the question",
+}
+GENERATORS: dict[str, str] = {
+    "extractive": "quoted from the top document (no model)",
+    "none": "no answer written: no source found",
+}
+
+
+def generator_words(generator: str) -> str:
+    """Who wrote an answer: quoted, none (abstained), or a model (``provider/model``)."""
+    return GENERATORS.get(generator) or f"written by the model {generator}, checked by code"
 
 
 def words(value: object, table: str = "") -> str:

@@ -8,9 +8,10 @@
 - ``resume_run``: continues a run whose proposal was decided (the gate posts once). Retried only
   while another process holds the run.
 - ``execute``: claims and sends an approved action that has no run. Not retried: a pending
-  execution is picked up by maintenance. One with no GitHub credential to write with (no service
-  token and no approver's own) is left pending, untouched, with one logged error naming the
-  setting (as ``resolveflow execute`` refuses it); maintenance sends it once the setting is there.
+  execution is picked up by maintenance. One with no credential to write with (on GitHub: no
+  service token and no approver's own; on GitLab: no URL or no tenant token) is left pending,
+  untouched, with one logged error naming the setting (as ``resolveflow execute`` refuses it);
+  maintenance sends it once the setting is there.
 - ``maintenance`` (periodic): reconciles ``unknown`` and expired-lease executions, drains due
   executions, resumes stalled runs, prunes old webhook deliveries (and nothing else).
 
@@ -111,12 +112,7 @@ class Jobs:
     def due_credentials(self, tenant_id: UUID) -> dict[UUID, str | None]:
         """The tenant's due executions, each with why it cannot be written (or ``None``)."""
         with self.app.db.tenant(tenant_id) as conn:
-            return due_credentials(
-                conn,
-                tenant_id,
-                service_token=self.app.settings.github.token is not None,
-                key_configured=self.app.token_cipher() is not None,
-            )
+            return due_credentials(conn, tenant_id, self.app.configured_credentials())
 
     def wait_for_credential(self, problems: dict[UUID, str]) -> None:
         # Claimed, these would fail (or go out unauthenticated); left alone, they stay approved.

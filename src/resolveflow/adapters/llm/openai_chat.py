@@ -10,6 +10,7 @@ all. Model calls only read, so a retry can never duplicate an effect. The API ke
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -86,6 +87,15 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         self._client.close()
+
+    def bounded(self, timeout_seconds: float) -> OpenAIChatModel:
+        """This model with one request per call, cut after ``timeout_seconds``: a caller with a
+        deadline (the planner) passes what is left of it, and no retry or wait can overrun it.
+        Shares the connection pool."""
+        bounded = copy.copy(self)
+        bounded._client = self._client.with_options(timeout=timeout_seconds)
+        bounded._max_retries = 0
+        return bounded
 
     def _create(self, messages: Sequence[ChatMessage], **extra: Any) -> tuple[Any, int]:
         """One answer, after the bounded retries; (response, requests sent)."""

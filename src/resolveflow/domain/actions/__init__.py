@@ -25,6 +25,11 @@ from resolveflow.domain.actions.github_issue_create import (
     GitHubIssueCreateAction,
     RepositoryTarget,
 )
+from resolveflow.domain.actions.gitlab_issue_create import (
+    GitLabAssignee,
+    GitLabIssueCreateAction,
+    GitLabProjectTarget,
+)
 from resolveflow.domain.actions.parsing import (
     ACTION_KIND,
     Action,
@@ -53,6 +58,9 @@ __all__ = [
     "AnyAction",
     "GitHubIssueAction",
     "GitHubIssueCreateAction",
+    "GitLabAssignee",
+    "GitLabIssueCreateAction",
+    "GitLabProjectTarget",
     "IssueTarget",
     "RepositoryTarget",
     "action_digest",

@@ -9,17 +9,19 @@ from pydantic import Field, TypeAdapter
 
 from resolveflow.domain.actions.github_issue import GitHubIssueAction
 from resolveflow.domain.actions.github_issue_create import GitHubIssueCreateAction
+from resolveflow.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
 from resolveflow.errors import InvalidInput
 
 
 class ActionKind(StrEnum):
     GITHUB_ISSUE = "github.issue"  # comment and/or labels on an existing issue
     GITHUB_ISSUE_CREATE = "github.issue_create"  # a new issue
+    GITLAB_ISSUE_CREATE = "gitlab.issue_create"  # a new issue in a GitLab project
 
 
 ACTION_KIND = ActionKind.GITHUB_ISSUE  # the kind triage proposes
 
-AnyAction = GitHubIssueAction | GitHubIssueCreateAction
+AnyAction = GitHubIssueAction | GitHubIssueCreateAction | GitLabIssueCreateAction
 Action = Annotated[AnyAction, Field(discriminator="kind")]
 _ACTION: TypeAdapter[AnyAction] = TypeAdapter(Action)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from resolveflow.domain.actions.github_issue import GitHubIssueAction
 from resolveflow.domain.actions.github_issue_create import GitHubIssueCreateAction
+from resolveflow.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
 from resolveflow.domain.actions.parsing import AnyAction, parse_action
 from resolveflow.errors import InvalidInput
 
@@ -47,5 +48,18 @@ def revise(action: AnyAction, changes: ActionChanges) -> AnyAction:
                 "assignees": list(
                     action.assignees if changes.assignees is None else changes.assignees
                 ),
+            }
+        case GitLabIssueCreateAction():
+            # Labels and assignees were resolved from the tenant's configuration; an edit could
+            # only bypass that, so they change by preparing the issue again.
+            if changes.comment is not None or changes.labels is not None or changes.assignees:
+                raise InvalidInput(
+                    "a GitLab issue's title and description can be edited; prepare it again "
+                    "(resolveflow issues prepare) to change labels or assignees"
+                )
+            data = {
+                **action.canonical(),
+                "title": action.title if changes.title is None else changes.title,
+                "description": action.description if changes.body is None else changes.body,
             }
     return parse_action(data)

@@ -93,7 +93,8 @@ def scan_action(action: AnyAction) -> tuple[Finding, ...]:
     else:
         found += scan_plain(action.title, "title") + scan_markdown(action.body, "body")
         for assignee in action.assignees:
-            found += scan_plain(assignee, "assignees")
+            name = assignee if isinstance(assignee, str) else assignee.name
+            found += scan_plain(name, "assignees")
     for label in action.labels:
         found += scan_plain(label, "labels")
     return tuple(_capped(found))

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.actions import ActionKind, AnyAction
-from resolveflow.execution.kinds import github_issue, github_issue_create
+from resolveflow.execution.kinds import github_issue, github_issue_create, gitlab_issue_create
 from resolveflow.execution.kinds.base import KindExecutor, KindSpec
+from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess, NoGitLab
 from resolveflow.execution.outcomes import Recorder
 
 SPECS: dict[ActionKind, KindSpec] = {
     ActionKind.GITHUB_ISSUE: github_issue.SPEC,
     ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.SPEC,
+    ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.SPEC,
 }
 
 
 class KindRegistry:
-    """Each kind's executor, built over one GitHub client and one recorder."""
+    """Each kind's executor, built over one GitHub client, GitLab per tenant and one recorder."""
 
-    def __init__(self, github: GitHub, record: Recorder) -> None:
+    def __init__(
+        self, github: GitHub, record: Recorder, gitlab: GitLabAccess | None = None
+    ) -> None:
         self._executors: dict[ActionKind, KindExecutor] = {
             ActionKind.GITHUB_ISSUE: github_issue.GitHubIssueExecutor(github, record),
             ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.GitHubIssueCreateExecutor(
                 github, record
+            ),
+            ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.GitLabIssueCreateExecutor(
+                gitlab or NoGitLab(), record
             ),
         }
         missing = set(ActionKind) - set(self._executors)

@@ -235,12 +235,17 @@ WHERE a.tenant_id = %(tenant_id)s AND a.execution_id = %(execution_id)s
 GROUP BY a.step
 
 -- name: due_approvers
--- Who approved each due execution and whether they have their own GitHub token: `execute` checks
--- before claiming anything that each one has a credential to write with.
-SELECT e.id, pr.subject,
+-- Who approved each due execution, its action's kind, whether the approver has their own GitHub
+-- token and whether the tenant has a GitLab token: `execute` checks before claiming anything that
+-- each one has the credential its forge writes with.
+SELECT e.id, pr.subject, p.action->>'kind' AS kind, tn.name AS tenant,
        EXISTS (SELECT 1 FROM github_tokens t
-                WHERE t.tenant_id = e.tenant_id AND t.principal_id = pr.id) AS has_github_token
+                WHERE t.tenant_id = e.tenant_id AND t.principal_id = pr.id) AS has_github_token,
+       EXISTS (SELECT 1 FROM gitlab_tokens g
+                WHERE g.tenant_id = e.tenant_id) AS has_gitlab_token
 FROM executions e
+JOIN proposals p ON p.tenant_id = e.tenant_id AND p.id = e.proposal_id
+JOIN tenants tn ON tn.id = e.tenant_id
 LEFT JOIN approvals a ON a.tenant_id = e.tenant_id AND a.id = e.approval_id
 LEFT JOIN principals pr ON pr.tenant_id = e.tenant_id AND pr.id = a.principal_id
 WHERE e.tenant_id = %(tenant_id)s AND e.state = 'pending' AND e.not_before <= clock_timestamp()

@@ -1,0 +1,83 @@
+"""``resolveflow ask`` and ``resolveflow eval answers``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.text import Text
+
+from resolveflow.cli import common
+from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.domain.answers import Answer
+from resolveflow.evals.answers import evaluate_answers
+from resolveflow.service import admin
+from resolveflow.service.ask import AskService
+from resolveflow.service.ask import ask as ask_question
+from resolveflow.wiring import build_embedder, search_params
+
+
+def ask(
+    question: str = typer.Argument(..., help="The question, e.g. an alert's summary."),
+    tenant: str | None = common.TenantOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Answer a question from the tenant's documents, with citations, or say there is no source."""
+    with common.app() as opened:
+        tenant_id = admin.find_tenant(opened.db, common.tenant_name(opened, tenant)).id
+        service = AskService(opened.db, opened.searcher(), opened.model())
+        answer = ask_question(service, tenant_id, question)
+    emit(answer.model_dump(mode="json"), as_json, lambda: _render(answer))
+
+
+def _render(answer: Answer) -> None:
+    console.print(Text(answer.text), soft_wrap=True)
+    if answer.citations:
+        console.print()
+        for c in answer.citations:
+            where = c.url or c.path
+            section = f" § {c.section}" if c.section else ""
+            console.print(Text(f"[{c.n}] {c.title}{section} ({where}, chunk {c.chunk_id})"))
+    if answer.related:
+        table(
+            "related, not an answer",
+            ["#", "title", "path"],
+            [(i, d.title, d.url or d.path) for i, d in enumerate(answer.related, start=1)],
+        )
+
+
+def eval_answers(
+    corpus: Path = typer.Option(..., "--corpus", help="A folder of Markdown/text documents."),
+    questions: Path = typer.Option(
+        ..., "--questions", help="JSONL: id, question, answers (paths relative to the corpus)."
+    ),
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Answers on a scratch tenant: MRR@5, R@5, cited right, abstention precision and recall."""
+    with common.app() as opened:
+        result, _ = evaluate_answers(
+            opened.db,
+            build_embedder(opened.settings),
+            corpus,
+            questions,
+            search_params(opened.settings),
+            opened.model(),
+        )
+    data = {**result.as_json(), "targets": result.checks()}
+
+    def render() -> None:
+        fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
+        table(
+            "dev targets",
+            ["figure", "value", "target", "met"],
+            [
+                (k, v["value"], v["target"], "yes" if v["met"] else "NO")
+                for k, v in result.checks().items()
+            ],
+        )
+
+    emit(data, as_json, render)
+
+
+def add_eval_commands(eval_app: typer.Typer) -> None:
+    eval_app.command("answers")(eval_answers)

@@ -1,0 +1,41 @@
+"""``eval safety`` with the compromised-planner cases: the investigation's scripted cases, then
+the planner's, run against the configured database and the sandbox's fake GitLab (started here,
+on 127.0.0.1, seeded with the projects the cases expect). A real GitLab is never contacted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from resolveflow.cli import common
+from resolveflow.config import GitLabSettings
+from resolveflow.evals.planner_safety import GITLAB_PROJECTS, GITLAB_USERS, PlannerWorld
+from resolveflow.evals.safety import SafetyReport, run_safety_suite
+from resolveflow.sandbox.gitlab.server import FakeGitLabServer
+from resolveflow.store.token_cipher import TokenCipher
+from resolveflow.wiring import App
+from resolveflow.wiring_gitlab import TenantGitLab
+
+
+@contextmanager
+def planner_world(opened: App) -> Iterator[PlannerWorld]:
+    with FakeGitLabServer() as fake:
+        for user_id, name, token in GITLAB_USERS:
+            fake.state.add_user(user_id, name, token)
+        for project_id, path, labels, members in GITLAB_PROJECTS:
+            fake.state.add_project(project_id, path, labels, members=members)
+        # A key of its own: the scratch tenant's token never needs the configured one.
+        cipher = TokenCipher(TokenCipher.generate_key())
+        settings = opened.settings.model_copy(
+            update={"gitlab": GitLabSettings(url=fake.url, timeout_seconds=5.0)}
+        )
+        access = TenantGitLab(opened.db, settings, opened.policy, cipher)
+        try:
+            yield PlannerWorld(opened.db, access, cipher, lambda: fake.writes_received)
+        finally:
+            access.close()
+
+
+def full_safety_report() -> SafetyReport:
+    with common.app() as opened, planner_world(opened) as world:
+        return run_safety_suite(planner=world)

@@ -1,0 +1,350 @@
+"""Ask: a cited answer from the tenant's own documents, or an honest abstention.
+
+Order of work: retrieve (the hybrid search, tenant-filtered), rank (search score plus a small
+title bonus), decide answerability in code from measured features; not answerable -> the fixed
+abstention with the closest documents as related, and no model is called; answerable -> an
+extractive answer (provider ``none``) or a model's answer that cites retrieved chunk ids, checked
+by code and retried within a budget, else the abstention. Everything shown (titles, links,
+quotes) is read from the database. See docs/ask.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.domain.answers import (
+    ABSTENTION_TEXT,
+    RUNNER_UP_RATIO,
+    Answer,
+    AnswerabilityRule,
+    AnswerFeatures,
+    Citation,
+    DocumentRef,
+    ModelAnswer,
+    runner_up_is_close,
+    term_coverage,
+    validate_citations,
+)
+from resolveflow.domain.diagnosis import ModelError, ModelOutputInvalid
+from resolveflow.errors import InvalidInput
+from resolveflow.retrieval.records import Hit
+from resolveflow.retrieval.search import LEXICAL_QUERY_CHARS, MIN_TERM_CHUNKS, Searcher
+from resolveflow.service.ask_text import choose_sections, prompt, quote, sections
+from resolveflow.store import answers as store
+from resolveflow.store import documents as documents_store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+DEPTH = 10  # documents retrieved and ranked
+SHOWN = 5  # documents listed as retrieved / related
+TITLE_BONUS = 0.2  # rank bonus per unit of title coverage (docs/ask.md)
+MAX_QUESTION_CHARS = 4000
+RUNNER_UP_SECTIONS = 1  # sections quoted from a close runner-up
+
+
+@dataclass
+class AskService:
+    """What ``ask`` needs; the CLI and the web app build it from ``wiring.App``:
+    ``AskService(app.db, app.searcher(), app.model())``."""
+
+    db: Database
+    searcher: Searcher
+    model: ChatModel | None = None
+    rule: AnswerabilityRule = field(default_factory=AnswerabilityRule)
+    max_model_attempts: int = 2  # invalid model answers are retried this many times in all
+    runner_up_ratio: float = RUNNER_UP_RATIO
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    hit: Hit
+    score: float
+    title_coverage: float
+
+
+def ask(
+    service: AskService, tenant_id: UUID, question: str, *, principal_id: UUID | None = None
+) -> Answer:
+    """Answer ``question`` from tenant ``tenant_id``'s documents (the caller has authorized the
+    principal for that tenant) and record the ask (``Answer.record_id``); ``principal_id`` is
+    who asked, when a principal did."""
+    question = question.strip()
+    if not question:
+        raise InvalidInput("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidInput(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    ranked, answerable, answer = _answer(service, tenant_id, question)
+    with service.db.tenant(tenant_id) as conn:
+        record_id = store.insert_ask_record(
+            conn, tenant_id, _record(service, principal_id, ranked, answerable, answer)
+        )
+    return answer.model_copy(update={"record_id": record_id})
+
+
+def _answer(
+    service: AskService, tenant_id: UUID, question: str
+) -> tuple[list[_Ranked], bool | None, Answer]:
+    """The ranking, the answerability decision (None: nothing retrieved) and the answer."""
+    hits = service.searcher.search(tenant_id, question, k=DEPTH)
+    if not hits:
+        empty = Answer(question=question, text=ABSTENTION_TEXT, abstained=True, generator="none")
+        return [], None, empty
+    with service.db.tenant(tenant_id) as conn:
+        ranked = _rank(conn, tenant_id, question, hits)
+        features = _features(service, conn, tenant_id, question, ranked)
+    retrieved = [_ref(r) for r in ranked[:SHOWN]]
+    if not service.rule.answerable(features):
+        return ranked, False, _abstention(question, retrieved, features)
+    if service.model is None:
+        answer = _extractive(service, tenant_id, question, ranked, retrieved, features)
+    else:
+        answer = _generated(service, tenant_id, question, ranked, retrieved, features)
+    return ranked, True, answer
+
+
+def _record(
+    service: AskService,
+    principal_id: UUID | None,
+    ranked: list[_Ranked],
+    answerable: bool | None,
+    answer: Answer,
+) -> dict[str, Any]:
+    model = service.model
+    return {
+        "principal_id": principal_id,
+        "question": answer.question,
+        "retrieved": [
+            {
+                "document_id": str(r.hit.document_id),
+                "chunk_id": r.hit.chunk_id,
+                "score": round(r.score, 4),
+                "fused": round(r.hit.fused, 4),
+                "cosine": round(r.hit.scores.cosine, 4),
+            }
+            for r in ranked
+        ],
+        "features": answer.features.model_dump() if answer.features else None,
+        "answerable": answerable,
+        "abstained": answer.abstained,
+        "answer_text": answer.text,
+        "citations": [c.model_dump(mode="json") for c in answer.citations],
+        "provider": model.provider if model is not None else "none",
+        "model": model.model if model is not None else None,
+        "generator": answer.generator,
+        "prompt_version": answer.prompt_version,
+    }
+
+
+def _rank(conn: Any, tenant_id: UUID, question: str, hits: list[Hit]) -> list[_Ranked]:
+    titles = store.title_cover(conn, tenant_id, question, [h.document_id for h in hits])
+    ranked = [
+        _Ranked(
+            h,
+            h.fused + TITLE_BONUS * titles.get(h.document_id, 0.0),
+            titles.get(h.document_id, 0.0),
+        )
+        for h in hits
+    ]
+    return sorted(ranked, key=lambda r: (-r.score, str(r.hit.document_id)))
+
+
+def _features(
+    service: AskService, conn: Any, tenant_id: UUID, question: str, ranked: list[_Ranked]
+) -> AnswerFeatures:
+    top = ranked[0]
+    params = service.searcher.params
+    state = documents_store.index_state(conn, tenant_id)
+    chunks = state.chunk_count if state else 0
+    lexical = documents_store.lexical_query(
+        conn,
+        tenant_id,
+        question[:LEXICAL_QUERY_CHARS],
+        params.max_terms,
+        max(MIN_TERM_CHUNKS, int(params.max_term_share * chunks)),
+        chunks,
+        params.max_postings,
+    )
+    covered = store.term_cover(conn, tenant_id, lexical.terms, [top.hit.document_id])
+    return AnswerFeatures(
+        top_cosine=round(top.hit.scores.cosine, 4),
+        top_score=round(top.score, 4),
+        margin=round(top.score - ranked[1].score, 4) if len(ranked) > 1 else round(top.score, 4),
+        term_coverage=round(
+            term_coverage(lexical.terms, lexical.idfs, covered.get(top.hit.document_id, set())),
+            4,
+        ),
+        title_coverage=round(top.title_coverage, 4),
+    )
+
+
+def _ref(ranked: _Ranked) -> DocumentRef:
+    hit = ranked.hit
+    return DocumentRef(
+        document_id=str(hit.document_id),
+        chunk_id=hit.chunk_id,
+        title=hit.title,
+        path=hit.external_id,
+        url=hit.url,
+        score=round(ranked.score, 4),
+    )
+
+
+def _abstention(
+    question: str, retrieved: list[DocumentRef], features: AnswerFeatures | None
+) -> Answer:
+    return Answer(
+        question=question,
+        text=ABSTENTION_TEXT,
+        abstained=True,
+        related=retrieved[:3],
+        retrieved=retrieved,
+        features=features,
+        generator="none",
+    )
+
+
+def _extractive(
+    service: AskService,
+    tenant_id: UUID,
+    question: str,
+    ranked: list[_Ranked],
+    retrieved: list[DocumentRef],
+    features: AnswerFeatures,
+) -> Answer:
+    """The most useful section(s) of the top document, quoted, each cited to its chunk; and the
+    best-matching section of the runner-up when it scores close to the top (near-twins)."""
+    citations: list[Citation] = []
+    parts: list[str] = []
+    if not _quote_document(service, tenant_id, question, ranked[0].hit, citations, parts):
+        return _abstention(question, retrieved, features)  # removed since the search
+    if len(ranked) > 1 and runner_up_is_close(
+        ranked[0].score, ranked[1].score, service.runner_up_ratio
+    ):
+        parts.append("A close match; check which of the two fits:")
+        if not _quote_document(
+            service, tenant_id, question, ranked[1].hit, citations, parts, RUNNER_UP_SECTIONS
+        ):
+            parts.pop()
+    return Answer(
+        question=question,
+        text="\n\n".join(parts),
+        abstained=False,
+        citations=citations,
+        retrieved=retrieved,
+        features=features,
+        generator="extractive",
+    )
+
+
+def _quote_document(
+    service: AskService,
+    tenant_id: UUID,
+    question: str,
+    hit: Hit,
+    citations: list[Citation],
+    parts: list[str],
+    limit: int | None = None,
+) -> bool:
+    """Append a document's chosen sections (at most ``limit``; a runner-up gets the sections
+    sharing most words with the question) to the answer; False if the document is gone."""
+    with service.db.tenant(tenant_id) as conn:
+        document = store.document_text(conn, tenant_id, hit.document_id)
+        chunks = store.document_chunks(conn, tenant_id, hit.document_id)
+    if document is None:
+        return False
+    parts.append(f"From “{document['title']}”:")
+    found = sections(document["body"] or "")
+    chosen = choose_sections(question, found, actions_first=limit is None)[:limit]
+    start = len(citations)
+    for n, section in enumerate(chosen, start=start + 1):
+        chunk_id = _chunk_of(chunks, section.heading, section.text, hit.chunk_id)
+        passage = quote(section.text)
+        citations.append(_citation(n, chunk_id, document, section.heading, passage))
+        label = f"{section.heading}: " if section.heading else ""
+        parts.append(f"{label}{passage} [{n}]")
+    if len(citations) == start:  # no text worth quoting: cite the matched passage
+        citations.append(_citation(start + 1, hit.chunk_id, document, "", hit.snippet))
+        parts.append(f"{hit.snippet} [{start + 1}]")
+    return True
+
+
+def _chunk_of(chunks: list[dict[str, Any]], heading: str, text: str, fallback: int) -> int:
+    """The chunk that holds a section: the first one containing its heading, else the start of
+    its text."""
+    probes = [p for p in (heading and f"# {heading}", text[:80].strip()) if p]
+    for probe in probes:
+        for chunk in chunks:
+            if probe in chunk["text"]:
+                return int(chunk["id"])
+    return fallback
+
+
+def _citation(n: int, chunk_id: int, document: dict[str, Any], section: str, text: str) -> Citation:
+    return Citation(
+        n=n,
+        chunk_id=chunk_id,
+        document_id=str(document.get("document_id") or document.get("id")),
+        title=document["title"],
+        path=document["external_id"],
+        url=document.get("url"),
+        section=section,
+        quote=text,
+    )
+
+
+def _generated(
+    service: AskService,
+    tenant_id: UUID,
+    question: str,
+    ranked: list[_Ranked],
+    retrieved: list[DocumentRef],
+    features: AnswerFeatures,
+) -> Answer:
+    """A model's answer over the retrieved passages; its citations are checked against what was
+    retrieved for this question in this tenant. Invalid answers are retried within the budget,
+    then the answer is the abstention."""
+    assert service.model is not None
+    ids = [r.hit.chunk_id for r in ranked[:SHOWN]]
+    with service.db.tenant(tenant_id) as conn:
+        passages = store.chunks_by_id(conn, tenant_id, ids)
+    messages = prompt(
+        question,
+        [(cid, passages[cid]["title"], passages[cid]["text"]) for cid in ids if cid in passages],
+    )
+    model_name = f"{service.model.provider}/{service.model.model}"
+    for attempt in range(1, service.max_model_attempts + 1):
+        try:
+            output = service.model.structured(messages, ModelAnswer).value
+            cited = validate_citations(output, list(passages))
+        except ModelOutputInvalid as exc:
+            logger.info("model answer invalid", extra={"attempt": attempt, "reason": str(exc)})
+            continue
+        except ModelError as exc:
+            logger.warning("model unavailable for ask", extra={"reason": str(exc)})
+            break
+        citations = [
+            _citation(
+                n,
+                cid,
+                passages[cid],
+                "",
+                quote(passages[cid]["text"]),
+            )
+            for n, cid in enumerate(cited, start=1)
+        ]
+        return Answer(
+            question=question,
+            text=output.answer.strip(),
+            abstained=False,
+            citations=citations,
+            retrieved=retrieved,
+            features=features,
+            confidence=output.confidence,
+            generator=model_name,
+        )
+    return _abstention(question, retrieved, features)

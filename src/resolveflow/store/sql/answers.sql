@@ -1,0 +1,59 @@
+-- name: term_cover
+-- Which of the question's terms occur anywhere in each document (any chunk): the answerability
+-- rule's "share of the question's rare terms the top document covers". Postings only.
+SELECT c.document_id, array_agg(DISTINCT t.lexeme) AS lexemes
+FROM chunk_terms t
+JOIN chunks c ON c.id = t.chunk_id AND c.tenant_id = t.tenant_id
+WHERE t.tenant_id = %(tenant_id)s AND t.lexeme = ANY(%(terms)s::text[])
+  AND c.document_id = ANY(%(document_ids)s::uuid[])
+GROUP BY c.document_id
+
+-- name: title_cover
+-- For each document, its title's lexemes (camelCase split into words) and how many of them the
+-- question holds.
+WITH titles AS (
+    SELECT d.id, array(
+               SELECT lexeme FROM unnest(to_tsvector('english',
+                   regexp_replace(d.title, '([a-z])([A-Z])', '\1 \2', 'g')))
+           ) AS lexemes
+    FROM documents d
+    WHERE d.tenant_id = %(tenant_id)s AND d.id = ANY(%(document_ids)s::uuid[])
+),
+question AS (
+    SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(question)s))) AS lexemes
+)
+SELECT t.id AS document_id, cardinality(t.lexemes) AS title_terms,
+       (SELECT count(*) FROM unnest(t.lexemes) AS l WHERE l = ANY(q.lexemes)) AS matched
+FROM titles t, question q
+
+-- name: document_text
+SELECT id, source, external_id, kind, title, url, body FROM documents
+WHERE tenant_id = %(tenant_id)s AND id = %(document_id)s
+
+-- name: document_chunks
+SELECT id, ordinal, text FROM chunks
+WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s
+ORDER BY ordinal
+
+-- name: chunks_by_id
+SELECT c.id, c.document_id, c.text, d.title, d.url, d.source, d.external_id
+FROM chunks c
+JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
+WHERE c.tenant_id = %(tenant_id)s AND c.id = ANY(%(ids)s::bigint[])
+
+-- name: insert_ask_record
+INSERT INTO ask_records (
+    tenant_id, principal_id, question, retrieved, features, answerable, abstained, answer_text,
+    citations, provider, model, generator, prompt_version
+) VALUES (
+    %(tenant_id)s, %(principal_id)s, %(question)s, %(retrieved)s, %(features)s, %(answerable)s,
+    %(abstained)s, %(answer_text)s, %(citations)s, %(provider)s, %(model)s, %(generator)s,
+    %(prompt_version)s
+)
+RETURNING id, created_at
+
+-- name: ask_record
+SELECT id, tenant_id, principal_id, question, retrieved, features, answerable, abstained,
+       answer_text, citations, provider, model, generator, prompt_version, created_at
+FROM ask_records
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s

@@ -1,0 +1,201 @@
+"""The ask pages: ``/ask`` (a question, its answer with numbered citations, or the abstention
+with related documents), ``/passages/{chunk_id}`` (a cited passage in its document) and "Open an
+issue from this answer" (``/ask/issue``: a form prefilled from the answer, which prepares a
+proposal through ``service/issues_prepare`` and goes to the proposal's page).
+
+Document text is data from outside: it is shown as text (escaped, never rendered as Markdown or
+HTML), and only http(s) document addresses become links. Forms carry the session's CSRF token
+and work without JavaScript; asking answers the page itself (answers are not stored).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import APIRouter, Form, Path, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup, escape
+
+from resolveflow.domain.answers import Answer
+from resolveflow.domain.records import Role
+from resolveflow.errors import InvalidInput
+from resolveflow.service import admin, passages
+from resolveflow.service.decisions import reject_nul
+from resolveflow.service.issues_prepare import IssueTargets, prepare_issue
+from resolveflow.web.api_ask import answer_question, passage_link
+from resolveflow.web.security import Viewer, check_csrf, identify, wired
+from resolveflow.web.words import ANSWER_FEATURES, generator_words
+
+router = APIRouter(include_in_schema=False)
+
+MAX_TITLE = 256
+MAX_BODY = 65_000
+TITLE_CHARS = 120  # a prefilled title: the question's start
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_BIGINT = 2**63 - 1
+_CITE = Markup('<a class="cite" href="{0}" aria-label="citation {1}">[{1}]</a>')
+
+
+def _render(request: Request, template: str, viewer: Viewer, **values: Any) -> Response:
+    response: Response = request.app.state.templates.TemplateResponse(
+        request, template, {"viewer": viewer, "notice": None, **values}
+    )
+    return response
+
+
+def _form_viewer(request: Request, csrf_token: str) -> Viewer:
+    viewer = identify(request)
+    check_csrf(request, viewer, csrf_token)
+    return viewer
+
+
+@router.get("/ask", response_class=HTMLResponse)
+def ask_page(request: Request) -> Response:
+    return _render(request, "ask.html", identify(request), question="", answer=None)
+
+
+@router.post("/ask", response_class=HTMLResponse)
+def ask_question(
+    request: Request, question: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    answer = answer_question(request, viewer.principal, question)
+    return _render(
+        request, "ask.html", viewer, question=answer.question, answer=_view(request, answer)
+    )
+
+
+def _view(request: Request, answer: Answer) -> dict[str, Any]:
+    links = {c.n: passage_link(c.chunk_id) for c in answer.citations}
+    features = answer.features.model_dump() if answer.features else {}
+    return {
+        "abstained": answer.abstained,
+        "paragraphs": [_linked(p, links) for p in answer.text.split("\n\n") if p.strip()],
+        "citations": [{**c.model_dump(), "link": links[c.n]} for c in answer.citations],
+        "related": [{**d.model_dump(), "link": passage_link(d.chunk_id)} for d in answer.related],
+        "features": [(ANSWER_FEATURES.get(k, k), f"{v:.2f}") for k, v in features.items()],
+        "generator": generator_words(answer.generator),
+        "issue_title": _title(answer.question),
+        "issue_body": issue_body(answer, _base_url(request)),
+    }
+
+
+def _linked(paragraph: str, links: dict[int, str]) -> Markup:
+    """The paragraph escaped, its citation markers ``[n]`` made links to their passages."""
+    pieces: list[Markup] = []
+    last = 0
+    for match in _MARKER.finditer(paragraph):
+        n = int(match.group(1))
+        pieces.append(escape(paragraph[last : match.start()]))
+        pieces.append(_CITE.format(links[n], n) if n in links else escape(match.group(0)))
+        last = match.end()
+    pieces.append(escape(paragraph[last:]))
+    return Markup("").join(pieces)
+
+
+def _title(question: str) -> str:
+    flat = " ".join(question.split())
+    return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def _base_url(request: Request) -> str:
+    public = wired(request).settings.web.public_url
+    return (public or str(request.base_url)).rstrip("/")
+
+
+def issue_body(answer: Answer, base_url: str) -> str:
+    """The prefilled issue body (Markdown): the question, the answer and its sources as links
+    to their passage pages. The person edits it before anything is proposed."""
+    lines = ["**Question**", "", _quoted(answer.question), ""]
+    if answer.abstained:
+        lines += ["No source in our documents answers this. Closest documents:", ""]
+        lines += [
+            f"- [{_md(d.title)}]({base_url}{passage_link(d.chunk_id)}) ({_md(d.path)})"
+            for d in answer.related
+        ]
+    else:
+        lines += [
+            "**Answer** (from ResolveFlow Ask)",
+            "",
+            _quoted(answer.text),
+            "",
+            "**Sources**",
+            "",
+        ]
+        for c in answer.citations:
+            name = f"{c.title} § {c.section}" if c.section else c.title
+            url = f"{base_url}{passage_link(c.chunk_id)}"
+            lines.append(f"[{c.n}] [{_md(name)}]({url}) ({_md(c.path)})  ")
+    return "\n".join(lines).strip() + "\n"
+
+
+def _quoted(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def _md(text: str) -> str:
+    """Text inside a Markdown link's brackets: brackets escaped so it cannot close the link."""
+    return re.sub(r"([\[\]\\])", r"\\\1", " ".join(text.split()))
+
+
+@router.get("/passages/{chunk_id}", response_class=HTMLResponse)
+def passage_page(request: Request, chunk_id: int = Path(ge=1, le=_BIGINT)) -> Response:
+    viewer = identify(request)
+    found = passages.passage(wired(request).db, viewer.principal, chunk_id)
+    return _render(request, "passage.html", viewer, **found)
+
+
+@router.post("/ask/issue", response_class=HTMLResponse)
+def issue_form(
+    request: Request, title: str = Form(""), body: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    """The form, prefilled; nothing is proposed until it is sent to ``/ask/issue/create``."""
+    viewer = _form_viewer(request, csrf_token)
+    return _render(
+        request,
+        "issue_from_answer.html",
+        viewer,
+        title=title[:MAX_TITLE],
+        body=body[:MAX_BODY],
+        aliases=_aliases(request, viewer),
+        may_prepare=viewer.principal.has(Role.REQUESTER),
+    )
+
+
+def _aliases(request: Request, viewer: Viewer) -> list[dict[str, Any]]:
+    app = wired(request)
+    tenant = next(t for t in admin.list_tenants(app.db) if t.id == viewer.principal.tenant_id)
+    projects = app.policy().projects(tenant.name)
+    return [
+        {"name": name, "forge": alias.forge, "project": alias.project, "labels": alias.labels}
+        for name, alias in sorted(projects.items())
+    ]
+
+
+@router.post("/ask/issue/create")
+def create_issue(
+    request: Request,
+    alias: str = Form(""),
+    title: str = Form(""),
+    body: str = Form(""),
+    labels: str = Form(""),
+    csrf_token: str = Form(""),
+) -> Response:
+    viewer = _form_viewer(request, csrf_token)
+    reject_nul(alias, title, body, labels)
+    if not title.strip():
+        raise InvalidInput("the issue needs a title")
+    if len(title) > MAX_TITLE or len(body) > MAX_BODY or len(labels) > 2000:
+        raise InvalidInput(f"the title (up to {MAX_TITLE}) or the body is too long")
+    app = wired(request)
+    view = prepare_issue(
+        app.db,
+        viewer.principal,
+        IssueTargets(policy=app.policy, gitlab=app.gitlab()),
+        alias=alias,
+        title=title.strip(),
+        body=body,
+        labels=[name.strip() for name in labels.split(",") if name.strip()],
+    )
+    return RedirectResponse(f"/proposals/{view['id']}", status_code=303)
