@@ -12,9 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from resolveflow.domain.actions.text import (
+    issue_text,
     label_set,
-    normalize_text,
-    refuse_marker,
+    one_line_title,
     repository_name,
 )
 
@@ -50,22 +50,12 @@ class GitHubIssueCreateAction(BaseModel):
     @field_validator("title")
     @classmethod
     def _title(cls, value: str) -> str:
-        value = normalize_text(value).strip()
-        if not value:
-            raise ValueError("an issue needs a title")
-        if "\n" in value or len(value) > MAX_TITLE_CHARS:
-            raise ValueError(f"a title is one line of at most {MAX_TITLE_CHARS} characters")
-        return refuse_marker(value, "title")
+        return one_line_title(value, MAX_TITLE_CHARS)
 
     @field_validator("body")
     @classmethod
     def _body(cls, value: str) -> str:
-        value = normalize_text(value)
-        if not value.strip():
-            raise ValueError("an issue needs a body")
-        if len(value) > MAX_BODY_CHARS:
-            raise ValueError(f"body is longer than {MAX_BODY_CHARS} characters")
-        return refuse_marker(value, "body")
+        return issue_text(value, "body", MAX_BODY_CHARS)
 
     @field_validator("labels")
     @classmethod

@@ -13,7 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from resolveflow.domain.actions.text import label_set, normalize_text, refuse_marker
+from resolveflow.domain.actions.text import (
+    issue_text,
+    label_set,
+    one_line_title,
+)
 
 MAX_TITLE_CHARS = 255  # GitLab's limit
 MAX_DESCRIPTION_CHARS = 1_000_000 - 100  # GitLab's limit, less room for the marker
@@ -68,22 +72,12 @@ class GitLabIssueCreateAction(BaseModel):
     @field_validator("title")
     @classmethod
     def _title(cls, value: str) -> str:
-        value = normalize_text(value).strip()
-        if not value:
-            raise ValueError("an issue needs a title")
-        if "\n" in value or len(value) > MAX_TITLE_CHARS:
-            raise ValueError(f"a title is one line of at most {MAX_TITLE_CHARS} characters")
-        return refuse_marker(value, "title")
+        return one_line_title(value, MAX_TITLE_CHARS)
 
     @field_validator("description")
     @classmethod
     def _description(cls, value: str) -> str:
-        value = normalize_text(value)
-        if not value.strip():
-            raise ValueError("an issue needs a description")
-        if len(value) > MAX_DESCRIPTION_CHARS:
-            raise ValueError(f"description is longer than {MAX_DESCRIPTION_CHARS} characters")
-        return refuse_marker(value, "description")
+        return issue_text(value, "description", MAX_DESCRIPTION_CHARS)
 
     @field_validator("labels")
     @classmethod

@@ -50,3 +50,23 @@ def label_set(value: tuple[str, ...]) -> tuple[str, ...]:
     if len(cleaned) > MAX_LABELS:
         raise ValueError(f"at most {MAX_LABELS} labels")
     return tuple(sorted(cleaned))
+
+
+def one_line_title(value: str, limit: int) -> str:
+    """A new issue's title: normalized, stripped, one line of at most ``limit`` characters."""
+    value = normalize_text(value).strip()
+    if not value:
+        raise ValueError("an issue needs a title")
+    if "\n" in value or len(value) > limit:
+        raise ValueError(f"a title is one line of at most {limit} characters")
+    return refuse_marker(value, "title")
+
+
+def issue_text(value: str, what: str, limit: int) -> str:
+    """A new issue's body or description: normalized, not blank, at most ``limit`` characters."""
+    value = normalize_text(value)
+    if not value.strip():
+        raise ValueError(f"an issue needs a {what}")
+    if len(value) > limit:
+        raise ValueError(f"{what} is longer than {limit} characters")
+    return refuse_marker(value, what)
