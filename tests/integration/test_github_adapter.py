@@ -22,8 +22,9 @@ from githubkit.utils import UNSET
 from githubkit_schemas.latest.models import IssuePropPullRequest
 
 from fixtures_github import ISSUE_NUMBER, REPO, REPO_LABELS, SERVICE_LOGIN, SERVICE_TOKEN
+from resolveflow.adapters.base import Call
 from resolveflow.adapters.github.client import GitHubKitClient
-from resolveflow.adapters.github.errors import Call, transport_error
+from resolveflow.adapters.github.errors import transport_error
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.errors import (
     InvalidInput,

@@ -183,14 +183,18 @@ def _features(
 
 
 def _ref(ranked: _Ranked) -> DocumentRef:
-    hit = ranked.hit
+    return document_ref(ranked.hit, ranked.score)
+
+
+def document_ref(hit: Hit, score: float) -> DocumentRef:
+    """A search hit as the answer names it (the planner's searches too)."""
     return DocumentRef(
         document_id=str(hit.document_id),
         chunk_id=hit.chunk_id,
         title=hit.title,
         path=hit.external_id,
         url=hit.url,
-        score=round(ranked.score, 4),
+        score=round(score, 4),
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from resolveflow.adapters.llm.protocol import ChatModel
-from resolveflow.domain.answers import ABSTENTION_TEXT, Citation, DocumentRef, ModelAnswer
+from resolveflow.domain.answers import ABSTENTION_TEXT, Citation, ModelAnswer
 from resolveflow.domain.diagnosis import ChatMessage, ModelError, ModelOutputInvalid, ModelTimeout
 from resolveflow.domain.planner import (
     PlanAnswer,
@@ -39,7 +39,7 @@ from resolveflow.domain.planner import (
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.retrieval.search import Searcher
-from resolveflow.service.ask import MAX_QUESTION_CHARS
+from resolveflow.service.ask import MAX_QUESTION_CHARS, document_ref
 from resolveflow.service.ask_text import PASSAGE_CHARS, quote
 from resolveflow.service.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.store import answers as store
@@ -167,18 +167,7 @@ def _search(
     hits = service.searcher.search(tenant_id, args.query, k=service.limits.passages)
     with service.db.tenant(tenant_id) as conn:
         passages = store.chunks_by_id(conn, tenant_id, [h.chunk_id for h in hits])
-    refs = [
-        DocumentRef(
-            document_id=str(h.document_id),
-            chunk_id=h.chunk_id,
-            title=h.title,
-            path=h.external_id,
-            url=h.url,
-            score=round(h.fused, 4),
-        )
-        for h in hits
-        if h.chunk_id in passages
-    ]
+    refs = [document_ref(h, h.fused) for h in hits if h.chunk_id in passages]
     state.add_returned(refs)
     ids = [r.chunk_id for r in refs]
     state.record("search_knowledge", args.model_dump(), "ok", f"{len(ids)} passages", chunk_ids=ids)

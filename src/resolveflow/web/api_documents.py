@@ -25,7 +25,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
-from starlette.requests import ClientDisconnect
 from starlette.types import Message
 
 from resolveflow.domain.records import Principal, Role
@@ -34,6 +33,7 @@ from resolveflow.retrieval import loaders
 from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
 from resolveflow.retrieval.sources import source_document
 from resolveflow.web.api import ViewerDep
+from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
 
 router = APIRouter(prefix="/api/v1", tags=["documents"])
@@ -105,7 +105,10 @@ async def add_document(request: Request, who: ViewerDep) -> Any:
     may_ingest(who.principal)
     app = wired(request)
     max_bytes = app.settings.retrieval.document_max_bytes
-    body = await _read_capped(request, max_bytes * 4 // 3 + _FRAMING_BYTES, max_bytes)
+    too_large = DocumentTooLarge(
+        f"the document is larger than {max_bytes} bytes (RESOLVEFLOW_DOCUMENT_MAX_BYTES)"
+    )
+    body = await read_capped(request, max_bytes * 4 // 3 + _FRAMING_BYTES, too_large)
     incoming = await _parse(request, body)
     path = document_path(incoming.path)
     media_type = loaders.media_type_for(path, incoming.media_type)
@@ -238,22 +241,3 @@ def _replayed(request: Request, body: bytes) -> Request:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return Request(request.scope, receive)
-
-
-async def _read_capped(request: Request, cap: int, max_bytes: int) -> bytes:
-    """The body, or ``DocumentTooLarge`` as soon as it passes ``cap`` (one chunk more at most)."""
-    too_large = DocumentTooLarge(
-        f"the document is larger than {max_bytes} bytes (RESOLVEFLOW_DOCUMENT_MAX_BYTES)"
-    )
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and (len(declared) > 15 or int(declared) > cap):
-        raise too_large
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > cap:
-                raise too_large
-    except ClientDisconnect:
-        raise InvalidInput("the client went away before the body was complete") from None
-    return bytes(body)

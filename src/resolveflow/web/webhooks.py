@@ -20,10 +20,10 @@ from uuid import UUID
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from starlette.requests import ClientDisconnect
 
-from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.errors import ConfigError
 from resolveflow.service import webhook_secrets, webhooks
+from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,14 @@ async def tenant_webhook(tenant: str, request: Request) -> Any:
 async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> Any:
     settings = wired(request).settings.webhooks
     incoming = webhooks.Incoming(
-        body=await _read_capped(request, settings.max_body_bytes),
+        body=await read_capped(
+            request,
+            settings.max_body_bytes,
+            webhooks.BodyTooLarge(
+                f"the body is larger than {settings.max_body_bytes} bytes "
+                "(RESOLVEFLOW_WEBHOOK_MAX_BODY_BYTES)"
+            ),
+        ),
         signature=request.headers.get("X-Hub-Signature-256"),
         delivery_id=request.headers.get("X-GitHub-Delivery"),
         event=request.headers.get("X-GitHub-Event"),
@@ -84,23 +91,3 @@ async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> A
         },
         status_code=202 if receipt.new else 200,
     )
-
-
-async def _read_capped(request: Request, cap: int) -> bytes:
-    """The body, or ``BodyTooLarge`` as soon as it passes ``cap`` (at most one chunk more read)."""
-    declared = request.headers.get("content-length", "")
-    too_large = webhooks.BodyTooLarge(
-        f"the body is larger than {cap} bytes (RESOLVEFLOW_WEBHOOK_MAX_BODY_BYTES)"
-    )
-    # isascii: str.isdigit also accepts digits int() refuses; the length bounds int()'s work.
-    if declared.isascii() and declared.isdigit() and (len(declared) > 15 or int(declared) > cap):
-        raise too_large
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > cap:
-                raise too_large
-    except ClientDisconnect:
-        raise InvalidInput("the client went away before the body was complete") from None
-    return bytes(body)

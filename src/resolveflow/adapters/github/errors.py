@@ -12,12 +12,12 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pydantic
 
+from resolveflow.adapters.base import Call
 from resolveflow.errors import (
     ProviderError,
     ProviderOutcomeUnknown,
@@ -38,28 +38,6 @@ _NOT_SENT = (
     httpx.UnsupportedProtocol,
     httpx.InvalidURL,
 )
-
-
-@dataclass(frozen=True)
-class Call:
-    """One REST call, for messages, logs and error context (never holds the token)."""
-
-    operation: str
-    method: str
-    path: str
-    write: bool
-
-    def __str__(self) -> str:
-        """``get_issue (GET /repos/acme/widgets/issues/7)``: what every message starts with."""
-        return f"{self.operation} ({self.method} {self.path})"
-
-    @property
-    def maybe_written(self) -> str:
-        """The clause outcome-unknown messages end with; a read has nothing to apply."""
-        return "; a write may have been applied." if self.write else "."
-
-    def context(self) -> dict[str, Any]:
-        return {"operation": self.operation, "method": self.method, "path": self.path}
 
 
 def status_error(call: Call, response: httpx.Response) -> ProviderError:

@@ -16,6 +16,7 @@ from githubkit import Response
 from githubkit.utils import UNSET
 from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
 
+from resolveflow.adapters.base import Call
 from resolveflow.adapters.github.conversions import (
     check_run_data,
     issue_comment,
@@ -23,7 +24,6 @@ from resolveflow.adapters.github.conversions import (
     issue_event,
     workflow_run_data,
 )
-from resolveflow.adapters.github.errors import Call
 from resolveflow.adapters.github.protocol import (
     CheckRunData,
     IssueComment,

@@ -26,8 +26,8 @@ from githubkit.config import Config, get_config
 from githubkit.exception import RequestError, RequestFailed
 from githubkit.throttling import LocalThrottler
 
+from resolveflow.adapters.base import Call
 from resolveflow.adapters.github.errors import (
-    Call,
     invalid_body_error,
     scrub,
     status_error,

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from resolveflow.adapters.github.errors import Call
+from resolveflow.adapters.base import Call
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.errors import InvalidInput
 

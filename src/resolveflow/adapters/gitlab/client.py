@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 import gitlab
 import requests
 
-from resolveflow.adapters.base import writes
+from resolveflow.adapters.base import Call, writes
 from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 from resolveflow.adapters.gitlab.deadline import DeadlinePassed, DeadlineSession
 from resolveflow.adapters.gitlab.errors import (
-    Call,
     RateLimitedResponse,
+    gitlab_call,
     retry_after_seconds,
     translate,
 )
@@ -104,21 +104,23 @@ class PythonGitLabClient:
                 id=int(found.id), path=str(found.path_with_namespace), url=str(found.web_url)
             )
 
-        return self._call(Call("project", "GET", f"/projects/{project}", False), run)
+        return self._call(gitlab_call("project", "GET", f"/projects/{project}", False), run)
 
     def project_labels(self, project_id: int) -> list[str]:
         def run() -> list[str]:
             labels = self._gl.projects.get(project_id, lazy=True).labels.list(get_all=True)
             return [str(label.name) for label in labels]
 
-        return self._call(Call("labels", "GET", f"/projects/{project_id}/labels", False), run)
+        return self._call(
+            gitlab_call("labels", "GET", f"/projects/{project_id}/labels", False), run
+        )
 
     def user_id(self, username: str) -> int | None:
         def run() -> int | None:
             users = self._gl.users.list(username=username, get_all=False)
             return int(users[0].id) if users else None
 
-        return self._call(Call("user", "GET", "/users", False), run)
+        return self._call(gitlab_call("user", "GET", "/users", False), run)
 
     def current_user(self) -> tuple[int, str]:
         """Asked once per client (one token): the pages ask it on every view."""
@@ -130,7 +132,7 @@ class PythonGitLabClient:
             assert isinstance(data, dict)
             return int(data["id"]), str(data["username"])
 
-        self._me = self._call(Call("current_user", "GET", "/user", False), run)
+        self._me = self._call(gitlab_call("current_user", "GET", "/user", False), run)
         return self._me
 
     def issues_created_since(self, project_id: int, since: datetime) -> list[GitLabIssue]:
@@ -146,7 +148,9 @@ class PythonGitLabClient:
             )
             return [to_issue(issue.asdict()) for issue in found]
 
-        return self._call(Call("issues", "GET", f"/projects/{project_id}/issues", False), run)
+        return self._call(
+            gitlab_call("issues", "GET", f"/projects/{project_id}/issues", False), run
+        )
 
     @writes
     def create_issue(
@@ -167,4 +171,6 @@ class PythonGitLabClient:
                 data["assignee_ids"] = assignee_ids
             return to_issue(manager.create(data).asdict())
 
-        return self._call(Call("create_issue", "POST", f"/projects/{project_id}/issues", True), run)
+        return self._call(
+            gitlab_call("create_issue", "POST", f"/projects/{project_id}/issues", True), run
+        )

@@ -8,12 +8,11 @@ carry the token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import gitlab.exceptions
 import requests
 import urllib3.exceptions
 
+from resolveflow.adapters.base import Call
 from resolveflow.adapters.gitlab.deadline import DeadlinePassed
 from resolveflow.errors import (
     ProviderError,
@@ -35,19 +34,9 @@ class RateLimitedResponse(ProviderRateLimited):
         self.retry_after = retry_after
 
 
-@dataclass(frozen=True)
-class Call:
-    operation: str
-    method: str
-    path: str
-    write: bool
-
-    def __str__(self) -> str:
-        return f"gitlab {self.operation} ({self.method} {self.path})"
-
-    @property
-    def maybe_written(self) -> str:
-        return "; a write may have been applied." if self.write else "."
+def gitlab_call(operation: str, method: str, path: str, write: bool) -> Call:
+    """A GitLab call: its messages start with "gitlab", so nobody takes it for GitHub's."""
+    return Call(operation, method, path, write, system="gitlab")
 
 
 def retry_after_seconds(value: str | None) -> float:
