@@ -176,3 +176,51 @@ def test_rejection_writes_nothing(
     make_executor(db, github_client).run_due()
     assert opened(fake_github) == []
     assert proposals.describe(db, world.approver(db), proposal.id)["decision"] == "rejected"
+
+
+def _opened_but_settled_not_sent(
+    db: Database, world: World, fake: FakeGitHubServer, github: GitHubKitClient
+) -> Any:
+    """The issue is opened, the answer is lost, and a person wrongly says "not sent"."""
+    proposal = propose(db, world)
+    approved = approve(db, world, proposal)
+    fake.inject(DropAfterWrite(), method="POST", path=f"/repos/{REPO}/issues")
+    make_executor(db, github).run_due()
+    execution_service.resolve(
+        db, world.approver(db), approved.execution.id, was_sent=False, note="did not look"
+    )
+    assert len(opened(fake)) == 1
+    return proposal, approved
+
+
+def test_the_same_issue_approved_again_finds_the_one_opened_earlier(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client: GitHubKitClient
+) -> None:
+    _, first = _opened_but_settled_not_sent(db, world, fake_github, github_client)
+    again = approve(db, world, propose(db, world))  # the same issue, proposed and approved again
+    make_executor(db, github_client).run_due()
+    after = execution_state(db, world, again.execution.id)
+    [issue] = opened(fake_github)  # not opened twice
+    assert after.state is ExecutionState.SENT
+    assert after.detail == f"not written again: earlier execution {first.execution.id} delivered it"
+    assert (after.result_ref, after.result_url) == (str(issue["number"]), issue["html_url"])
+    assert fake_github.writes_received == 1
+
+
+def test_another_version_of_an_issue_opened_earlier_is_refused(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client: GitHubKitClient
+) -> None:
+    proposal, first = _opened_but_settled_not_sent(db, world, fake_github, github_client)
+    second = proposals.edit_proposal(
+        db, world.requester(db), proposal.id, ActionChanges(title="Widget crashes at start-up")
+    )
+    approved = approve(db, world, second)
+    make_executor(db, github_client).run_due()
+    after = execution_state(db, world, approved.execution.id)
+    [issue] = opened(fake_github)
+    assert after.state is ExecutionState.FAILED
+    assert after.detail is not None
+    assert f"an earlier version (execution {first.execution.id}) opened {issue['html_url']}" in (
+        after.detail
+    )
+    assert fake_github.writes_received == 1

@@ -11,19 +11,17 @@ from resolveflow.domain.actions import (
     GitHubIssueCreateAction,
     body_with_marker,
     execution_marker,
-    parse_action,
 )
 from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     InvalidInput,
-    InvalidTransition,
     PolicyViolation,
     ProviderError,
 )
 from resolveflow.execution.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler
-from resolveflow.execution.kinds.sending import begin, send_outcome
+from resolveflow.execution.kinds.sending import begin, opened_earlier, send_outcome
 from resolveflow.execution.outcomes import Recorder
 
 # GitHub's clock and ours differ a little; the exact body and marker make a wider window harmless.
@@ -114,25 +112,14 @@ class GitHubIssueCreateExecutor:
             )
         except ProviderError as exc:
             return self.record.read_failed(execution, exc)
-        for prior in prepared.prior:
-            earlier = parse_action(prior.action)
+
+        def opened_by(earlier: AnyAction, execution_id: str) -> tuple[str, str] | None:
             if not isinstance(earlier, GitHubIssueCreateAction):
-                continue
-            found = find_marked_issue(issues, earlier.body, str(prior.id), poster=None)
-            if found is None:
-                continue
-            if earlier != action:
-                return self.record.refused(
-                    execution,
-                    InvalidTransition(
-                        f"an earlier version (execution {prior.id}) opened {found.url} after "
-                        "all; propose again if another issue is wanted"
-                    ),
-                )
-            return self.record.delivered_earlier(
-                execution, prior.id, final=True, created=(str(found.number), found.url)
-            )
-        return None
+                return None
+            found = find_marked_issue(issues, earlier.body, execution_id, poster=None)
+            return None if found is None else (str(found.number), found.url)
+
+        return opened_earlier(self.record, prepared, action, opened_by)
 
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token

@@ -17,7 +17,6 @@ from resolveflow.domain.actions import (
     GitLabIssueCreateAction,
     body_with_marker,
     execution_marker,
-    parse_action,
 )
 from resolveflow.domain.policy import check_labels_exist, check_project_allowed
 from resolveflow.domain.records import Execution, ExecutionState
@@ -25,7 +24,6 @@ from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     ConfigError,
     InvalidInput,
-    InvalidTransition,
     PolicyViolation,
     ProviderError,
     ResolveFlowError,
@@ -38,7 +36,7 @@ from resolveflow.execution.kinds.base import (
     Settler,
     sent_with,
 )
-from resolveflow.execution.kinds.sending import begin, send_outcome
+from resolveflow.execution.kinds.sending import begin, opened_earlier, send_outcome
 from resolveflow.execution.outcomes import Recorder
 
 CLOCK_SKEW = timedelta(minutes=10)  # GitLab's clock and ours; exact text makes it harmless
@@ -134,25 +132,14 @@ class GitLabIssueCreateExecutor:
             issues = gitlab.issues_created_since(action.target.project_id, since)
         except ProviderError as exc:
             return self.record.read_failed(execution, exc)
-        for prior in prepared.prior:
-            earlier = parse_action(prior.action)
+
+        def opened_by(earlier: AnyAction, execution_id: str) -> tuple[str, str] | None:
             if not isinstance(earlier, GitLabIssueCreateAction):
-                continue
-            found = find_marked_issue(issues, earlier.description, str(prior.id), None)
-            if found is None:
-                continue
-            if earlier != action:
-                return self.record.refused(
-                    execution,
-                    InvalidTransition(
-                        f"an earlier version (execution {prior.id}) opened {found.url} after "
-                        "all; propose again if another issue is wanted"
-                    ),
-                )
-            return self.record.delivered_earlier(
-                execution, prior.id, final=True, created=(str(found.iid), found.url)
-            )
-        return None
+                return None
+            found = find_marked_issue(issues, earlier.description, execution_id, None)
+            return None if found is None else (str(found.iid), found.url)
+
+        return opened_earlier(self.record, prepared, action, opened_by)
 
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action = evidence.execution, evidence.action

@@ -3,18 +3,22 @@ states the error contract)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
+from resolveflow.domain.actions import AnyAction, parse_action
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     InvalidInput,
+    InvalidTransition,
     LeaseLost,
     ProviderError,
     ProviderRateLimited,
     ProviderRejected,
     ProviderUnavailable,
 )
+from resolveflow.execution.kinds.base import Prepared
 from resolveflow.execution.outcomes import Attempt, Recorder
 from resolveflow.store.executions import SentWith
 
@@ -52,3 +56,32 @@ def send_outcome(
     if isinstance(exc, ProviderUnavailable):
         return record.unavailable(execution, attempt_id, exc)
     return record.unknown(execution, attempt_id, exc)
+
+
+def opened_earlier(
+    record: Recorder,
+    prepared: Prepared,
+    action: AnyAction,
+    find: Callable[[AnyAction, str], tuple[str, str] | None],
+) -> Execution | None:
+    """For the kinds that open something new: an earlier execution of this digest or lineage may
+    have opened it after all. ``find(earlier action, its execution id)`` gives what it opened
+    ((ref, url)) or None. The same action: delivered earlier; another version: refused, since
+    one issue of the lineage exists. None when no earlier execution opened anything."""
+    execution = prepared.execution
+    for prior in prepared.prior:
+        earlier = parse_action(prior.action)
+        found = find(earlier, str(prior.id))
+        if found is None:
+            continue
+        ref, url = found
+        if earlier != action:
+            return record.refused(
+                execution,
+                InvalidTransition(
+                    f"an earlier version (execution {prior.id}) opened {url} after "
+                    "all; propose again if another issue is wanted"
+                ),
+            )
+        return record.delivered_earlier(execution, prior.id, final=True, created=(ref, url))
+    return None
