@@ -26,12 +26,14 @@ logger = logging.getLogger(__name__)
 
 def _eval_app() -> typer.Typer:
     """The ``eval`` group: retrieval's evaluations and the investigation's, in one group."""
-    from resolveflow.cli import ask_cmds, investigation_cmds, retrieval_cmds
+    from resolveflow.cli import ask_cmds, changes_eval, investigation_cmds, retrieval_cmds
 
     if not any(c.name == "safety" for c in retrieval_cmds.eval_app.registered_commands):
         investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
     if not any(c.name == "answers" for c in retrieval_cmds.eval_app.registered_commands):
         ask_cmds.add_eval_commands(retrieval_cmds.eval_app)
+    if not any(c.name == "changes" for c in retrieval_cmds.eval_app.registered_commands):
+        changes_eval.add_eval_commands(retrieval_cmds.eval_app)
     return retrieval_cmds.eval_app
 
 
@@ -84,6 +86,12 @@ COMMANDS: tuple[Entry, ...] = (
         "ask",
         "Answer a question from the tenant's documents, with citations, or say there is no source.",
         _CLI + "ask_cmds:ask",
+    ),
+    Entry(
+        "refine",
+        "Refine a raw ticket into verified context: related tasks, relevance, a summary with "
+        "scopes, a runbook, the changes that solved similar tasks.",
+        _CLI + "refine_cmds:refine_app",
     ),
     Entry(
         "plan",

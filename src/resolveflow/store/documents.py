@@ -344,3 +344,17 @@ def delete_scratch_tenant(conn: Connection, tenant_id: UUID) -> None:
     conn.execute(
         q("retrieval", "delete_tenant"), {"id": tenant_id, "prefix": SCRATCH_TENANT_PREFIX + "%"}
     )
+
+
+def fixing_pulls(
+    conn: Connection, tenant_id: UUID, source: str, external_ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """For each external id, the pull requests (same source) whose text says they fix it."""
+    rows = conn.execute(
+        q("retrieval", "fixing_pulls"),
+        {"tenant_id": tenant_id, "source": source, "external_ids": list(external_ids)},
+    ).fetchall()
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        found.setdefault(row["target"], []).append(row["pull"])
+    return found

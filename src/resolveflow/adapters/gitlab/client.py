@@ -152,6 +152,14 @@ class PythonGitLabClient:
             gitlab_call("issues", "GET", f"/projects/{project_id}/issues", False), run
         )
 
+    def issue(self, project_id: int, iid: int) -> GitLabIssue:
+        def run() -> GitLabIssue:
+            found = self._gl.projects.get(project_id, lazy=True).issues.get(iid)
+            return to_issue(found.asdict())
+
+        path = f"/projects/{project_id}/issues/{iid}"
+        return self._call(gitlab_call("issue", "GET", path, False), run)
+
     @writes
     def create_issue(
         self,

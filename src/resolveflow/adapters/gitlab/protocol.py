@@ -58,6 +58,10 @@ class GitLab(Protocol):
         """Every issue of the project created at or after ``since``, every page, newest first."""
         ...
 
+    def issue(self, project_id: int, iid: int) -> GitLabIssue:
+        """One issue by its number in the project (refine reads a ticket with it)."""
+        ...
+
     @writes
     def create_issue(
         self,

@@ -176,6 +176,9 @@ class FakeGitLabServer:
             wanted = exchange.query.get("username", [""])[0]
             found = [u.payload(base) for u in self.state.users.values() if u.username == wanted]
             return self._page(exchange, path, found)
+        one = re.fullmatch(r"/projects/([^/]+)/issues/(\d+)", path)
+        if one is not None and exchange.method == "GET":
+            return self._one_issue(one.group(1), int(one.group(2)))
         match = re.fullmatch(r"/projects/([^/]+)(/labels|/issues)?", path)
         project = self.state.project(unquote(match.group(1))) if match else None
         if match is None or project is None:
@@ -192,6 +195,14 @@ class FakeGitLabServer:
         if area == "/issues" and exchange.method == "POST":
             return self._create(exchange, project.id, user_id)
         return Reply(405, {"message": "405 Method Not Allowed"})
+
+    def _one_issue(self, key: str, iid: int) -> Reply:
+        project = self.state.project(unquote(key))
+        issues = self.state.issues(project.id) if project else []
+        issue = next((i for i in issues if i["iid"] == iid), None)
+        if issue is None:
+            return Reply(404, {"message": "404 Not found"})
+        return Reply(200, dict(issue))
 
     def _listed(self, exchange: Exchange, project_id: int) -> list[dict[str, Any]]:
         after = exchange.query.get("created_after", [None])[0]

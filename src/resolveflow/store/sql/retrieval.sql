@@ -244,3 +244,13 @@ WHERE name LIKE %(prefix)s AND created_at < now() - make_interval(secs => %(olde
 
 -- name: delete_tenant
 DELETE FROM tenants WHERE id = %(id)s AND name LIKE %(prefix)s
+
+-- name: fixing_pulls
+-- The pull requests that say they fix each of these documents (same source), with when they were
+-- created: refine follows them to the commits that solved a similar task.
+SELECT l.target_external_id AS target, p.external_id AS pull, p.created_at
+FROM document_links l
+JOIN documents p ON p.id = l.document_id AND p.tenant_id = l.tenant_id
+WHERE l.tenant_id = %(tenant_id)s AND l.relation = 'fixes' AND l.target_source = %(source)s
+  AND l.target_external_id = ANY(%(external_ids)s) AND p.source = %(source)s
+ORDER BY l.target_external_id, p.created_at, p.external_id

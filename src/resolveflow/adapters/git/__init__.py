@@ -1,0 +1,25 @@
+"""Local git clones, read through the git CLI: the one wrapper ResolveFlow uses for git."""
+
+from resolveflow.adapters.git.errors import (
+    CloneMissing,
+    GitCommandFailed,
+    GitNotInstalled,
+    GitTimeout,
+    InvalidRevision,
+    ObjectMissing,
+)
+from resolveflow.adapters.git.repository import GitRepository
+from resolveflow.domain.changes import CommitInfo, DiffExcerpt, FileStat
+
+__all__ = [
+    "CloneMissing",
+    "CommitInfo",
+    "DiffExcerpt",
+    "FileStat",
+    "GitCommandFailed",
+    "GitNotInstalled",
+    "GitRepository",
+    "GitTimeout",
+    "InvalidRevision",
+    "ObjectMissing",
+]

@@ -1,0 +1,166 @@
+"""Refine's steps as functions: each takes a ``RefineDocument`` and returns a new one.
+
+A step checks its input first (``require``: this schema version, every earlier step done, this
+one not yet), fills its own fields, appends itself to ``done`` and leaves the rest as it was. The
+pure rules are in ``domain/refine_rules.py``; the changes step is ``service/refine_changes.py``;
+load is ``service/refine_load.py``. Critical errors (no index for the tenant, an unreadable
+ticket, a configured clone missing) raise; local ones become ``warnings``. See docs/refine.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.domain.diagnosis import ModelError, ModelOutputInvalid
+from resolveflow.domain.refine import (
+    SCHEMA_VERSION,
+    STEP_ORDER,
+    Judgement,
+    RefineDocument,
+    RefineStep,
+    StepWarning,
+)
+from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.retrieval.search import Searcher
+from resolveflow.service.refine_changes import SIMILAR_DEPTH, task_from_hit
+from resolveflow.store import documents as documents_store
+from resolveflow.store import refine as store
+from resolveflow.store.database import Database
+
+if TYPE_CHECKING:
+    from resolveflow.domain.refine_rules import RefinePolicy
+
+logger = logging.getLogger(__name__)
+
+RELATED_K = SIMILAR_DEPTH  # the changes step votes with the fixed tasks among these
+MAX_MODEL_ATTEMPTS = 2  # invalid model judgements are asked again this many times in all
+
+
+def require(doc: RefineDocument, step: RefineStep) -> None:
+    """``InvalidInput`` unless ``doc`` is ready for ``step``: the schema version this code
+    writes, every earlier step done, and ``step`` itself not yet."""
+    if doc.schema_version != SCHEMA_VERSION:
+        raise InvalidInput(
+            f"schema_version is {doc.schema_version!r}; this version reads {SCHEMA_VERSION!r}"
+        )
+    if step in doc.done:
+        raise InvalidInput(f"the document has already been through step {step.value}")
+    earlier = STEP_ORDER[: STEP_ORDER.index(step)]
+    missing = [s.value for s in earlier if s not in doc.done]
+    if missing:
+        raise InvalidInput(f"step {step.value} needs step(s) {', '.join(missing)} first "
+                           "(they are missing from done)")  # fmt: skip
+
+
+def _warn(doc: RefineDocument, step: RefineStep, message: str) -> None:
+    doc.warnings.append(StepWarning(step=step, message=message))
+
+
+def query_text(doc: RefineDocument) -> str:
+    return f"{doc.ticket.title}\n\n{doc.ticket.body}".strip()
+
+
+def ticket_key(doc: RefineDocument) -> tuple[str, str] | None:
+    """(source, external id) of the ticket in the index, when it is a GitHub issue: a ticket
+    that is itself indexed must not be its own similar task."""
+    ticket = doc.ticket
+    if ticket.source == "github" and ticket.repository and ticket.number is not None:
+        return f"github:{ticket.repository.lower()}", str(ticket.number)
+    return None
+
+
+def related(
+    doc: RefineDocument, searcher: Searcher, tenant_id: UUID, k: int = RELATED_K
+) -> RefineDocument:
+    """Similar past tasks from the tenant's index (the hybrid search), as of the ticket's creation
+    when it is known. No index for the tenant is a critical error."""
+    require(doc, RefineStep.RELATED)
+    with searcher.db.tenant(tenant_id) as conn:
+        state = documents_store.index_state(conn, tenant_id)
+    if state is None or state.chunk_count == 0:
+        raise ConfigError("the tenant has no search index: index its issues and runbooks first "
+                          "(resolveflow index github OWNER/REPO, resolveflow index docs DIR)")  # fmt: skip
+    hits = searcher.search(
+        tenant_id, query_text(doc), k=k, as_of=doc.ticket.created_at, exclude=ticket_key(doc)
+    )
+    out = doc.model_copy(deep=True)
+    out.related = [task_from_hit(hit) for hit in hits]
+    if not hits:
+        _warn(out, RefineStep.RELATED, "no similar past task was found in the index")
+    out.done.append(RefineStep.RELATED)
+    return out
+
+
+def relevance(doc: RefineDocument, model: ChatModel | None) -> RefineDocument:
+    """Each related task judged high / medium / low with a one-line reason: by the rules without
+    a model; with one, its judgements of retrieved ids only, checked by code, asked again within a
+    budget and then judged by the rules."""
+    from resolveflow.domain import refine_rules as rules  # helper B's module
+
+    require(doc, RefineStep.RELEVANCE)
+    out = doc.model_copy(deep=True)
+    judged = _model_judgements(out, model) if model is not None and out.related else None
+    if judged is None:
+        judged = [rules.judge(out.ticket, task) for task in out.related]
+    out.judgements = judged
+    out.done.append(RefineStep.RELEVANCE)
+    return out
+
+
+def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] | None:
+    from resolveflow.domain import refine_rules as rules  # helper B's module
+
+    messages = rules.judgement_prompt(doc.ticket, doc.related)
+    for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
+        try:
+            output = model.structured(messages, rules.ModelJudgements).value
+            return rules.validate_judgements(output, doc.related)
+        except ModelOutputInvalid as exc:
+            logger.info("model judgements invalid", extra={"attempt": attempt, "reason": str(exc)})
+        except ModelError as exc:
+            _warn(doc, RefineStep.RELEVANCE, f"the model is unavailable ({exc}); judged by rules")
+            return None
+    _warn(doc, RefineStep.RELEVANCE,
+          f"the model's judgements were invalid {MAX_MODEL_ATTEMPTS} times; judged by rules")  # fmt: skip
+    return None
+
+
+def summarize(doc: RefineDocument, policy: RefinePolicy) -> RefineDocument:
+    """The rewritten task, the facts and the scopes (the deterministic summary)."""
+    from resolveflow.domain import refine_rules as rules  # helper B's module
+
+    require(doc, RefineStep.SUMMARIZE)
+    out = doc.model_copy(deep=True)
+    out.summary = rules.summarize(out, policy)
+    out.done.append(RefineStep.SUMMARIZE)
+    return out
+
+
+def runbook(doc: RefineDocument, db: Database, tenant_id: UUID) -> RefineDocument:
+    """The trusted runbook a high-relevance task's label or a declared trigger points at, from
+    the tenant's indexed runbooks; nothing in the ticket's text can name one."""
+    from resolveflow.domain import refine_rules as rules  # helper B's module
+
+    require(doc, RefineStep.RUNBOOK)
+    with db.tenant(tenant_id) as conn:
+        rows = store.runbooks(conn, tenant_id)
+    found = [rules.RunbookInfo(tag=r["runbook_tag"], title=r["title"], path=r["external_id"],
+                               url=r["url"], text=r["body"] or "") for r in rows]  # fmt: skip
+    out = doc.model_copy(deep=True)
+    out.runbook = rules.choose_runbook(out, found)
+    out.done.append(RefineStep.RUNBOOK)
+    return out
+
+
+def output(doc: RefineDocument) -> RefineDocument:
+    """The one Markdown enrichment of everything above."""
+    from resolveflow.domain import refine_rules as rules  # helper B's module
+
+    require(doc, RefineStep.OUTPUT)
+    out = doc.model_copy(deep=True)
+    out.done.append(RefineStep.OUTPUT)
+    out.markdown = rules.render_markdown(out)
+    return out

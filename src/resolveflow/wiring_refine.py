@@ -1,0 +1,86 @@
+"""Refine's dependencies, for the composition root's users (the CLI): from an opened ``App``, what
+each step needs (``service.refine_steps.StepDeps``), built only when a step asks for it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from resolveflow.config import Settings
+from resolveflow.domain.refine import RefineDocument
+from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
+from resolveflow.errors import ConfigError
+from resolveflow.service import admin
+from resolveflow.service.refine_load import TicketReaders
+from resolveflow.service.refine_steps import StepDeps
+
+if TYPE_CHECKING:
+    from resolveflow.domain.refine_rules import RefinePolicy
+    from resolveflow.service.refine_changes import ChangesDeps, RepositoryHistory
+    from resolveflow.wiring import App
+
+
+def _policy_file(settings: Settings) -> PolicyFile:
+    path = settings.triage.policy_file
+    if path is None:
+        return DEFAULT_POLICY
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
+    return parse_policy(text, str(path))
+
+
+def refine_policy(settings: Settings) -> Callable[[RefineDocument], RefinePolicy]:
+    """The refine rules of the ticket's repository (the policy file's ``refine`` table)."""
+
+    def for_ticket(doc: RefineDocument) -> RefinePolicy:
+        policy = _policy_file(settings)
+        return policy.for_repository(doc.ticket.repository or "").refine
+
+    return for_ticket
+
+
+def step_deps(
+    app: App, tenant_name: Callable[[], str], stdin: Callable[[], str] | None
+) -> StepDeps:
+    tenant: dict[str, UUID] = {}
+
+    def tenant_id() -> UUID:
+        if "id" not in tenant:
+            tenant["id"] = admin.find_tenant(app.db, tenant_name()).id
+        return tenant["id"]
+
+    histories: dict[str, RepositoryHistory] = {}
+    policy = refine_policy(app.settings)
+
+    def changes(doc: RefineDocument) -> ChangesDeps:
+        from resolveflow.service.refine_changes import ChangesDeps
+
+        repository = doc.ticket.repository
+        if repository and repository not in histories:
+            clone = policy(doc).clone
+            if clone is not None:
+                histories[repository] = _history(repository, Path(clone))
+        return ChangesDeps(db=app.db, tenant_id=tenant_id(), histories=histories,
+                           include=tuple(policy(doc).include))  # fmt: skip
+
+    readers = TicketReaders(
+        github=lambda: app.github,
+        gitlab=lambda: app.gitlab().client_for(tenant_id()),
+        stdin=stdin,
+    )
+    return StepDeps(
+        readers=readers, tenant_id=tenant_id, db=lambda: app.db, searcher=app.searcher,
+        model=app.model, policy=policy, changes=changes,
+    )  # fmt: skip
+
+
+def _history(repository: str, clone: Path) -> RepositoryHistory:
+    """A configured clone's history; a clone that is missing stops refine (``CloneMissing``)."""
+    from resolveflow.adapters.git import GitRepository
+    from resolveflow.service.refine_changes import RepositoryHistory
+
+    return RepositoryHistory.read(repository, GitRepository(clone))
