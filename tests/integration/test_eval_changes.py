@@ -20,11 +20,17 @@ def test_suggested_files_meet_the_dev_targets(
     clone = tmp_path / "datasets"
     subprocess.run(
         ["git", "clone", "--quiet", str(data / "datasets-2023.bundle"), str(clone)],
-        check=True, timeout=120,
+        check=True,
+        timeout=120,
     )
     result = evaluate_changes(
-        db, LocalMiniLM(), SearchParams(), [data / "issues.jsonl", data / "pulls.jsonl"],
-        data / "fix_links.tsv", clone, since=datetime(2023, 1, 1, tzinfo=UTC),
+        db,
+        LocalMiniLM(),
+        SearchParams(),
+        [data / "issues.jsonl", data / "pulls.jsonl"],
+        data / "fix_links.tsv",
+        clone,
+        since=datetime(2023, 1, 1, tzinfo=UTC),
     )
     checks = result.checks()
     assert result.issues >= 90, result.as_json()

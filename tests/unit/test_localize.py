@@ -44,14 +44,17 @@ def test_a_site_packages_path_is_matched_by_its_longest_tracked_suffix() -> None
 def test_traceback_frames_are_read_outermost_first() -> None:
     frames = traceback_frames(TRACEBACK)
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.function) for f in frames] == [
-        ("run.py", 3, "<module>"), ("load.py", 120, "load_thing"), ("builder.py", 88, "build")
+        ("run.py", 3, "<module>"),
+        ("load.py", 120, "load_thing"),
+        ("builder.py", 88, "build"),
     ]
 
 
 def test_named_files_ignore_paths_inside_a_traceback() -> None:
     assert named_files(TRACEBACK, FILES) == {}
     assert named_files("the bug is in `io/json.py` and py_utils.py", FILES) == {
-        "src/pkg/io/json.py": 1, "src/pkg/utils/py_utils.py": 1
+        "src/pkg/io/json.py": 1,
+        "src/pkg/utils/py_utils.py": 1,
     }
 
 
@@ -76,10 +79,13 @@ def test_the_traceback_and_the_votes_rank_together() -> None:
     # builder.py: a frame and the deepest frame (1.5); load.py: a frame (1.0); json.py: the one
     # similar fix (1.0): a tie, broken by path.
     assert [(r.path, r.score) for r in ranked] == [
-        ("src/pkg/builder.py", 1.5), ("src/pkg/io/json.py", 1.0), ("src/pkg/load.py", 1.0)
+        ("src/pkg/builder.py", 1.5),
+        ("src/pkg/io/json.py", 1.0),
+        ("src/pkg/load.py", 1.0),
     ]
     assert by_path["src/pkg/builder.py"].reasons == [
-        "in the ticket's traceback", "where the traceback ends"
+        "in the ticket's traceback",
+        "where the traceback ends",
     ]
     assert by_path["src/pkg/io/json.py"].commits == ["ccc"]
 

@@ -37,7 +37,9 @@ def _document(title: str = EVIL) -> RefineDocument:
                     url="javascript:alert(1)", score=0.2, cosine=0.3),
     ]  # fmt: skip
     doc.judgements = [
-        Judgement(external_id="41", relevance=Relevance.HIGH, reason="shares: csv.py, [y](http://e)"),
+        Judgement(
+            external_id="41", relevance=Relevance.HIGH, reason="shares: csv.py, [y](http://e)"
+        ),
         Judgement(external_id="17", relevance=Relevance.LOW, reason="nothing rare in common"),
     ]
     doc.summary = Summary(
@@ -76,7 +78,7 @@ def test_every_part_is_rendered() -> None:
         "**high** [#41](https://github.com/acme/w/issues/41)",
         "**low** #17",  # an unsafe URL is not linked
         "Export failures",
-        "label runbook:export on #41 (high)",
+        "label runbook:export on &#35;41 (high)",
         "> 1. Check the **input** file\n> 2. Re-run the export",  # trusted: quoted as is
         "`0123456` 2024-03-03",
         "`widgets/export/csv.py` +4 −1",
@@ -107,11 +109,14 @@ def test_ticket_text_cannot_inject_links_images_html_mentions_or_fences() -> Non
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("a [x](http://evil) b", "a &#91;x&#93;&#40;http[:]//evil&#41; b"),
+        ("a [x](http://evil) b", "a &#91;x&#93;(http[:]//evil) b"),
         ("<img src=x>", "&#60;img src=x&#62;"),
         ("ping @org/team", "ping @\u200dorg/team"),
         ("two\nlines", "two lines"),
-        ("**bold** _it_ #1 |t| ~s~ !x \\", "&#42;&#42;bold&#42;&#42; &#95;it&#95; &#35;1 &#124;t&#124; &#126;s&#126; &#33;x &#92;"),
+        (
+            "**bold** _it_ #1 |t| ~s~ !x \\",
+            "&#42;&#42;bold&#42;&#42; &#95;it&#95; &#35;1 &#124;t&#124; &#126;s&#126; &#33;x &#92;",
+        ),
         ("&lt;b&gt;", "&#38;lt;b&#38;gt;"),
     ],
 )

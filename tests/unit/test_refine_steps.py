@@ -203,7 +203,7 @@ def _default_policy() -> Any:
         (
             "output",
             (DATA / "summarize.json").read_text(encoding="utf-8"),
-            "needs step(s) summarize, runbook, changes",
+            "needs step(s) summarize, runbook",
         ),
         ("summarize", (DATA / "output.json").read_text(encoding="utf-8"), "already been through"),
         ("nosuch", "{}", "no refine step 'nosuch'"),
@@ -232,5 +232,22 @@ def test_the_schema_is_printed_with_its_version_and_each_steps_needs(
     code, out, _ = _cli(monkeypatch, capsys, ["refine", "schema", "changes"])
     changes = json.loads(out)
     assert changes["x-fills"] == ["changes", "suggested_files"]
-    assert changes["x-requires-done"] == ["load", "related", "relevance", "summarize", "runbook"]
+    assert changes["x-requires-done"] == ["load", "related", "relevance"]
     assert step_schema(RefineStep.LOAD)["x-requires"] == []
+
+
+def test_only_the_most_similar_tasks_are_judged_and_shown_the_rest_only_vote() -> None:
+    source = _fixture("relevance")
+    first = source.related[0]
+    source.related = [
+        first.model_copy(update={"external_id": str(1000 + n), "score": 0.9 - n / 100})
+        for n in range(refine.JUDGED + 3)
+    ]
+    judged = refine.relevance(source, None)
+    assert [j.external_id for j in judged.judgements] == [
+        str(1000 + n) for n in range(refine.JUDGED)
+    ]
+    judged.done += [RefineStep.CHANGES, RefineStep.SUMMARIZE, RefineStep.RUNBOOK]
+    markdown = refine.output(judged).markdown or ""
+    assert "#1009" in markdown and "#1010" not in markdown
+    assert "and 3 more similar tasks, searched for the changes that fixed them" in markdown

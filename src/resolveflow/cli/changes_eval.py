@@ -21,7 +21,9 @@ def eval_changes(
     pulls: Path | None = typer.Option(
         None, "--pulls", help="Pull requests JSONL (default: pulls.jsonl beside the corpus)."
     ),
-    since: str = typer.Option("2023-01-01", "--since", help="Replay issues created from this date."),
+    since: str = typer.Option(
+        "2023-01-01", "--since", help="Replay issues created from this date."
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
     """Suggested files against each issue's own fix, as of its creation: Hit@3, Hit@5, MRR@10."""
@@ -34,23 +36,43 @@ def eval_changes(
     corpora = [corpus, pulls] if pulls.is_file() else [corpus]
     with common.app() as opened:
         result = evaluate_changes(
-            opened.db, build_embedder(opened.settings), search_params(opened.settings),
-            corpora, fix_links, repo, since=start,
+            opened.db,
+            build_embedder(opened.settings),
+            search_params(opened.settings),
+            corpora,
+            fix_links,
+            repo,
+            since=start,
         )
     data = {**result.as_json(), "targets": result.checks()}
 
     def render() -> None:
-        fields([("issues replayed", result.issues),
-                ("skipped (fix outside src/)", result.skipped_no_src)])
-        table("rankings", ["ranking", "Hit@3", "Hit@5", "MRR@10"], [
-            (name, r.as_json()["hit@3"], r.as_json()["hit@5"], r.as_json()["mrr@10"])
-            for name, r in (("refine", result.refine), ("votes of similar tasks only",
-                            result.votes_only), ("files changed most often", result.most_changed))
-        ])
-        table("dev targets", ["figure", "value", "target", "met"], [
-            (k, v["value"], v["target"], "yes" if v["met"] else "NO")
-            for k, v in result.checks().items()
-        ])
+        fields(
+            [
+                ("issues replayed", result.issues),
+                ("skipped (fix outside src/)", result.skipped_no_src),
+            ]
+        )
+        table(
+            "rankings",
+            ["ranking", "Hit@3", "Hit@5", "MRR@10"],
+            [
+                (name, r.as_json()["hit@3"], r.as_json()["hit@5"], r.as_json()["mrr@10"])
+                for name, r in (
+                    ("refine", result.refine),
+                    ("votes of similar tasks only", result.votes_only),
+                    ("files changed most often", result.most_changed),
+                )
+            ],
+        )
+        table(
+            "dev targets",
+            ["figure", "value", "target", "met"],
+            [
+                (k, v["value"], v["target"], "yes" if v["met"] else "NO")
+                for k, v in result.checks().items()
+            ],
+        )
 
     emit(data, as_json, render)
 

@@ -153,7 +153,11 @@ def suggest_files(
         (WEIGHT_NAMED, _scaled(named_files(text, files)), "named in the ticket"),
         (WEIGHT_TRACEBACK, _scaled(frames), "in the ticket's traceback"),
         (WEIGHT_DEEPEST_FRAME, dict.fromkeys(deepest, 1.0), "where the traceback ends"),
-        (WEIGHT_SYMBOLS, _scaled(symbol_files(text, definitions)), "defines a name the ticket uses"),
+        (
+            WEIGHT_SYMBOLS,
+            _scaled(symbol_files(text, definitions)),
+            "defines a name the ticket uses",
+        ),
     ]
     ranked: dict[str, Ranked] = {}
     for weight, scores, reason in evidence:

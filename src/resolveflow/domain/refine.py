@@ -29,7 +29,16 @@ class RefineStep(StrEnum):
     OUTPUT = "output"
 
 
-STEP_ORDER: tuple[RefineStep, ...] = tuple(RefineStep)
+# Changes before summarize: the scopes come from where the related tasks' fixes landed.
+STEP_ORDER: tuple[RefineStep, ...] = (
+    RefineStep.LOAD,
+    RefineStep.RELATED,
+    RefineStep.RELEVANCE,
+    RefineStep.CHANGES,
+    RefineStep.SUMMARIZE,
+    RefineStep.RUNBOOK,
+    RefineStep.OUTPUT,
+)
 
 
 class TicketSource(StrEnum):
@@ -131,7 +140,9 @@ class SuggestedFile(_Model):
     repository: str
     score: float
     commits: list[str] = Field(default_factory=list)  # shas of the fix commits behind it
-    reasons: list[str] = Field(default_factory=list)  # "named in the ticket", "traceback frame", ...
+    reasons: list[str] = Field(
+        default_factory=list
+    )  # "named in the ticket", "traceback frame", ...
 
 
 class StepWarning(_Model):

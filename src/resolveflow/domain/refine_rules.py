@@ -27,13 +27,10 @@ from resolveflow.domain.refine import (
     Summary,
     Ticket,
 )
+from resolveflow.domain.refine_markdown import render_markdown
 from resolveflow.domain.refine_text import (
-    MAX_FACT_CHARS as MAX_FACT_CHARS,  # noqa: PLC0414 (re-export)
-)
-from resolveflow.domain.refine_text import (
-    MAX_FACTS as MAX_FACTS,  # noqa: PLC0414 (re-export)
-)
-from resolveflow.domain.refine_text import (
+    MAX_FACT_CHARS,
+    MAX_FACTS,
     error_types,
     extract_facts,
     plain_sentences,
@@ -41,16 +38,20 @@ from resolveflow.domain.refine_text import (
     terms,
 )
 
-__all__ = ["extract_facts", "terms"]
+# The steps call every rule through this module; the text and Markdown rules live beside it.
+__all__ = ["MAX_FACTS", "MAX_FACT_CHARS", "extract_facts", "render_markdown", "terms"]
 
-# Relevance without a model (docs/refine.md, "Relevance without a model"): calibrated on the
-# SeaMonkey duplicate pairs (dev), MiniLM cosine of the best chunk and the default weighted fusion.
+# Relevance without a model (docs/refine.md, "Relevance without a model"). The cosine thresholds
+# are calibrated on the SeaMonkey duplicate pairs (dev; benchmarks/refine_relevance.py): at 0.75,
+# 58% of the top-10 candidates are the duplicate itself (the rest mostly near-duplicates) and 46%
+# of duplicates reach it; 0.55 reaches 85% of duplicates and leaves half the other top-10 low.
 HIGH_COSINE = 0.75
 MEDIUM_COSINE = 0.55
-# The fused score on the weighted scale (0.8 cosine + 0.2 scaled BM25): a strong lexical match
-# counts as much as a close meaning. Reciprocal-rank scores (~0.03) never reach these.
-HIGH_SCORE = 0.72
-MEDIUM_SCORE = 0.52
+# The fused score on the weighted scale (0.8 cosine + 0.2 BM25 scaled by the query's best): the
+# query's best lexical match counts as HIGH from cosine 0.70 and MEDIUM from 0.45. Conservative,
+# not measured. Reciprocal-rank scores (~0.03) never reach these: then the cosine alone decides.
+HIGH_SCORE = 0.76
+MEDIUM_SCORE = 0.56
 MIN_RARE_IDF = 1.0  # with an idf table: a shared term rarer than this is worth naming
 MAX_REASON_ITEMS = 5
 MAX_REASON_CHARS = 200
@@ -120,7 +121,7 @@ def facts_in_words(facts: Facts) -> str:
     if facts.versions:
         parts.append("Versions: " + ", ".join(facts.versions[:5]) + ".")
     if facts.errors:
-        parts.append("Error: " + "; ".join(facts.errors[:2]) + ".")
+        parts.append("Error: " + "; ".join(e.rstrip(".") for e in facts.errors[:2]) + ".")
     if facts.stack_frames:
         parts.append("Stack: " + ", ".join(facts.stack_frames[-3:]) + ".")
     if facts.file_paths:
@@ -184,8 +185,9 @@ def judge(
     task_terms: Sequence[str] | None = None,
     idf: Mapping[str, float] | None = None,
 ) -> Judgement:
-    """HIGH / MEDIUM / LOW from the thresholds, one level up when the two share a file (a path or
-    a traceback frame), and the reason: the files, error types, versions and rare terms shared."""
+    """HIGH / MEDIUM / LOW from the thresholds; HIGH when the two share an exception type and a
+    file in a folder (a path or a traceback frame), else one level up when they share a file. The
+    reason: the files, exception types, versions and rare terms the two share."""
     mine = f"{ticket.title}\n{ticket.body}"
     theirs = f"{task.title}\n{task.excerpt}"
     a, b = extract_facts(mine), extract_facts(theirs)
@@ -199,7 +201,11 @@ def judge(
     words = _rare_shared(ticket_terms or terms(mine), task_terms or terms(theirs), idf)
     items += [f"'{w}'" for w in words if w not in covered]
     level = _level(task)
-    level = _step_up(level) if files else level
+    if errors and any("/" in p for p in files):
+        # The same exception from the same file is the same bug, whatever else the text says.
+        level = Relevance.HIGH
+    elif files:
+        level = _step_up(level)
     reason = "shares: " + ", ".join(items[:MAX_REASON_ITEMS]) if items else "nothing rare in common"
     return Judgement(external_id=task.external_id, relevance=level,
                      reason=reason[:MAX_REASON_CHARS])  # fmt: skip

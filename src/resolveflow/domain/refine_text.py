@@ -15,6 +15,11 @@ from resolveflow.domain.refine import Facts
 MAX_FACTS = 10  # per kind of fact
 MAX_FACT_CHARS = 200
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 # Installed packages' frames name the package's own path: ".../site-packages/datasets/x.py".
 _SITE = re.compile(r"(?:[A-Za-z]:)?[^\s\"'()]*[/\\](?:site|dist)-packages[/\\]")
@@ -22,10 +27,10 @@ _VERSION = re.compile(
     r"(?<![\w.=<>~!-])(?:(?P<name>[A-Za-z][\w-]*)(?P<sep>==|>=|<=|~=|!=|@| ))?"
     r"(?P<ver>v?\d+(?:\.\d+){1,2}(?:(?:a|b|rc|\.dev|\.post)\d+)?)(?!\.?\d|[\w-])"
 )
-_NOT_NAMES = frozenset(
+_NOT_NAMES = _words(
     "a an the and or of to in on at by for from with since after before until than is was are "
-    "were be been using use used upgrading upgraded updating updated version versions release "
-    "v ver line lines about around like also but not".split()
+    "were be been using use used upgrading upgraded updating updated version versions release v "
+    "ver line lines about around like also but not"
 )
 _EXCEPTION = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Invalid|Fault)"
 _ERROR_LINE = re.compile(rf"^\s*(?:{_EXCEPTION}(?::\s*\S.*)?|(?i:error|fatal|panic):\s*\S.*)$")
@@ -40,12 +45,12 @@ _EXTENSIONS = (
 )
 _PATH = re.compile(rf"(?<![\w/.@~-])(?:~?/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:{_EXTENSIONS})(?![\w/])")
 _TERM = re.compile(r"[a-z_][a-z0-9_]*")
-STOPWORDS = frozenset(
+STOPWORDS = _words(
     "the and for are but not you your with this that from have has had was were will would can "
     "could should into when then than there their they them what which who how why all any also "
-    "its our out use used using get got some such only just like been being does did doing "
-    "here after before about over under again more most other same very too while where each "
-    "hi hello thanks thank please team issue problem".split()
+    "its our out use used using get got some such only just like been being does did doing here "
+    "after before about over under again more most other same very too while where each hi "
+    "hello thanks thank please team issue problem"
 )
 _GREETING = re.compile(r"^(?:hi|hello|hey|dear|good (?:morning|afternoon))\b[^.!?\n]{0,30}[,!]?$",
                        re.IGNORECASE)  # fmt: skip

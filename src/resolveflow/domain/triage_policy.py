@@ -31,6 +31,13 @@ text)::
     forge = "github"
     project = "acme/widgets"            # must also be on the tenant's repository allowlist
     assignees = { alice = "alice-gh" }  # name -> GitHub login
+
+A repository's refine settings (docs/refine.md; absent: no clone, no scopes, off for webhooks)::
+
+    [repositories."acme/widgets".refine]
+    clone = "/srv/clones/widgets"       # a local clone, read by the changes step
+    on_new_issues = true                # refine new issues arriving by webhook
+    scopes = { frontend = ["web/**", "*.tsx"], backend = ["server/**"] }
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from resolveflow.domain.refine_rules import RefinePolicy
 from resolveflow.errors import ConfigError
 
 
@@ -72,6 +80,7 @@ class RepositoryPolicy(BaseModel):
     comment_on_human_review: bool = False
     extra_labels: dict[Classification, tuple[str, ...]] = Field(default_factory=dict)
     rules: tuple[Rule, ...] = ()
+    refine: RefinePolicy = RefinePolicy()  # an absent block: no clone, no scopes, off
 
     def labels_for(self, branch: Classification) -> set[str]:
         """The only label names a proposal of this branch may carry."""

@@ -56,8 +56,11 @@ class Ranking:
     mrr10: float
 
     def as_json(self) -> dict[str, float]:
-        return {"hit@3": round(self.hit3, 3), "hit@5": round(self.hit5, 3),
-                "mrr@10": round(self.mrr10, 3)}
+        return {
+            "hit@3": round(self.hit3, 3),
+            "hit@5": round(self.hit5, 3),
+            "mrr@10": round(self.mrr10, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -70,15 +73,20 @@ class ChangesResult:
     skipped_no_src: int  # issues whose fix changed no file under src/ (cannot be hit)
 
     def as_json(self) -> dict[str, Any]:
-        return {"issues": self.issues, "refine": self.refine.as_json(),
-                "votes_only": self.votes_only.as_json(),
-                "most_changed": self.most_changed.as_json(),
-                "skipped_fix_outside_src": self.skipped_no_src}
+        return {
+            "issues": self.issues,
+            "refine": self.refine.as_json(),
+            "votes_only": self.votes_only.as_json(),
+            "most_changed": self.most_changed.as_json(),
+            "skipped_fix_outside_src": self.skipped_no_src,
+        }
 
     def checks(self) -> dict[str, dict[str, Any]]:
         values = self.refine.as_json()
-        return {name: {"value": values[name], "target": target, "met": values[name] >= target}
-                for name, target in TARGETS.items()}
+        return {
+            name: {"value": values[name], "target": target, "met": values[name] >= target}
+            for name, target in TARGETS.items()
+        }
 
 
 def read_fix_links(path: Path) -> dict[str, list[str]]:
@@ -118,15 +126,20 @@ def evaluate_changes(
         rows = [_one(searcher, deps, history, doc, gold) for doc, gold in queries]
     ranks = [r[0] for r in rows]
     return ChangesResult(
-        issues=len(rows), refine=_ranking(ranks), votes_only=_ranking([r[1] for r in rows]),
-        most_changed=_ranking([r[2] for r in rows]), ranks=ranks,
+        issues=len(rows),
+        refine=_ranking(ranks),
+        votes_only=_ranking([r[1] for r in rows]),
+        most_changed=_ranking([r[2] for r in rows]),
+        ranks=ranks,
         skipped_no_src=eligible - len(rows),
     )
 
 
 def _queries(
-    documents: Sequence[SourceDocument], links: dict[str, list[str]],
-    history: RepositoryHistory, since: datetime,
+    documents: Sequence[SourceDocument],
+    links: dict[str, list[str]],
+    history: RepositoryHistory,
+    since: datetime,
 ) -> tuple[list[tuple[SourceDocument, set[str]]], int]:
     """The issues to replay with their right files, and how many had a fix in the clone."""
     chosen = []
@@ -134,8 +147,11 @@ def _queries(
     for doc in sorted(documents, key=lambda d: (d.created_at or since, d.external_id)):
         if doc.kind != "issue" or doc.created_at is None or doc.created_at < since:
             continue
-        commits = [history.by_pull[int(p)] for p in links.get(doc.external_id, [])
-                   if p.isdigit() and int(p) in history.by_pull]
+        commits = [
+            history.by_pull[int(p)]
+            for p in links.get(doc.external_id, [])
+            if p.isdigit() and int(p) in history.by_pull
+        ]
         stats = history.stats([c.sha for c in commits])
         gold = {s.path for c in commits for s in stats.get(c.sha, []) if s.path.startswith("src/")}
         eligible += bool(commits)
@@ -145,19 +161,38 @@ def _queries(
 
 
 def _one(
-    searcher: Searcher, deps: ChangesDeps, history: RepositoryHistory, doc: SourceDocument,
+    searcher: Searcher,
+    deps: ChangesDeps,
+    history: RepositoryHistory,
+    doc: SourceDocument,
     gold: set[str],
 ) -> tuple[int | None, int | None, int | None]:
-    hits = searcher.search(deps.tenant_id, f"{doc.title}\n\n{doc.body}", k=SIMILAR_DEPTH,
-                           as_of=doc.created_at, exclude=(SOURCE, doc.external_id))
-    ticket = Ticket(source=TicketSource.TEXT, title=doc.title, body=doc.body,
-                    created_at=doc.created_at, repository="corpus")
-    refined = changes_step(RefineDocument(ticket=ticket, related=[task_from_hit(h) for h in hits]),
-                           deps)
+    hits = searcher.search(
+        deps.tenant_id,
+        f"{doc.title}\n\n{doc.body}",
+        k=SIMILAR_DEPTH,
+        as_of=doc.created_at,
+        exclude=(SOURCE, doc.external_id),
+    )
+    ticket = Ticket(
+        source=TicketSource.TEXT,
+        title=doc.title,
+        body=doc.body,
+        created_at=doc.created_at,
+        repository="corpus",
+    )
+    refined = changes_step(
+        RefineDocument(ticket=ticket, related=[task_from_hit(h) for h in hits]), deps
+    )
     ranked = [f.path for f in refined.suggested_files]
-    fixes = [PastFix(c.task, next(t.score for t in refined.related if t.external_id == c.task),
-                     frozenset(f.path for f in c.files if f.path.startswith("src/")))
-             for c in refined.changes]
+    fixes = [
+        PastFix(
+            c.task,
+            next(t.score for t in refined.related if t.external_id == c.task),
+            frozenset(f.path for f in c.files if f.path.startswith("src/")),
+        )
+        for c in refined.changes
+    ]
     votes, _ = vote_files(fixes)
     by_votes = [p for p, _ in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))]
     return _rank(ranked, gold), _rank(by_votes, gold), _rank(_most_changed(history, doc), gold)

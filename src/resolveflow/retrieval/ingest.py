@@ -254,6 +254,7 @@ def _row(doc: SourceDocument, digest: str, chunks: tuple[store.ChunkRow, ...]) -
         closed_at=doc.closed_at,
         source_updated_at=doc.updated_at,
         runbook_tag=doc.runbook_tag,
+        runbook_triggers=doc.runbook_triggers,
         fixes=doc.fixes(),
         chunks=chunks,
     )

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from resolveflow.domain.refine_rules import front_matter_triggers
 from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.chunking import MAX_INPUT_CHARS, normalize_text
 
@@ -81,6 +82,7 @@ class LoadedDocument:
     sections: tuple[Section, ...]
     runbook_tag: str | None = None
     created_at: str | None = None  # front matter ``created_at``, unparsed
+    triggers: tuple[str, ...] = ()  # a runbook's front matter ``triggers`` (refine attaches it)
 
 
 def media_type_for(path: str, declared: str | None = None) -> str:
@@ -172,7 +174,12 @@ def _stem_title(path: str) -> str:
 
 
 def _finish(
-    path: str, media_type: str, title: str, body: str, fields: dict[str, str] | None = None
+    path: str,
+    media_type: str,
+    title: str,
+    body: str,
+    fields: dict[str, str] | None = None,
+    triggers: tuple[str, ...] = (),
 ) -> LoadedDocument:
     body = normalize_text(body)
     if not body:
@@ -190,12 +197,14 @@ def _finish(
         sections=sections,
         runbook_tag=fields.get("runbook") or None,
         created_at=fields.get("created_at") or None,
+        triggers=triggers if fields.get("runbook") else (),
     )
 
 
 def _from_text(path: str, text: str, media_type: str) -> LoadedDocument:
     fields, body = front_matter(text)
-    return _finish(path, media_type, fields.get("title", ""), body, fields)
+    triggers = front_matter_triggers(text)
+    return _finish(path, media_type, fields.get("title", ""), body, fields, triggers)
 
 
 def _from_html(path: str, data: bytes) -> LoadedDocument:

@@ -36,6 +36,7 @@ class SourceDocument:
     closed_at: datetime | None = None
     updated_at: datetime | None = None
     runbook_tag: str | None = None
+    runbook_triggers: tuple[str, ...] = ()  # phrases that make refine attach this runbook
     comments: tuple[CommentText, ...] = ()
     repository: str | None = None  # owner/name, for "fixes owner/name#N" on GitHub sources
 
@@ -76,6 +77,8 @@ class SourceDocument:
             "comments": [[c.author, c.body] for c in self.comments],
             "fixes": list(self.fixes()),
         }
+        if self.runbook_triggers:  # only when set: other documents keep their hashes
+            payload["triggers"] = list(self.runbook_triggers)
         encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(encoded).hexdigest()
 

@@ -95,6 +95,7 @@ def source_document(
         title=loaded.title,
         body=loaded.body,
         runbook_tag=loaded.runbook_tag,
+        runbook_triggers=loaded.triggers,
         created_at=parse_time(loaded.created_at, where=loaded.path) or modified,
         updated_at=modified,
     )

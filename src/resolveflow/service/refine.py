@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RELATED_K = SIMILAR_DEPTH  # the changes step votes with the fixed tasks among these
+JUDGED = 10  # relevance judges (and the Markdown shows) the most similar ones only
 MAX_MODEL_ATTEMPTS = 2  # invalid model judgements are asked again this many times in all
 
 
@@ -102,9 +103,10 @@ def relevance(doc: RefineDocument, model: ChatModel | None) -> RefineDocument:
 
     require(doc, RefineStep.RELEVANCE)
     out = doc.model_copy(deep=True)
-    judged = _model_judgements(out, model) if model is not None and out.related else None
+    shown = out.related[:JUDGED]
+    judged = _model_judgements(out, model) if model is not None and shown else None
     if judged is None:
-        judged = [rules.judge(out.ticket, task) for task in out.related]
+        judged = [rules.judge(out.ticket, task) for task in shown]
     out.judgements = judged
     out.done.append(RefineStep.RELEVANCE)
     return out
@@ -113,11 +115,12 @@ def relevance(doc: RefineDocument, model: ChatModel | None) -> RefineDocument:
 def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] | None:
     from resolveflow.domain import refine_rules as rules  # helper B's module
 
-    messages = rules.judgement_prompt(doc.ticket, doc.related)
+    shown = doc.related[:JUDGED]
+    messages = rules.judgement_prompt(doc.ticket, shown)
     for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
         try:
             output = model.structured(messages, rules.ModelJudgements).value
-            return rules.validate_judgements(output, doc.related)
+            return rules.validate_judgements(output, shown)
         except ModelOutputInvalid as exc:
             logger.info("model judgements invalid", extra={"attempt": attempt, "reason": str(exc)})
         except ModelError as exc:
@@ -148,7 +151,8 @@ def runbook(doc: RefineDocument, db: Database, tenant_id: UUID) -> RefineDocumen
     with db.tenant(tenant_id) as conn:
         rows = store.runbooks(conn, tenant_id)
     found = [rules.RunbookInfo(tag=r["runbook_tag"], title=r["title"], path=r["external_id"],
-                               url=r["url"], text=r["body"] or "") for r in rows]  # fmt: skip
+                               url=r["url"], text=r["body"] or "",
+                               triggers=tuple(r["runbook_triggers"])) for r in rows]  # fmt: skip
     out = doc.model_copy(deep=True)
     out.runbook = rules.choose_runbook(out, found)
     out.done.append(RefineStep.RUNBOOK)

@@ -124,28 +124,46 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
     tasks = [t for t in out.related if t.external_id in found][:MAX_TASKS]
     stats = history.stats([c.sha for commits in found.values() for c, _ in commits])
     snapshot = history.snapshot(as_of)
-    files = [f for f in history.files_at(snapshot) if _included(f, deps.include)] if snapshot else []
+    files = (
+        [f for f in history.files_at(snapshot) if _included(f, deps.include)] if snapshot else []
+    )
     fixes: list[PastFix] = []
     for task in tasks:
         commits = found.get(task.external_id, [])
         missing = [c.sha[:10] for c, _ in commits if c.sha not in stats]
         if missing:
-            out.warnings.append(_warn(f"task {task.external_id}: commits {', '.join(missing)} "
-                                      "could not be read from the clone (missing objects)"))
+            out.warnings.append(
+                _warn(
+                    f"task {task.external_id}: commits {', '.join(missing)} "
+                    "could not be read from the clone (missing objects)"
+                )
+            )
         readable = [(c, how) for c, how in commits if c.sha in stats]
         for commit, how in readable:
             out.changes.append(_fix_commit(task, history.name, commit, how, stats[commit.sha]))
         changed = {s.path for c, _ in readable for s in stats[c.sha]}
-        fixes.append(PastFix(task.external_id, task.score, frozenset(changed & set(files)),
-                             tuple(c.sha for c, _ in readable)))
+        fixes.append(
+            PastFix(
+                task.external_id,
+                task.score,
+                frozenset(changed & set(files)),
+                tuple(c.sha for c, _ in readable),
+            )
+        )
     if deps.excerpts:
         _add_excerpts(out, history)
     definitions = _definitions(out, history, snapshot)
     text = f"{out.ticket.title}\n\n{out.ticket.body}"
     for ranked in suggest_files(text, files, definitions, fixes, limit=SUGGESTED):
-        out.suggested_files.append(SuggestedFile(
-            path=ranked.path, repository=history.name, score=round(ranked.score, 4),
-            commits=ranked.commits, reasons=ranked.reasons))
+        out.suggested_files.append(
+            SuggestedFile(
+                path=ranked.path,
+                repository=history.name,
+                score=round(ranked.score, 4),
+                commits=ranked.commits,
+                reasons=ranked.reasons,
+            )
+        )
     out.done.append(RefineStep.CHANGES)
     return out
 
@@ -158,8 +176,12 @@ def _definitions(
     try:
         return history.definitions_at(snapshot)
     except ObjectMissing:  # a blobless clone: the names are one kind of evidence less
-        doc.warnings.append(_warn("the clone lacks the file contents (a partial clone): "
-                                  "names defined in the code were not used"))
+        doc.warnings.append(
+            _warn(
+                "the clone lacks the file contents (a partial clone): "
+                "names defined in the code were not used"
+            )
+        )
         return {}
 
 
@@ -170,12 +192,16 @@ def _history_for(doc: RefineDocument, deps: ChangesDeps) -> RepositoryHistory | 
     if len(deps.histories) == 1 and not wanted:
         return next(iter(deps.histories.values()))
     where = f"for {wanted}" if wanted else "(the ticket names no repository)"
-    doc.warnings.append(_warn(f"no local clone is configured {where}: no changes or suggested files"))
+    doc.warnings.append(
+        _warn(f"no local clone is configured {where}: no changes or suggested files")
+    )
     return None
 
 
 def _fixing_commits(
-    deps: ChangesDeps, history: RepositoryHistory, tasks: Sequence[RelatedTask],
+    deps: ChangesDeps,
+    history: RepositoryHistory,
+    tasks: Sequence[RelatedTask],
     as_of: datetime | None,
 ) -> dict[str, list[tuple[CommitInfo, str]]]:
     pulls: dict[str, list[str]] = {}
@@ -212,8 +238,12 @@ def _fix_commit(
     task: RelatedTask, repository: str, commit: CommitInfo, how: str, stats: Sequence[FileStat]
 ) -> FixCommit:
     return FixCommit(
-        task=task.external_id, repository=repository, sha=commit.sha,
-        committed_at=commit.committed_at, subject=commit.subject, how=how,
+        task=task.external_id,
+        repository=repository,
+        sha=commit.sha,
+        committed_at=commit.committed_at,
+        subject=commit.subject,
+        how=how,
         files=[ChangedFile(path=s.path, added=s.added, removed=s.removed) for s in stats],
     )
 
@@ -226,8 +256,12 @@ def _add_excerpts(doc: RefineDocument, history: RepositoryHistory) -> None:
         try:
             excerpt = history.repo.diff_excerpt(change.sha, biggest.path)
         except ObjectMissing:
-            doc.warnings.append(_warn(f"commit {change.sha[:10]}: the diff of {biggest.path} "
-                                      "is missing from the clone"))
+            doc.warnings.append(
+                _warn(
+                    f"commit {change.sha[:10]}: the diff of {biggest.path} "
+                    "is missing from the clone"
+                )
+            )
             continue
         change.excerpt, change.excerpt_truncated = excerpt.text, excerpt.truncated
 
@@ -243,8 +277,15 @@ def _warn(message: str) -> StepWarning:
 def task_from_hit(hit: Hit) -> RelatedTask:
     """A search hit as a related task (the related step's unit)."""
     return RelatedTask(
-        source=hit.source, external_id=hit.external_id, kind=hit.kind, title=hit.title,
-        url=hit.url, score=round(hit.fused, 6), cosine=round(hit.scores.cosine, 6),
-        labels=list(hit.labels), runbook_tag=hit.runbook_tag, created_at=hit.created_at,
+        source=hit.source,
+        external_id=hit.external_id,
+        kind=hit.kind,
+        title=hit.title,
+        url=hit.url,
+        score=round(hit.fused, 6),
+        cosine=round(hit.scores.cosine, 6),
+        labels=list(hit.labels),
+        runbook_tag=hit.runbook_tag,
+        created_at=hit.created_at,
         excerpt=hit.snippet,
     )

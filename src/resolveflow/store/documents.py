@@ -56,6 +56,7 @@ class DocumentRow:
     closed_at: datetime | None = None
     source_updated_at: datetime | None = None
     runbook_tag: str | None = None
+    runbook_triggers: tuple[str, ...] = ()
     fixes: tuple[str, ...] = ()  # external ids (same source) this document resolves
     chunks: tuple[ChunkRow, ...] = field(default=(), repr=False)
 
@@ -163,6 +164,7 @@ def replace_document(
             "closed_at": doc.closed_at,
             "source_updated_at": doc.source_updated_at,
             "runbook_tag": doc.runbook_tag,
+            "runbook_triggers": list(doc.runbook_triggers),
             "body": doc.body,
             "content_hash": doc.content_hash,
             "chunk_count": len(doc.chunks),

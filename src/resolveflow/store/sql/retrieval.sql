@@ -45,11 +45,11 @@ WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = ANY(%(
 -- name: upsert_document
 INSERT INTO documents (
     tenant_id, source, external_id, kind, title, url, state, labels, created_at, closed_at,
-    source_updated_at, runbook_tag, body, content_hash, chunk_count
+    source_updated_at, runbook_tag, runbook_triggers, body, content_hash, chunk_count
 ) VALUES (
     %(tenant_id)s, %(source)s, %(external_id)s, %(kind)s, %(title)s, %(url)s, %(state)s,
-    %(labels)s, %(created_at)s, %(closed_at)s, %(source_updated_at)s, %(runbook_tag)s, %(body)s,
-    %(content_hash)s, %(chunk_count)s
+    %(labels)s, %(created_at)s, %(closed_at)s, %(source_updated_at)s, %(runbook_tag)s,
+    %(runbook_triggers)s, %(body)s, %(content_hash)s, %(chunk_count)s
 )
 ON CONFLICT (tenant_id, source, external_id) DO UPDATE SET
     kind = EXCLUDED.kind,
@@ -61,6 +61,7 @@ ON CONFLICT (tenant_id, source, external_id) DO UPDATE SET
     closed_at = EXCLUDED.closed_at,
     source_updated_at = EXCLUDED.source_updated_at,
     runbook_tag = EXCLUDED.runbook_tag,
+    runbook_triggers = EXCLUDED.runbook_triggers,
     body = EXCLUDED.body,
     content_hash = EXCLUDED.content_hash,
     chunk_count = EXCLUDED.chunk_count,
