@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from git_repos import commit, git, git_env
 from resolveflow.adapters.git import (
     CloneMissing,
     GitNotInstalled,
@@ -26,42 +27,10 @@ from resolveflow.errors import ErrorCategory
 ODD_SUBJECT = "Odd: tab\there, «ünïcode», a \x1e separator and a % sign"
 
 
-def _env(day: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    date = f"2023-01-{day:02d}T12:00:00+02:00"  # 10:00 UTC: the wrapper must convert
-    env.update(
-        GIT_AUTHOR_NAME="Ada", GIT_AUTHOR_EMAIL="ada@example.org",
-        GIT_COMMITTER_NAME="Ada", GIT_COMMITTER_EMAIL="ada@example.org",
-        GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date,
-        GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
-    )  # fmt: skip
-    return env
-
-
-def git(repo: Path, *args: str, day: int = 1) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=_env(day), check=True, capture_output=True, timeout=30
-    )
-    return done.stdout.decode().strip()
-
-
-def commit(repo: Path, day: int, message: str, files: dict[str, str | bytes]) -> str:
-    for name, content in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, "utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message, day=day)
-    return git(repo, "rev-parse", "HEAD")
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     repo = tmp_path_factory.mktemp("git") / "src"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=_env(1), check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=git_env(1), check=True)
     loader = "".join(f"line {i}\n" for i in range(10))
     shas = {
         "initial": commit(repo, 1, "Initial import", {
@@ -273,7 +242,7 @@ def test_a_hanging_command_times_out(built: tuple, tmp_path: Path) -> None:
 
 def test_a_merge_commit_is_counted_against_its_first_parent(tmp_path: Path) -> None:
     repo = tmp_path / "merges"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=_env(1), check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=git_env(1), check=True)
     commit(repo, 1, "base", {"a.txt": "a\n"})
     git(repo, "checkout", "-q", "-b", "side")
     commit(repo, 2, "side work", {"b.txt": "b\nb\n"})

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 SOURCE = "eval"
 # Dev targets of issue 14 (hf-datasets issues of 2023).
 TARGETS = {"hit@5": 0.78, "mrr@10": 0.56}
-SCOPE = ("src/*",)
+SCOPE = ("src/**",)
 DEPTH = 10
 
 

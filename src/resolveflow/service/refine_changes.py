@@ -11,7 +11,6 @@ configured clone that is missing stops the step (``CloneMissing``).
 from __future__ import annotations
 
 import bisect
-import fnmatch
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +28,7 @@ from resolveflow.domain.refine import (
     StepWarning,
     SuggestedFile,
 )
+from resolveflow.domain.refine_rules import glob_matches
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents as store
 from resolveflow.store.database import Database
@@ -150,8 +150,6 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
                 tuple(c.sha for c, _ in readable),
             )
         )
-    if deps.excerpts:
-        _add_excerpts(out, history)
     definitions = _definitions(out, history, snapshot)
     text = f"{out.ticket.title}\n\n{out.ticket.body}"
     for ranked in suggest_files(text, files, definitions, fixes, limit=SUGGESTED):
@@ -164,6 +162,8 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
                 reasons=ranked.reasons,
             )
         )
+    if deps.excerpts:
+        _add_excerpts(out, history)
     out.done.append(RefineStep.CHANGES)
     return out
 
@@ -249,10 +249,16 @@ def _fix_commit(
 
 
 def _add_excerpts(doc: RefineDocument, history: RepositoryHistory) -> None:
+    """An excerpt of each commit's file that matters most here: the best suggested file it
+    changed, else its most changed file."""
+    rank = {f.path: n for n, f in enumerate(doc.suggested_files)}
     for change in doc.changes[:MAX_EXCERPTS]:
         if not change.files:
             continue
-        biggest = max(change.files, key=lambda f: (f.added or 0) + (f.removed or 0))
+        biggest = min(
+            change.files,
+            key=lambda f: (rank.get(f.path, len(rank)), -((f.added or 0) + (f.removed or 0))),
+        )
         try:
             excerpt = history.repo.diff_excerpt(change.sha, biggest.path)
         except ObjectMissing:
@@ -267,7 +273,7 @@ def _add_excerpts(doc: RefineDocument, history: RepositoryHistory) -> None:
 
 
 def _included(path: str, include: Collection[str]) -> bool:
-    return not include or any(fnmatch.fnmatchcase(path, pattern) for pattern in include)
+    return not include or any(glob_matches(path, pattern) for pattern in include)
 
 
 def _warn(message: str) -> StepWarning:
