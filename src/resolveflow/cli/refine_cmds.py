@@ -1,6 +1,8 @@
 """``resolveflow refine``: the whole graph on one ticket, one step on a document, the schemas.
 
 ``refine REF|-`` runs every step and prints the Markdown (the final document with ``--json``);
+with ``--propose`` the Markdown becomes a comment proposal on the GitHub issue, waiting for a
+person's approval (``service/refine_propose.py``), and the proposal is printed instead;
 ``refine step NAME`` reads one document on stdin and writes one on stdout; ``refine schema
 [NAME]`` prints the JSON Schema. A word that is not a subcommand is a ticket reference, so
 ``refine sandbox/widgets#3`` means ``refine run sandbox/widgets#3``.
@@ -19,8 +21,9 @@ from typer._click import Context
 from typer.core import TyperGroup
 
 from resolveflow.cli import common
-from resolveflow.cli.output import emit
+from resolveflow.cli.output import emit, fields
 from resolveflow.domain.refine import RefineDocument, RefineStep
+from resolveflow.errors import InvalidInput
 from resolveflow.service.refine_load import STDIN, ticket_for
 from resolveflow.service.refine_steps import (
     StepDeps,
@@ -80,15 +83,60 @@ def run(
         ..., help="OWNER/REPO#N, gitlab:GROUP/PROJECT#N, a file, or - for text on stdin."
     ),
     tenant: str | None = common.TenantOption,
+    propose: bool = typer.Option(
+        False,
+        "--propose",
+        help="Propose the Markdown as a comment on the GitHub issue; it waits for a person's "
+        "approval (requester role).",
+    ),
+    token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
     """Run every step on one ticket and print the Markdown (the document with --json)."""
     from resolveflow.workflows.refine_graph import refine_document
 
     start = RefineDocument(ticket=ticket_for(ref))  # a bad reference fails before anything opens
+    if propose:
+        _run_and_propose(start, tenant, token, as_json)
+        return
     with _deps(tenant, stdin=True) as deps:
         final = refine_document(start, deps)
     emit(final.model_dump(mode="json"), as_json, lambda: print(final.markdown or "", end=""))
+
+
+def _run_and_propose(
+    start: RefineDocument, tenant: str | None, token: str | None, as_json: bool
+) -> None:
+    """The graph in the token's tenant, then the proposal (its view with --json)."""
+    from resolveflow.service.refine_propose import (
+        check_proposable,
+        propose_enrichment,
+        tenant_name,
+    )
+    from resolveflow.wiring_refine import step_deps
+    from resolveflow.workflows.refine_graph import refine_document
+
+    check_proposable(start.ticket)  # before anything opens
+    with common.app() as opened:
+        actor = common.principal(opened, token)
+        name = tenant_name(opened.db, actor.tenant_id)
+        if tenant is not None and tenant != name:
+            raise InvalidInput(f"--tenant {tenant}: the token's tenant is {name}")
+        final = refine_document(start, step_deps(opened, lambda: name, None))
+        view = propose_enrichment(opened.db, actor, final)
+    emit(
+        view,
+        as_json,
+        lambda: fields(
+            [
+                ("proposal", view["id"]),
+                ("digest", view["digest"]),
+                ("target", view["summary"]),
+                ("state", "waiting for approval"),
+                ("approve with", f"resolveflow approve {view['id']} --digest {view['digest']}"),
+            ]
+        ),
+    )
 
 
 @refine_app.command("step")

@@ -10,10 +10,12 @@ event already processed under another delivery id (a replay) is recorded as igno
 
 The job (``fan_out``) maps the repository to every tenant whose allowlist holds it (only the
 signing tenant, for a tenant's secret) and queues, per tenant, a triage run (``issues`` opened or
-reopened) and an index update (issue opened, edited, closed, reopened, labelled; comments created,
-edited, deleted). Webhook runs are requested by the tenant's service principal ``github-webhook``
-(role requester), so any person with the approver role can approve them and the daily cap
-applies to that principal.
+reopened), a refine of the new issue (``issues`` opened, when the repository's policy has
+``refine.on_new_issues``; ``service/refine_propose.py``) and an index update (issue opened,
+edited, closed, reopened, labelled; comments created, edited, deleted). Webhook runs and
+refine's proposals are requested by the tenant's service principal ``github-webhook`` (role
+requester), so any person with the approver role can approve them; the daily run cap applies
+to that principal's runs.
 """
 
 from __future__ import annotations
@@ -186,13 +188,19 @@ def tenants_allowing(db: Database, repository: str, among: UUID | None = None) -
 
 
 def fan_out(
-    db: Database, delivery_id: str, *, auto_triage: bool, tenant_id: UUID | None = None
+    db: Database,
+    delivery_id: str,
+    *,
+    auto_triage: bool,
+    tenant_id: UUID | None = None,
+    refine_new: Callable[[str], bool] | None = None,
 ) -> int:
     """Queue the per-tenant work of one delivery; returns how many jobs were queued.
 
     A delivery signed with a tenant's own secret (``tenant_id``) concerns that tenant only. Safe
-    to retry: a second triage job for the same (delivery, tenant) finds the claim, and an index
-    update already waiting for the same issue is not queued twice.
+    to retry: a second triage or refine job for the same (delivery, tenant) finds its claim, and
+    an index update already waiting for the same issue is not queued twice. ``refine_new`` says
+    whether a repository's policy refines its new issues (``refine.on_new_issues``).
     """
     with _scope(db, tenant_id) as conn:
         row = webhook_store.delivery_by_id(conn, delivery_id)
@@ -203,6 +211,8 @@ def fan_out(
     repository: str = row["repository"]
     number: int = row["issue_number"]
     triage = row["event"] == "issues" and row["action"] in TRIAGE_ACTIONS
+    refine = row["event"] == "issues" and row["action"] == "opened"
+    refine = refine and refine_new is not None and refine_new(repository)
     tenants = tenants_allowing(db, repository, among=row["tenant_id"])
     if not tenants:
         logger.info("no tenant allows the repository", extra={"delivery": delivery_id})
@@ -214,6 +224,15 @@ def fan_out(
                     conn, queue.START_WEBHOOK_RUN, delivery_id=delivery_id, tenant_id=str(tenant)
                 )
                 queued += 1
+            if refine:
+                job = queue.defer(
+                    conn,
+                    queue.REFINE_NEW_ISSUE,
+                    queueing_lock=f"refine:{tenant}:{delivery_id}",
+                    delivery_id=delivery_id,
+                    tenant_id=str(tenant),
+                )
+                queued += job is not None
             job = queue.defer(
                 conn,
                 queue.UPDATE_INDEX,

@@ -27,6 +27,7 @@ _SETUP_LOCK = 0x52465155455545  # "RFQUEUE": concurrent setups install the schem
 # Task names: the worker registers functions under these; everyone else defers by name.
 HANDLE_DELIVERY = "resolveflow.handle_delivery"
 START_WEBHOOK_RUN = "resolveflow.start_webhook_run"
+REFINE_NEW_ISSUE = "resolveflow.refine_new_issue"
 UPDATE_INDEX = "resolveflow.update_index"
 RESUME_RUN = "resolveflow.resume_run"
 EXECUTE = "resolveflow.execute"

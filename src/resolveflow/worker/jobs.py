@@ -4,6 +4,10 @@
   Retried: both are deduplicated (run claims, queueing locks).
 - ``start_webhook_run``: one triage run for (delivery, tenant). Never retried: the claim makes it
   at-most-once.
+- ``refine_new_issue``: refine on a new issue for (delivery, tenant), when the repository's policy
+  has ``refine.on_new_issues``: the whole refine graph, then its Markdown proposed as a comment
+  (waiting for approval). Never retried: a claim makes it at-most-once; a refine that fails is
+  logged with the delivery and fails nothing (triage runs on its own).
 - ``update_index``: re-reads the issue and its comments and upserts them. Retried: an upsert.
 - ``resume_run``: continues a run whose proposal was decided (the gate posts once). Retried only
   while another process holds the run.
@@ -31,6 +35,7 @@ import procrastinate
 from psycopg import AsyncConnection
 
 from resolveflow.domain.records import Execution
+from resolveflow.domain.refine import RefineDocument
 from resolveflow.errors import InvalidInput, NotFound, ResolveFlowError, RunBusy
 from resolveflow.execution.credentials import due_credentials, no_credential_message
 from resolveflow.service import webhooks
@@ -70,7 +75,37 @@ class Jobs:
             delivery_id,
             auto_triage=self.app.settings.webhooks.auto_triage,
             tenant_id=UUID(tenant_id) if tenant_id else None,
+            refine_new=self.refines_new_issues,
         )
+
+    def refines_new_issues(self, repository: str) -> bool:
+        # An unreadable policy file must not stop triage and the index: no refine, and a warning.
+        try:
+            return self.app.policy().for_repository(repository).refine.on_new_issues
+        except ResolveFlowError as exc:
+            logger.warning("refine on new issues is off: %s", exc.message)
+            return False
+
+    def refine_new_issue(self, delivery_id: str, tenant_id: str) -> str | None:
+        from resolveflow.service.refine_load import ticket_for
+        from resolveflow.service.refine_propose import refine_new_issue, tenant_name
+        from resolveflow.wiring_refine import step_deps
+        from resolveflow.workflows.refine_graph import refine_document
+
+        tenant = UUID(tenant_id)
+
+        def refine(ref: str) -> RefineDocument:
+            deps = step_deps(self.app, lambda: tenant_name(self.app.db, tenant), None)
+            return refine_document(RefineDocument(ticket=ticket_for(ref)), deps)
+
+        proposal = refine_new_issue(
+            self.app.db,
+            refine,
+            delivery_id=delivery_id,
+            tenant_id=tenant,
+            retention_days=self.app.settings.webhooks.retention_days,
+        )
+        return str(proposal) if proposal else None
 
     def start_webhook_run(self, delivery_id: str, tenant_id: str) -> str | None:
         run_id = webhooks.start_webhook_run(
@@ -243,6 +278,7 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
 
     task(queue.HANDLE_DELIVERY, _SAFE_RETRY)(body.handle_delivery)
     task(queue.START_WEBHOOK_RUN)(body.start_webhook_run)
+    task(queue.REFINE_NEW_ISSUE)(body.refine_new_issue)
     task(queue.UPDATE_INDEX, _SAFE_RETRY)(body.update_index)
     task(queue.RESUME_RUN, _BUSY_RETRY)(body.resume_run)
     task(queue.EXECUTE)(body.execute)
