@@ -7,6 +7,7 @@ import hmac
 import json
 import uuid
 
+import pytest
 from fixtures_web import REPO, WEBHOOK_SECRET, Web, issue_payload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -203,3 +204,26 @@ def test_fuzzed_signed_payloads_never_500(web: Web, payload: dict, event: str) -
     assert response.status_code == 202, response.text
     assert response.json()["queued"] is parsed.actionable
     assert parsed.repository in (None, REPO) or "/" in parsed.repository
+
+
+def test_two_first_jobs_of_a_tenant_share_one_webhook_principal(
+    web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both jobs find no principal; the database keeps one insert and the loser reads it."""
+    from resolveflow.service import webhooks
+    from resolveflow.store import tenants as tenant_store
+
+    tenant_id = web.world.tenant.id
+    first = webhooks.webhook_principal(web.db, tenant_id)  # the winner's insert, made first
+    real = tenant_store.principal_by_subject
+    calls: list[int] = []
+
+    def missing_once(conn, tenant, subject):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:  # the loser looked before the winner committed
+            raise webhooks.NotFound("no such principal")
+        return real(conn, tenant, subject)
+
+    monkeypatch.setattr(tenant_store, "principal_by_subject", missing_once)
+    second = webhooks.webhook_principal(web.db, tenant_id)
+    assert second.id == first.id and len(calls) == 2

@@ -31,7 +31,14 @@ from uuid import UUID
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.vocabulary import AuditEvent
-from resolveflow.errors import Conflict, Forbidden, InvalidInput, NotFound, ProviderRejected
+from resolveflow.errors import (
+    AlreadyExists,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    ProviderRejected,
+)
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.github_crawl import issue_document
 from resolveflow.retrieval.ingest import Indexer
@@ -246,7 +253,17 @@ def fan_out(
 
 
 def webhook_principal(db: Database, tenant_id: UUID) -> Principal:
-    """The tenant's service principal for runs that a webhook started (made on first use)."""
+    """The tenant's service principal for runs that a webhook started (made on first use). Two
+    jobs of a new tenant's first deliveries may both find it missing: the database keeps one
+    insert, and the loser reads the winner's."""
+    try:
+        return _webhook_principal(db, tenant_id)
+    except AlreadyExists:
+        with db.tenant(tenant_id) as conn:
+            return tenant_store.principal_by_subject(conn, tenant_id, WEBHOOK_SUBJECT)
+
+
+def _webhook_principal(db: Database, tenant_id: UUID) -> Principal:
     with db.tenant(tenant_id) as conn:
         try:
             return tenant_store.principal_by_subject(conn, tenant_id, WEBHOOK_SUBJECT)
