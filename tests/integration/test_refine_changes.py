@@ -172,3 +172,33 @@ def test_a_configured_clone_that_is_missing_stops_refine_with_one_line(
     code = cli.main(["refine", "step", "changes", "--tenant", "acme"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 7 and len(err) == 1 and "no-clone-here" in err[0], err
+
+
+def test_a_text_ticket_names_its_repository_with_repo_and_gets_its_changes(
+    db: Database,
+    tenant: UUID,
+    repo: dict[str, object],
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'[repositories."{REPO}".refine]\nclone = "{repo["path"]}"\n', "utf-8")
+    monkeypatch.setenv("RESOLVEFLOW_DATABASE_URL", database_url)
+    monkeypatch.setenv("RESOLVEFLOW_EMBEDDER", "fake")
+    monkeypatch.setenv("RESOLVEFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RESOLVEFLOW_POLICY_FILE", str(policy))
+    monkeypatch.setattr(cli, "configure_logging", lambda level: None)
+    monkeypatch.setattr("sys.stdin", io.StringIO(TICKET))
+    code = cli.main(["refine", "-", "--repo", "Acme/Widgets", "--tenant", "acme", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = RefineDocument.model_validate_json(out)
+    assert doc.ticket.repository == REPO and doc.suggested_files[0].path == CSV
+    assert any(c.task == "41" for c in doc.changes)
+    assert f"`{CSV}`" in (doc.markdown or "")
+    monkeypatch.setattr("sys.stdin", io.StringIO(TICKET))
+    assert cli.main(["refine", "acme/widgets#50", "--repo", REPO]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == ["error: --repo is for a file or text ticket; OWNER/REPO#N names its own"]

@@ -24,7 +24,7 @@ from resolveflow.cli import common
 from resolveflow.cli.output import emit, fields
 from resolveflow.domain.refine import RefineDocument, RefineStep
 from resolveflow.errors import InvalidInput
-from resolveflow.service.refine_load import STDIN, ticket_for
+from resolveflow.service.refine_load import STDIN, ticket_for, with_repository
 from resolveflow.service.refine_steps import (
     StepDeps,
     parse_document,
@@ -90,12 +90,20 @@ def run(
         "approval (requester role).",
     ),
     token: str | None = common.TokenOption,
+    repo: str | None = typer.Option(
+        None,
+        "--repo",
+        help="For a file or text ticket: the repository it concerns (OWNER/REPO), whose clone "
+        "and rules refine uses.",
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
     """Run every step on one ticket and print the Markdown (the document with --json)."""
     from resolveflow.workflows.refine_graph import refine_document
 
     start = RefineDocument(ticket=ticket_for(ref))  # a bad reference fails before anything opens
+    if repo is not None:
+        start.ticket = with_repository(start.ticket, repo)
     if propose:
         _run_and_propose(start, tenant, token, as_json)
         return

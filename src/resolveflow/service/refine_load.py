@@ -66,6 +66,20 @@ def load(source: str, readers: TicketReaders) -> RefineDocument:
     return load_ticket(RefineDocument(ticket=ticket_for(source)), readers)
 
 
+_REPOSITORY = re.compile(r"^[\w.-]+(/[\w.-]+)+$")
+
+
+def with_repository(ticket: Ticket, repository: str) -> Ticket:
+    """A file or text ticket said to concern ``repository`` (its clone, its rules); a forge
+    ticket names its own."""
+    if ticket.source in (TicketSource.GITHUB, TicketSource.GITLAB):
+        raise InvalidInput("--repo is for a file or text ticket; OWNER/REPO#N names its own")
+    name = repository.strip()
+    if not _REPOSITORY.fullmatch(name):
+        raise InvalidInput(f"--repo must look like OWNER/REPO, got {repository!r}")
+    return ticket.model_copy(update={"repository": name.lower()})
+
+
 def load_ticket(doc: RefineDocument, readers: TicketReaders) -> RefineDocument:
     """The load step on a document whose ticket says where it comes from: a forge ticket or a file
     is read again; a text ticket's title and body are taken as given (stdin when both are empty)."""
