@@ -149,3 +149,26 @@ def test_an_empty_document_renders() -> None:
     doc = RefineDocument(ticket=Ticket(source=TicketSource.TEXT, title="Only a title"))
     markdown = render_markdown(doc)
     assert "Only a title" in markdown and "No similar past task" in markdown
+
+
+def _commit(task: str, sha: str, excerpt: str = "") -> FixCommit:
+    return FixCommit(task=task, repository="acme/w", sha=sha * 40, subject=f"fix {task}",
+                     committed_at=datetime(2024, 3, 3, tzinfo=UTC), how="squash (#PR)",
+                     files=[ChangedFile(path=f"f{task}.py", added=1, removed=0)],
+                     excerpt=excerpt)  # fmt: skip
+
+
+def test_commits_of_the_shown_tasks_and_behind_the_suggestions_with_fenced_excerpts() -> None:
+    doc = _document("CSV export fails")
+    diff = "@@ -1 +1 @@\n-x = 1\n+x = '```' @carol"  # a fence and a mention inside the diff
+    doc.changes = [
+        _commit("41", "a", diff),  # a task shown (judged)
+        _commit("99", "b"),  # another similar task: voted, behind no suggestion
+        _commit("98", "c"),  # another similar task, behind a suggested file
+    ]
+    doc.suggested_files[0].commits = ["c" * 40]
+    markdown = render_markdown(doc)
+    assert "fix 41" in markdown and "fix 98" in markdown and "fix 99" not in markdown
+    assert "and 1 more commits of other similar tasks (in the JSON document)" in markdown
+    assert "  ````diff\n  @@ -1 +1 @@\n  -x = 1\n  +x = '```' @carol\n  ````" in markdown
+    assert markdown.index("fix 41") < markdown.index("````diff") < markdown.index("fix 98")

@@ -16,6 +16,7 @@ from resolveflow.domain.refine import (
     RefineDocument,
     RelatedTask,
     Relevance,
+    SuggestedFile,
     Ticket,
     TicketSource,
 )
@@ -162,18 +163,32 @@ def test_summary_task_scopes_and_split() -> None:
     assert summarize_ticket(ticket, facts, ["server/api.py"], None).backend_scope == []
 
 
-def test_summary_says_the_facts_in_words_and_uses_the_changes_and_ticket_paths() -> None:
+def test_summary_says_the_facts_in_words_and_scopes_the_suggested_and_ticket_paths() -> None:
     doc = RefineDocument(ticket=_ticket("Map hangs", TICKET_BODY))
+    swept = [ChangedFile(path=f"web/old{i}.tsx", added=1, removed=0) for i in range(3)]
     doc.changes = [FixCommit(task="7", repository="r", sha="a" * 40, committed_at=datetime(2024, 1, 1, tzinfo=UTC),
                              subject="fix", how="fix link",
-                             files=[ChangedFile(path="web/x.tsx", added=1, removed=0)])]  # fmt: skip
+                             files=[ChangedFile(path="web/x.tsx", added=1, removed=0), *swept])]  # fmt: skip
+    doc.suggested_files = [
+        SuggestedFile(path=p, repository="r", score=1.0 - n / 10)
+        for n, p in enumerate(["web/x.tsx", "a.py", "b.py", "c.py", "d.py", "web/late.tsx"])
+    ]
     policy = RefinePolicy(scopes=ScopeRules(frontend=("web/**",), backend=("src/**",)))
     summary = summarize(doc, policy)
     assert "datasets 2.14.5" in summary.task and "RuntimeError" in summary.task
+    # The five best suggested files and the ticket's own paths; not every file a fix touched.
     assert summary.frontend_scope == ["web/x.tsx"]
     assert summary.backend_scope == ["src/datasets/arrow_dataset.py"]
     assert summary.split_required and summary.facts.versions[0] == "datasets 2.14.5"
     assert scopes(["web/x.tsx"], None) == ([], [])
+
+
+def test_a_text_tickets_first_line_is_not_said_twice() -> None:
+    ticket = Ticket(source=TicketSource.TEXT, title="Export is broken",
+                    body="Export is broken\nSince Monday the CSV export fails for every user.")  # fmt: skip
+    summary = summarize(RefineDocument(ticket=ticket), None)
+    assert summary.task.count("Export is broken") == 1
+    assert "Since Monday the CSV export fails for every user." in summary.task
 
 
 # --- relevance without a model ---------------------------------------------------------------

@@ -18,7 +18,8 @@ from resolveflow.domain.refine import FixCommit, RefineDocument, RelatedTask, Su
 
 MAX_MARKDOWN_CHARS = 60_000
 MAX_CHECKLIST_CHARS = 20_000
-MAX_COMMITS = 20
+MAX_COMMITS = 12
+MAX_EXCERPTS_SHOWN = 3
 MAX_FILES_PER_COMMIT = 10
 MAX_SUGGESTED = 20
 CUT = "\n\n(cut)"
@@ -129,6 +130,29 @@ def _commit(commit: FixCommit) -> Iterator[str]:
         yield f"  - and {len(commit.files) - MAX_FILES_PER_COMMIT} more files"
 
 
+def _excerpt(commit: FixCommit) -> Iterator[str]:
+    """The commit's diff excerpt in a fence that nothing inside can close (inside a fence
+    nothing links or mentions, so the text stays as git printed it)."""
+    text = commit.excerpt.rstrip("\n")
+    run = max((len(m.group()) for m in _TICKS.finditer(text)), default=0)
+    fence = "`" * max(3, run + 1)
+    yield ""
+    yield f"  {fence}diff"
+    yield from (f"  {line}" for line in text.split("\n"))
+    if commit.excerpt_truncated:
+        yield "  … (cut)"
+    yield f"  {fence}"
+
+
+def _commits_shown(doc: RefineDocument) -> list[FixCommit]:
+    """The commits of the tasks shown above, then those behind the suggested files."""
+    shown = {j.external_id for j in doc.judgements}
+    behind = {sha for item in doc.suggested_files for sha in item.commits}
+    first = [c for c in doc.changes if c.task in shown]
+    rest = [c for c in doc.changes if c.task not in shown and c.sha in behind]
+    return first + rest
+
+
 def _suggested(item: SuggestedFile) -> str:
     reasons = "; ".join(inert(r, 120) for r in item.reasons[:5])
     commits = ", ".join(code(sha[:7]) for sha in item.commits[:5])
@@ -141,10 +165,14 @@ def _changes(doc: RefineDocument) -> Iterator[str]:
     if doc.changes:
         yield "### Changes that solved the related tasks"
         yield ""
-        for commit in doc.changes[:MAX_COMMITS]:
+        chosen = _commits_shown(doc)[:MAX_COMMITS]
+        for n, commit in enumerate(chosen):
             yield from _commit(commit)
-        if len(doc.changes) > MAX_COMMITS:
-            yield f"- and {len(doc.changes) - MAX_COMMITS} more commits"
+            if n < MAX_EXCERPTS_SHOWN and commit.excerpt:
+                yield from _excerpt(commit)
+        if len(doc.changes) > len(chosen):
+            yield (f"- and {len(doc.changes) - len(chosen)} more commits of other similar "
+                   "tasks (in the JSON document)")  # fmt: skip
         yield ""
     if doc.suggested_files:
         yield "### Suggested files"

@@ -56,6 +56,10 @@ MIN_RARE_IDF = 1.0  # with an idf table: a shared term rarer than this is worth 
 MAX_REASON_ITEMS = 5
 MAX_REASON_CHARS = 200
 SUMMARY_SENTENCES = 3
+# The scopes classify the best suggested files (where the similar tasks' fixes landed, weighed
+# with the ticket's own evidence), not every file those fixes touched: one sweeping old change
+# would otherwise put half the repository in scope.
+SCOPE_FILES = 5
 SUMMARY_CHARS = 600
 
 Glob = Annotated[str, Field(min_length=1, max_length=200)]
@@ -135,7 +139,7 @@ def summarize_ticket(
     """The deterministic summary: title, first sentences, the facts in words, and the scopes."""
     title = " ".join(ticket.title.split())
     head = title if not title or title[-1] in ".!?" else title + "."
-    sentences = plain_sentences(ticket.body, SUMMARY_SENTENCES)
+    sentences = plain_sentences(_without_title(ticket.body, title), SUMMARY_SENTENCES)
     task = " ".join(p for p in (head, *sentences, facts_in_words(facts)) if p)
     if len(task) > SUMMARY_CHARS:
         task = task[: SUMMARY_CHARS - 1].rstrip() + "…"
@@ -144,12 +148,19 @@ def summarize_ticket(
                    backend_scope=back, facts=facts, generator="extractive")  # fmt: skip
 
 
+def _without_title(body: str, title: str) -> str:
+    """A text ticket's body starts with the line its title was taken from: not said twice."""
+    lines = body.lstrip().split("\n", 1)
+    if title and " ".join(lines[0].split()) == title:
+        return lines[1] if len(lines) > 1 else ""
+    return body
+
+
 def summarize(doc: RefineDocument, policy: RefinePolicy | None) -> Summary:
-    """The summary of a document: the paths are those the related tasks' fixes changed (when the
-    changes are known) and those the ticket names."""
+    """The summary of a document: the scope paths are the best suggested files (when the changes
+    are known) and the paths the ticket names."""
     facts = extract_facts(f"{doc.ticket.title}\n{doc.ticket.body}")
-    changed = [f.path for commit in doc.changes for f in commit.files]
-    changed += [s.path for s in doc.suggested_files] + facts.file_paths
+    changed = [s.path for s in doc.suggested_files[:SCOPE_FILES]] + facts.file_paths
     return summarize_ticket(doc.ticket, facts, changed, policy.scopes if policy else None)
 
 
