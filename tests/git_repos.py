@@ -21,7 +21,11 @@ def git_env(day: int) -> dict[str, str]:
 
 def git(repo: Path, *args: str, day: int = 1) -> str:
     done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=git_env(day), check=True, capture_output=True, timeout=30
+        ["git", "-C", str(repo), *args],
+        env=git_env(day),
+        check=True,
+        capture_output=True,
+        timeout=30,
     )
     return done.stdout.decode().strip()
 

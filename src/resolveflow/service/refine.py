@@ -18,10 +18,12 @@ from resolveflow.domain.diagnosis import ModelError, ModelOutputInvalid
 from resolveflow.domain.refine import (
     SCHEMA_VERSION,
     STEP_ORDER,
+    Facts,
     Judgement,
     RefineDocument,
     RefineStep,
     StepWarning,
+    Summary,
 )
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.retrieval.search import Searcher
@@ -131,15 +133,47 @@ def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] 
     return None
 
 
-def summarize(doc: RefineDocument, policy: RefinePolicy) -> RefineDocument:
-    """The rewritten task, the facts and the scopes (the deterministic summary)."""
+def summarize(
+    doc: RefineDocument, policy: RefinePolicy, model: ChatModel | None = None
+) -> RefineDocument:
+    """The rewritten task, the facts and the scopes: the deterministic summary; with a model, its
+    summary once code has checked it (asked again within the budget, then the rules')."""
     from resolveflow.domain import refine_rules as rules  # helper B's module
 
     require(doc, RefineStep.SUMMARIZE)
     out = doc.model_copy(deep=True)
-    out.summary = rules.summarize(out, policy)
+    by_rules = rules.summarize(out, policy)
+    by_model = _model_summary(out, policy, by_rules.facts, model) if model is not None else None
+    out.summary = by_model or by_rules
     out.done.append(RefineStep.SUMMARIZE)
     return out
+
+
+def _model_summary(
+    doc: RefineDocument, policy: RefinePolicy, facts: Facts, model: ChatModel
+) -> Summary | None:
+    from resolveflow.domain import refine_rules as rules
+    from resolveflow.domain import refine_summary_model as by_model
+
+    paths = by_model.candidate_paths(doc, facts)
+    front, back = rules.scopes(paths, policy.scopes)
+    shown = [by_model.Candidate(p, p in front, p in back) for p in paths]
+    messages = by_model.summary_prompt(doc.ticket, facts, shown)
+    generator = f"{model.provider}/{model.model}"
+    for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
+        try:
+            answer = model.structured(messages, by_model.ModelSummary).value
+            return by_model.validate_summary(answer, doc.ticket, facts, paths, generator)
+        except ModelOutputInvalid as exc:
+            logger.info("model summary invalid", extra={"attempt": attempt, "reason": str(exc)})
+        except ModelError as exc:
+            why = f"the model is unavailable ({exc}); summarized by rules"
+            _warn(doc, RefineStep.SUMMARIZE, why)
+            return None
+    times = "twice" if MAX_MODEL_ATTEMPTS == 2 else f"{MAX_MODEL_ATTEMPTS} times"
+    why = f"the model's summary was invalid {times}; summarized by rules"
+    _warn(doc, RefineStep.SUMMARIZE, why)
+    return None
 
 
 def runbook(doc: RefineDocument, db: Database, tenant_id: UUID) -> RefineDocument:

@@ -71,7 +71,7 @@ def run_step(step: RefineStep, doc: RefineDocument, deps: StepDeps) -> RefineDoc
     if step is RefineStep.RELEVANCE:
         return refine.relevance(doc, deps.model())
     if step is RefineStep.SUMMARIZE:
-        return refine.summarize(doc, _policy(deps, doc))
+        return refine.summarize(doc, _policy(deps, doc), deps.model())
     if step is RefineStep.RUNBOOK:
         return refine.runbook(doc, deps.db(), deps.tenant_id())
     if step is RefineStep.CHANGES:
