@@ -189,6 +189,18 @@ def investigation_config(settings: Settings) -> InvestigationConfig:
     )
 
 
+def load_policy(settings: Settings) -> PolicyFile:
+    """The policy file (``RESOLVEFLOW_POLICY_FILE``), read now; the built-in one when unset."""
+    path = settings.triage.policy_file
+    if path is None:
+        return DEFAULT_POLICY
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
+    return parse_policy(text, str(path))
+
+
 @dataclass
 class App:
     settings: Settings
@@ -309,14 +321,7 @@ class App:
         return self._once("user_grants", lambda: parse_users(self.settings.web.users))
 
     def policy(self) -> PolicyFile:
-        path = self.settings.triage.policy_file
-        if path is None:
-            return DEFAULT_POLICY
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
-        return parse_policy(text, str(path))
+        return load_policy(self.settings)
 
     def run_controller(self) -> RunController:
         """The triage graph with its Postgres checkpointer, and the run lease around it."""

@@ -10,34 +10,21 @@ from uuid import UUID
 
 from resolveflow.config import Settings
 from resolveflow.domain.refine import RefineDocument
-from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
-from resolveflow.errors import ConfigError
 from resolveflow.service import admin
 from resolveflow.service.refine_load import TicketReaders
 from resolveflow.service.refine_steps import StepDeps
+from resolveflow.wiring import App, load_policy
 
 if TYPE_CHECKING:
     from resolveflow.domain.refine_rules import RefinePolicy
     from resolveflow.service.refine_changes import ChangesDeps, RepositoryHistory
-    from resolveflow.wiring import App
-
-
-def _policy_file(settings: Settings) -> PolicyFile:
-    path = settings.triage.policy_file
-    if path is None:
-        return DEFAULT_POLICY
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
-    return parse_policy(text, str(path))
 
 
 def refine_policy(settings: Settings) -> Callable[[RefineDocument], RefinePolicy]:
     """The refine rules of the ticket's repository (the policy file's ``refine`` table)."""
 
     def for_ticket(doc: RefineDocument) -> RefinePolicy:
-        policy = _policy_file(settings)
+        policy = load_policy(settings)
         return policy.for_repository(doc.ticket.repository or "").refine
 
     return for_ticket

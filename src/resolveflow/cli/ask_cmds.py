@@ -8,7 +8,7 @@ import typer
 from rich.text import Text
 
 from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.cli.output import console, emit, fields, table, targets_table
 from resolveflow.domain.answers import Answer
 from resolveflow.evals.answers import evaluate_answers
 from resolveflow.service import admin
@@ -67,14 +67,7 @@ def eval_answers(
 
     def render() -> None:
         fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
-        table(
-            "dev targets",
-            ["figure", "value", "target", "met"],
-            [
-                (k, v["value"], v["target"], "yes" if v["met"] else "NO")
-                for k, v in result.checks().items()
-            ],
-        )
+        targets_table(result.checks())
 
     emit(data, as_json, render)
 

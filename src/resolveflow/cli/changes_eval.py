@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from resolveflow.cli import common
-from resolveflow.cli.output import emit, fields, table
+from resolveflow.cli.output import emit, fields, table, targets_table
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.changes import evaluate_changes
 from resolveflow.wiring import build_embedder, search_params
@@ -65,14 +65,7 @@ def eval_changes(
                 )
             ],
         )
-        table(
-            "dev targets",
-            ["figure", "value", "target", "met"],
-            [
-                (k, v["value"], v["target"], "yes" if v["met"] else "NO")
-                for k, v in result.checks().items()
-            ],
-        )
+        targets_table(result.checks())
 
     emit(data, as_json, render)
 

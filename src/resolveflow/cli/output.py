@@ -52,6 +52,15 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
     console.print(grid)
 
 
+def targets_table(checks: dict[str, dict[str, Any]]) -> None:
+    """An evaluation's figures beside their dev targets (``checks()`` of its result)."""
+    table(
+        "dev targets",
+        ["figure", "value", "target", "met"],
+        [(k, v["value"], v["target"], "yes" if v["met"] else "NO") for k, v in checks.items()],
+    )
+
+
 def fields(pairs: Sequence[tuple[str, Any]]) -> None:
     width = max(len(name) for name, _ in pairs)
     for name, value in pairs:

@@ -14,9 +14,9 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resolveflow.domain.evidence import IssueEvidence
 from resolveflow.errors import Unavailable
@@ -65,6 +65,24 @@ class ModelOutputInvalid(ModelError):
     """The language model's answer did not match the schema."""
 
     outcome = "invalid_output"
+
+
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+
+def parse_model_output(schema: type[SchemaT], data: object, what: str) -> SchemaT:
+    """``data`` as ``schema``, or ``ModelOutputInvalid`` naming the first place it differs
+    (``what``: "the answer", "the judgements", ...)."""
+    if isinstance(data, schema):
+        return data
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise ModelOutputInvalid(
+            f"{what} does not match the schema at {where}: {first['msg']}"
+        ) from None
 
 
 class ModelTimeout(ModelError):

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid, fence
+from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid, fence, parse_model_output
 from resolveflow.domain.refine import (
     Facts,
     Judgement,
@@ -258,16 +258,7 @@ def judgement_prompt(ticket: Ticket, related: Sequence[RelatedTask]) -> list[Cha
 
 
 def _parsed(raw: object) -> ModelJudgements:
-    if isinstance(raw, ModelJudgements):
-        return raw
-    try:
-        return ModelJudgements.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ModelOutputInvalid(
-            f"the judgements do not match the schema: {where}: {first['msg']}"
-        ) from None
+    return parse_model_output(ModelJudgements, raw, "the list of judgements")
 
 
 def validate_judgements(raw: object, related: Sequence[RelatedTask]) -> list[Judgement]:

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid, fence
+from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid, fence, parse_model_output
 from resolveflow.domain.refine import Facts, RefineDocument, Summary, Ticket
 
 MAX_TASK_CHARS = 1_500
@@ -153,16 +153,7 @@ def _scope(paths: Sequence[str], candidates: Sequence[str], name: str) -> list[s
 
 
 def _parsed(raw: object) -> ModelSummary:
-    if isinstance(raw, ModelSummary):
-        return raw
-    try:
-        return ModelSummary.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ModelOutputInvalid(
-            f"the summary does not match the schema: {where}: {first['msg']}"
-        ) from None
+    return parse_model_output(ModelSummary, raw, "the summary")
 
 
 def validate_summary(

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid
+from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid, parse_model_output
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
@@ -75,14 +75,7 @@ def parse_structured(content: str | None, schema: type[T]) -> T:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
         raise ModelOutputInvalid(f"the answer is not valid JSON ({exc.msg})") from None
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ModelOutputInvalid(
-            f"the answer does not match the schema at {where}: {first['msg']}"
-        ) from None
+    return parse_model_output(schema, data, "the answer")
 
 
 # Not every server's strict mode accepts these; our own validation (parse_structured) checks them.
