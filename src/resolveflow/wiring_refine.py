@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.config import Settings
+from resolveflow.domain.records import Principal
 from resolveflow.domain.refine import RefineDocument
 from resolveflow.service import admin
+from resolveflow.service.model_calls import BudgetedModel, ModelCallBudget
 from resolveflow.service.refine_load import TicketReaders
 from resolveflow.service.refine_steps import StepDeps
 from resolveflow.wiring import App, load_policy
@@ -31,8 +34,13 @@ def refine_policy(settings: Settings) -> Callable[[RefineDocument], RefinePolicy
 
 
 def step_deps(
-    app: App, tenant_name: Callable[[], str], stdin: Callable[[], str] | None
+    app: App,
+    tenant_name: Callable[[], str],
+    stdin: Callable[[], str] | None,
+    principal: Principal | None = None,
 ) -> StepDeps:
+    """``principal``: who the work is for; the model's calls then count against their daily
+    budget (a spent budget leaves relevance and the summary to the rules)."""
     tenant: dict[str, UUID] = {}
 
     def tenant_id() -> UUID:
@@ -61,7 +69,7 @@ def step_deps(
     )
     return StepDeps(
         readers=readers, tenant_id=tenant_id, db=lambda: app.db, searcher=app.searcher,
-        model=app.model, policy=policy, changes=changes,
+        model=lambda: _budgeted(app, principal), policy=policy, changes=changes,
     )  # fmt: skip
 
 
@@ -71,3 +79,12 @@ def _history(repository: str, clone: Path) -> RepositoryHistory:
     from resolveflow.service.refine_changes import RepositoryHistory
 
     return RepositoryHistory.read(repository, GitRepository(clone))
+
+
+def _budgeted(app: App, principal: Principal | None) -> ChatModel | None:
+    model = app.model()
+    if model is None or principal is None:
+        return model
+    budget = ModelCallBudget(app.db, principal.tenant_id, app.settings.limits.model_calls_per_day,
+                             principal_id=principal.id)  # fmt: skip
+    return BudgetedModel(model, budget, principal.subject)

@@ -286,3 +286,32 @@ def test_a_runbook_declared_trigger_survives_indexing_and_attaches_it(
     Indexer(db, HashingEmbedder()).upsert(tenant, read_docs_dir(folder, "docs"))
     again = refine.runbook(RefineDocument(ticket=ticket, done=done), db, tenant)
     assert again.runbook is None
+
+
+def test_a_spent_model_budget_leaves_relevance_and_the_summary_to_the_rules(
+    db: Database, tenant: UUID
+) -> None:
+    from resolveflow.adapters.llm.scripted import ScriptedModel
+    from resolveflow.domain.records import Role
+    from resolveflow.domain.refine_rules import RefinePolicy
+    from resolveflow.service.auth import authenticate
+    from resolveflow.service.model_calls import BudgetedModel, ModelCallBudget
+
+    token = admin.add_principal(db, "acme", "webhook-like", [Role.REQUESTER]).token
+    principal = authenticate(db, token)
+    scripted = ScriptedModel()
+    budget = ModelCallBudget(db, tenant, daily_limit=0, principal_id=principal.id)  # spent
+    model = BudgetedModel(scripted, budget, principal.subject)
+    deps = _deps(db, tenant)
+    doc = refine.related(RefineDocument(ticket=ticket_for("-").model_copy(
+        update={"title": "CSV export fails", "body": TICKET})).model_copy(
+        update={"done": [RefineStep.LOAD]}), deps.searcher(), tenant)  # fmt: skip
+    judged = refine.relevance(doc, model)
+    assert judged.judgements == refine.relevance(doc, None).judgements
+    judged.done.append(RefineStep.CHANGES)
+    summary = refine.summarize(judged, RefinePolicy(), model)
+    assert summary.summary is not None and summary.summary.generator == "extractive"
+    warnings = [w.message for w in summary.warnings]
+    assert any("daily limit reached" in m and "judged by rules" in m for m in warnings)
+    assert any("daily limit reached" in m and "summarized by rules" in m for m in warnings)
+    assert scripted.calls == []  # nothing reached the model

@@ -130,7 +130,7 @@ def _run_and_propose(
         name = tenant_name(opened.db, actor.tenant_id)
         if tenant is not None and tenant != name:
             raise InvalidInput(f"--tenant {tenant}: the token's tenant is {name}")
-        final = refine_document(start, step_deps(opened, lambda: name, None))
+        final = refine_document(start, step_deps(opened, lambda: name, None, actor))
         view = propose_enrichment(opened.db, actor, final)
     emit(
         view,

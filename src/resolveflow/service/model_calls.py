@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
+from pydantic import BaseModel
+
 from resolveflow.adapters.llm.protocol import ChatModel, Completion, Usage
-from resolveflow.domain.diagnosis import ModelError
+from resolveflow.domain.diagnosis import ChatMessage, ModelError
 from resolveflow.domain.review import Review, not_reviewable
+from resolveflow.service.limits import LimitExceeded
 from resolveflow.store import investigations as store
 from resolveflow.store.database import Database
 
@@ -101,10 +104,29 @@ class ModelCallBudget:
             )
 
 
+class BudgetSpent(ModelError):
+    """The daily budget of model calls of the principal behind this work is spent."""
+
+    outcome = "budget_spent"
+
+
 def budgeted_call(
     budget: ModelCallBudget, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
 ) -> Completion[Any] | Review:
     """Make one budgeted, recorded call; a failure becomes an escalation (fail closed)."""
+    try:
+        return counted_call(budget, model, purpose, call)
+    except BudgetSpent as exc:
+        return not_reviewable("budget", exc.message)
+    except ModelError as exc:
+        return not_reviewable("model_output", f"{purpose}: {exc.message}")
+
+
+def counted_call(
+    budget: ModelCallBudget, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
+) -> Completion[Any]:
+    """One call counted against the budget and recorded, whatever its outcome; ``BudgetSpent``
+    when the budget is spent (nothing is called), the model's own error when it fails."""
     if not budget.reserve():
         reason = (
             f"the daily budget of {budget.daily_limit} model calls of the person who started "
@@ -115,7 +137,7 @@ def budgeted_call(
                 purpose, model.provider, model.model, None, Usage(), 0.0, 0, "budget_spent", reason
             )
         )
-        return not_reviewable("budget", reason)
+        raise BudgetSpent(reason)
     started = time.perf_counter()
     try:
         completion: Completion[Any] = call()
@@ -135,7 +157,7 @@ def budgeted_call(
                 exc.message,
             )
         )
-        return not_reviewable("model_output", f"{purpose}: {exc.message}")
+        raise
     elapsed = (time.perf_counter() - started) * 1000
     budget.record(
         CallRecord(
@@ -151,3 +173,39 @@ def budgeted_call(
         )
     )
     return completion
+
+
+BUDGET_SETTING = "RESOLVEFLOW_MODEL_DAILY_CALLS_PER_PRINCIPAL"
+T = TypeVar("T", bound=BaseModel)
+
+
+class BudgetedModel:
+    """A model whose every call is first counted against the asker's daily budget."""
+
+    def __init__(self, inner: ChatModel, budget: ModelCallBudget, subject: str) -> None:
+        self.inner, self.budget, self.subject = inner, budget, subject
+
+    @property
+    def provider(self) -> str:
+        return self.inner.provider
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
+        self._reserve()
+        return self.inner.structured(messages, schema)
+
+    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
+        self._reserve()
+        return self.inner.text(messages)
+
+    def _reserve(self) -> None:
+        # LimitExceeded is not a ModelError: ask() lets it through, so the API caller hears
+        # 429 instead of a silent abstention; refine catches it and falls back to its rules.
+        if not self.budget.reserve():
+            raise LimitExceeded(
+                f"daily limit reached: {self.subject} may have {self.budget.daily_limit} model "
+                f"calls per day ({BUDGET_SETTING}); the count starts again at 00:00 UTC"
+            )

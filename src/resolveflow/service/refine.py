@@ -27,6 +27,7 @@ from resolveflow.domain.refine import (
 )
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.retrieval.search import Searcher
+from resolveflow.service.limits import LimitExceeded
 from resolveflow.service.refine_changes import SIMILAR_DEPTH, task_from_hit
 from resolveflow.store import documents as documents_store
 from resolveflow.store import refine as store
@@ -125,7 +126,7 @@ def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] 
             return rules.validate_judgements(output, shown)
         except ModelOutputInvalid as exc:
             logger.info("model judgements invalid", extra={"attempt": attempt, "reason": str(exc)})
-        except ModelError as exc:
+        except (ModelError, LimitExceeded) as exc:
             _warn(doc, RefineStep.RELEVANCE, f"the model is unavailable ({exc}); judged by rules")
             return None
     _warn(doc, RefineStep.RELEVANCE,
@@ -166,7 +167,7 @@ def _model_summary(
             return by_model.validate_summary(answer, doc.ticket, facts, paths, generator)
         except ModelOutputInvalid as exc:
             logger.info("model summary invalid", extra={"attempt": attempt, "reason": str(exc)})
-        except ModelError as exc:
+        except (ModelError, LimitExceeded) as exc:
             why = f"the model is unavailable ({exc}); summarized by rules"
             _warn(doc, RefineStep.SUMMARIZE, why)
             return None

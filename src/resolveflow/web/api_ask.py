@@ -13,27 +13,20 @@ answer is retrieval and quoting only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.adapters.llm.protocol import ChatModel, Completion
 from resolveflow.domain.answers import Answer
-from resolveflow.domain.diagnosis import ChatMessage
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput
 from resolveflow.service.ask import MAX_QUESTION_CHARS, AskService, ask
-from resolveflow.service.limits import LimitExceeded
-from resolveflow.service.model_calls import ModelCallBudget
+from resolveflow.service.model_calls import BudgetedModel, ModelCallBudget
 from resolveflow.web.api import ViewerDep
 from resolveflow.web.security import wired
 
 router = APIRouter(prefix="/api/v1", tags=["ask"])
-
-T = TypeVar("T", bound=BaseModel)
-_BUDGET_SETTING = "RESOLVEFLOW_MODEL_DAILY_CALLS_PER_PRINCIPAL"
 
 
 class AskIn(BaseModel):
@@ -44,38 +37,6 @@ class AskIn(BaseModel):
         max_length=MAX_QUESTION_CHARS,
         examples=["One or more targets are unreachable in kube-system: what do I check?"],
     )
-
-
-class _Budgeted:
-    """A model whose every call is first counted against the asker's daily budget."""
-
-    def __init__(self, inner: ChatModel, budget: ModelCallBudget, subject: str) -> None:
-        self.inner, self.budget, self.subject = inner, budget, subject
-
-    @property
-    def provider(self) -> str:
-        return self.inner.provider
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
-        self._reserve()
-        return self.inner.structured(messages, schema)
-
-    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
-        self._reserve()
-        return self.inner.text(messages)
-
-    def _reserve(self) -> None:
-        # LimitExceeded is not a ModelError: ask() lets it through, so the caller hears 429
-        # instead of a silent abstention.
-        if not self.budget.reserve():
-            raise LimitExceeded(
-                f"daily limit reached: {self.subject} may have {self.budget.daily_limit} model "
-                f"calls per day ({_BUDGET_SETTING}); the count starts again at 00:00 UTC"
-            )
 
 
 def checked_question(question: str) -> str:
@@ -102,7 +63,7 @@ def answer_question(request: Request, principal: Principal, question: str) -> An
             app.settings.limits.model_calls_per_day,
             principal_id=principal.id,
         )
-        model = _Budgeted(model, budget, principal.subject)
+        model = BudgetedModel(model, budget, principal.subject)
     service = AskService(app.db, app.searcher(), model)
     return ask(service, principal.tenant_id, checked_question(question), principal_id=principal.id)
 

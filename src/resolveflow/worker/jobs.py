@@ -95,7 +95,8 @@ class Jobs:
         tenant = UUID(tenant_id)
 
         def refine(ref: str) -> RefineDocument:
-            deps = step_deps(self.app, lambda: tenant_name(self.app.db, tenant), None)
+            principal = webhooks.webhook_principal(self.app.db, tenant)
+            deps = step_deps(self.app, lambda: tenant_name(self.app.db, tenant), None, principal)
             return refine_document(RefineDocument(ticket=ticket_for(ref)), deps)
 
         proposal = refine_new_issue(
