@@ -207,6 +207,7 @@ def _task(eid: str = "41", cosine: float = 0.5, score: float = 0.0, **extra: Any
         (MEDIUM_COSINE, 0.0, Relevance.MEDIUM),
         (MEDIUM_COSINE - 0.001, 0.0, Relevance.LOW),
         (0.1, HIGH_SCORE, Relevance.HIGH),  # a fused score this high is enough on its own
+        (0.1, HIGH_SCORE - 0.001, Relevance.MEDIUM),
         (0.1, MEDIUM_SCORE, Relevance.MEDIUM),
         (0.1, MEDIUM_SCORE - 0.001, Relevance.LOW),
     ],
@@ -216,6 +217,26 @@ def test_judge_levels_at_the_thresholds_edges(
 ) -> None:
     judged = judge(_ticket("Unrelated words only"), _task(cosine=cosine, score=score))
     assert judged.relevance is expected and judged.external_id == "41"
+
+
+@pytest.mark.parametrize(
+    ("cosine", "score", "expected"),
+    [
+        # Measured through the search (benchmarks/refine_relevance.py, docs/refine.md): a close
+        # meaning that the words do not back (cosine 0.77, fused 0.66) was the duplicate in 1 of
+        # 8 cases, so it is medium; meaning and words together (fused 0.75) are high.
+        (0.77, 0.66, Relevance.MEDIUM),
+        (0.72, 0.75, Relevance.HIGH),
+        (0.80, 0.0, Relevance.HIGH),  # reciprocal-rank scores (~0.03): the cosine alone decides
+        (0.50, 0.55, Relevance.MEDIUM),
+        (0.54, 0.54, Relevance.LOW),
+    ],
+)
+def test_judge_levels_are_the_calibrated_ones(
+    cosine: float, score: float, expected: Relevance
+) -> None:
+    judged = judge(_ticket("Unrelated words only"), _task(cosine=cosine, score=score))
+    assert judged.relevance is expected
 
 
 def test_judge_steps_up_one_level_on_a_shared_file_or_frame() -> None:
