@@ -23,6 +23,9 @@ DOMAIN_ALLOWED = {
     "dataclasses",
     "datetime",
     "decimal",
+    # the email package parses and formats messages and addresses (email.send); sending is smtplib,
+    # another top-level module, which stays out
+    "email",
     "enum",
     "fractions",
     "functools",

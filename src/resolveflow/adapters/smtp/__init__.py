@@ -1,0 +1,1 @@
+"""SMTP through aiosmtplib: the one write the ``email.send`` kind needs (docs/email.md)."""

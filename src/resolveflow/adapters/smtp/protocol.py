@@ -1,0 +1,67 @@
+"""What ResolveFlow needs from an SMTP server: send one exact message, once.
+
+The error contract is GitHub's and GitLab's (``adapters.github``, docs/email.md):
+``ProviderRejected`` means the server definitely refused the message and nothing was delivered,
+``ProviderUnavailable`` that the message never left, ``ProviderOutcomeUnknown`` that it may have
+been accepted. ``send_message`` is marked ``@writes``, so the layering check lets only
+``resolveflow.execution`` call it; the check finds write methods by name, hence ``send_message``
+rather than ``send`` (every socket has one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from resolveflow.adapters.base import writes
+
+
+class Security(StrEnum):
+    STARTTLS = "starttls"  # port 587: plain connect, then STARTTLS before anything else
+    TLS = "tls"  # port 465: TLS from the first byte
+    PLAIN = "plain"  # loopback only (the sandbox server); never for a real mailbox
+
+
+@dataclass(frozen=True)
+class SmtpEndpoint:
+    """Where and how to send, per mailbox. ``timeout_seconds`` bounds each command's reply;
+    ``deadline_seconds`` one whole connection (connect to final reply); a 4xx before DATA is tried
+    again ``retries`` times, ``retry_delay_seconds`` apart, on a new connection."""
+
+    host: str
+    port: int
+    security: Security = Security.STARTTLS
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout_seconds: float = 30.0
+    deadline_seconds: float = 120.0
+    retries: int = 2
+    retry_delay_seconds: float = 10.0
+    helo_name: str | None = None  # None: the local host's name
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """One message exactly as it will leave: the envelope (Bcc included) and the bytes (no Bcc)."""
+
+    envelope_from: str
+    envelope_to: tuple[str, ...]
+    message_id: str
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class SendReceipt:
+    """The server's final reply to the DATA content: it took responsibility for the message."""
+
+    code: int
+    text: str
+    message_id: str
+
+
+class Mailer(Protocol):
+    @writes
+    def send_message(self, message: OutgoingMessage) -> SendReceipt:
+        """Send ``message`` once; never resent after its content may have reached the server."""
+        ...
