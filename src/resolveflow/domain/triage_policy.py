@@ -42,12 +42,14 @@ A repository's refine settings (docs/refine.md; absent: no clone, no scopes, off
 
 from __future__ import annotations
 
+import re
 import tomllib
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from resolveflow.domain.mailbox_policy import ADDRESS_PATTERN, MailboxPolicy, mailbox_key
 from resolveflow.domain.refine_rules import RefinePolicy
 from resolveflow.errors import ConfigError
 
@@ -108,6 +110,16 @@ class ProjectAlias(BaseModel):
 class TenantPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     projects: dict[str, ProjectAlias] = Field(default_factory=dict)
+    mailboxes: dict[str, MailboxPolicy] = Field(default_factory=dict)  # domain/mailbox_policy.py
+
+    @model_validator(mode="after")
+    def _mailbox_addresses(self) -> TenantPolicy:
+        for address in self.mailboxes:
+            if not re.match(ADDRESS_PATTERN, address):
+                raise ValueError(f"a mailbox is an address like support@acme.example: {address!r}")
+        if len({mailbox_key(a) for a in self.mailboxes}) != len(self.mailboxes):
+            raise ValueError("a mailbox is listed twice (addresses are compared without case)")
+        return self
 
 
 class PolicyFile(BaseModel):
@@ -120,6 +132,14 @@ class PolicyFile(BaseModel):
         """The tenant's project aliases (none when the file names no such tenant)."""
         found = self.tenants.get(tenant)
         return dict(found.projects) if found is not None else {}
+
+    def mailboxes(self, tenant: str) -> dict[str, MailboxPolicy]:
+        """The tenant's mailboxes by address in lower case (none when the file names no such
+        tenant)."""
+        found = self.tenants.get(tenant)
+        if found is None:
+            return {}
+        return {mailbox_key(address): policy for address, policy in found.mailboxes.items()}
 
     def for_repository(self, full_name: str) -> RepositoryPolicy:
         merged = {**self.defaults}

@@ -1,0 +1,57 @@
+"""Mail as the product holds it: one parsed message, and one past exchange used as an example.
+
+Messages are untrusted data: their text is shown and searched, never obeyed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class Direction(StrEnum):
+    SENT = "sent"  # From is the mailbox: the team's reply
+    RECEIVED = "received"  # a request to the mailbox
+
+
+@dataclass(frozen=True)
+class MailMessage:
+    """One message, parsed. Addresses are bare and in lower case; ``text`` is the readable body
+    (the text part, else the HTML part as text), NUL-free, with LF line endings."""
+
+    message_id: str  # with its angle brackets: <left@right>
+    from_address: str
+    from_name: str | None
+    to: tuple[str, ...]
+    cc: tuple[str, ...]
+    subject: str
+    date: datetime | None
+    text: str
+    in_reply_to: str | None = None
+    references: tuple[str, ...] = ()  # thread order, each once
+
+    def participants(self) -> frozenset[str]:
+        return frozenset((self.from_address, *self.to, *self.cc))
+
+    def thread_references(self) -> tuple[str, ...]:
+        """References for a reply to this message: its own chain, then its Message-ID."""
+        chain = [r for r in self.references if r != self.message_id]
+        if self.in_reply_to and self.in_reply_to not in chain:
+            chain.append(self.in_reply_to)
+        return (*chain, self.message_id)
+
+
+@dataclass(frozen=True)
+class MailExample:
+    """A past exchange retrieved for a new request: the request the mailbox answered and the
+    reply it sent. ``score`` is the retrieval's relevance in [0, 1]."""
+
+    reply_message_id: str
+    mailbox: str
+    subject: str
+    request_text: str
+    reply_text: str
+    score: float
+    request_message_id: str | None = None
+    replied_at: datetime | None = None

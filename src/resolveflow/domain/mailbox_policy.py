@@ -1,0 +1,60 @@
+"""A tenant's mailboxes, from the policy file: where each sends, what its replies look like, and
+to whom a reply may go.
+
+::
+
+    [tenants.acme.mailboxes."support@acme.example"]
+    smtp_host = "smtp.acme.example"
+    smtp_port = 587
+    security = "starttls"               # starttls | tls | plain (loopback only)
+    username = "support@acme.example"   # the secret is stored encrypted: mail credentials set
+    auth = "password"                   # password | xoauth2
+    greeting = "Hello {name},"          # {name}: the requester's first name, else "there"
+    signature = "Best regards,\\nAcme Support\\nhttps://acme.example/help"
+    allowed_domains = ["acme.example"]  # recipients beyond the requester and the thread
+    sent_folder = "Sent"                # IMAP folder reconciliation searches (unset: a person)
+    imap_host = "imap.acme.example"
+    imap_port = 993
+
+The address is the table's key (lower case); the From of every message sent from it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ADDRESS_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+
+
+class MailboxPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    smtp_host: str = Field(min_length=1, max_length=255)
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    security: Literal["starttls", "tls", "plain"] = "starttls"
+    username: str | None = Field(default=None, max_length=320)
+    auth: Literal["password", "xoauth2"] = "password"
+    greeting: str = Field(default="Hello {name},", max_length=200)
+    signature: str = Field(default="", max_length=2000)
+    allowed_domains: tuple[str, ...] = ()
+    sent_folder: str | None = Field(default=None, max_length=200)
+    imap_host: str | None = Field(default=None, max_length=255)
+    imap_port: int = Field(default=993, ge=1, le=65535)
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _domains(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = tuple(sorted({d.strip().lower().lstrip("@") for d in value if d.strip()}))
+        for domain in cleaned:
+            if "." not in domain or any(c.isspace() or c == "@" for c in domain):
+                raise ValueError(f"not a domain name: {domain!r}")
+        return cleaned
+
+    def greeting_for(self, first_name: str | None) -> str:
+        return self.greeting.replace("{name}", first_name or "there")
+
+
+def mailbox_key(address: str) -> str:
+    """Mailboxes are compared without case (the policy key, grants, the From)."""
+    return address.strip().lower()
