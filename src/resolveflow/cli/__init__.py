@@ -139,6 +139,11 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("webhooks", "GitHub webhooks.", _CLI + "webhooks_cmds:webhooks_app"),
     Entry("gitlab", "GitLab: each tenant's token.", _CLI + "gitlab_cmds:gitlab_app"),
     Entry(
+        "mail",
+        "Email: import sent mail, draft replies, store mailbox credentials.",
+        _CLI + "mail_cmds:mail_app",
+    ),
+    Entry(
         "issues",
         "Issues prepared from a tenant's project aliases.",
         _CLI + "gitlab_cmds:issues_app",
