@@ -62,6 +62,16 @@ def test_prepare_approve_execute_creates_one_gitlab_issue(
     cli.fails("issues", "prepare", "--project", "ops", "--title", "T", "--body-file", str(body),
               "--assignee", "mallory", token=rita, match="unknown assignee 'mallory'")  # fmt: skip
 
+    printed = cli.run("issues", "prepare", "--project", "ops", "--title", "Disk nearly full",
+                      "--body-file", str(body), token=rita).stdout  # fmt: skip
+    shown = cli.json("proposals", "show", printed.split()[1], token=rita)
+    assert printed == (  # the proposal printer, byte for byte (shared with `refine --propose`)
+        f"proposal      {shown['id']}\n"
+        f"digest        {shown['digest']}\n"
+        f"target        {shown['summary']}\n"
+        f"approve with  resolveflow approve {shown['id']} --digest {shown['digest']}\n"
+    )
+    assert shown["action"]["title"] == "Disk nearly full"  # the one just printed
     view = cli.json("issues", "prepare", "--project", "ops", "--title", "Disk full",
                     "--body-file", str(body), "--label", "ops", "--assignee", "alice",
                     token=rita)  # fmt: skip

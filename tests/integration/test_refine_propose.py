@@ -157,7 +157,15 @@ def test_propose_waits_for_approval_then_the_gate_posts_the_markdown_once(
 
     code, out, err = _cli(capsys, env, world.requester_token, "refine", f"{REPO}#50", "--propose")
     assert code == 0, err
-    assert "waiting for approval" in out and "digest" in out
+    second = out.split()[1]  # the same comment proposed again: a new proposal, the same digest
+    assert second != view["id"]
+    assert out == (  # the proposal printer, byte for byte (shared with `issues prepare`)
+        f"proposal      {second}\n"
+        f"digest        {view['digest']}\n"
+        f"target        {view['summary']}\n"
+        "state         waiting for approval\n"
+        f"approve with  resolveflow approve {second} --digest {view['digest']}\n"
+    )
     assert len(_proposals(db)) == 2 and forge.writes_received == 0
 
     code, _, err = _cli(capsys, env, world.approver_token, "approve", view["id"],

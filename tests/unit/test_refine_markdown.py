@@ -22,7 +22,13 @@ from resolveflow.domain.refine import (
     Ticket,
     TicketSource,
 )
-from resolveflow.domain.refine_markdown import MAX_MARKDOWN_CHARS, code, inert, render_markdown
+from resolveflow.domain.refine_markdown import (
+    MAX_MARKDOWN_CHARS,
+    backtick_run,
+    code,
+    inert,
+    render_markdown,
+)
 
 EVIL = "Crash [x](http://evil) <img src=x> @org/team ![p](http://evil/p.png) ``` `rm -rf`"
 
@@ -137,6 +143,14 @@ def test_code_spans_hold_any_backticks(text: str, expected: str) -> None:
     assert code(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "run"),
+    [("", 0), ("no ticks", 0), ("`", 1), ("a ``` b ` c", 3), ("``x`````\n`", 5)],
+)
+def test_the_longest_backtick_run_sizes_spans_and_fences(text: str, run: int) -> None:
+    assert backtick_run(text) == run
+
+
 def test_the_enrichment_is_bounded_and_says_so() -> None:
     doc = _document("t")
     doc.warnings = [StepWarning(step="changes", message=f"w{i} " + "x" * 150) for i in range(900)]  # type: ignore[arg-type]
@@ -172,3 +186,16 @@ def test_commits_of_the_shown_tasks_and_behind_the_suggestions_with_fenced_excer
     assert "and 1 more commits of other similar tasks (in the JSON document)" in markdown
     assert "  ````diff\n  @@ -1 +1 @@\n  -x = 1\n  +x = '```' @carol\n  ````" in markdown
     assert markdown.index("fix 41") < markdown.index("````diff") < markdown.index("fix 98")
+
+
+@pytest.mark.parametrize(
+    ("diff", "fence"),
+    [("-a\n+b", "```"), ("+x = '`'", "```"), ("+s = '`````'\n+t = '``'", "``````")],
+)
+def test_an_excerpt_fence_is_three_ticks_or_one_longer_than_any_run_inside(
+    diff: str, fence: str
+) -> None:
+    doc = _document("CSV export fails")
+    doc.changes = [_commit("41", "a", diff)]
+    indented = "\n".join(f"  {line}" for line in diff.split("\n"))
+    assert f"\n  {fence}diff\n{indented}\n  {fence}\n" in render_markdown(doc)

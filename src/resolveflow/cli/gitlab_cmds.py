@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, fields
+from resolveflow.cli.output import console, emit, print_proposal
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.service import admin
 from resolveflow.service.issues_prepare import IssueTargets, prepare_issue
@@ -78,15 +78,4 @@ def issues_prepare(
             labels=label,
             assignees=assignee,
         )
-    emit(
-        view,
-        as_json,
-        lambda: fields(
-            [
-                ("proposal", view["id"]),
-                ("digest", view["digest"]),
-                ("target", view["summary"]),
-                ("approve with", f"resolveflow approve {view['id']} --digest {view['digest']}"),
-            ]
-        ),
-    )
+    emit(view, as_json, lambda: print_proposal(view))

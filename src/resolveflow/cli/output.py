@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -67,6 +67,20 @@ def fields(pairs: Sequence[tuple[str, Any]]) -> None:
         line = Text(name.ljust(width), style="bold")
         line.append("  " + ("" if value is None else str(value)))
         console.print(line, soft_wrap=True)  # ids and digests must stay copyable
+
+
+def print_proposal(view: Mapping[str, Any], *, state: str | None = None) -> None:
+    """A proposal just made: its id, digest and target (and ``state`` when given), then the
+    command that approves it, ready to copy."""
+    rows: list[tuple[str, Any]] = [
+        ("proposal", view["id"]),
+        ("digest", view["digest"]),
+        ("target", view["summary"]),
+    ]
+    if state is not None:
+        rows.append(("state", state))
+    rows.append(("approve with", f"resolveflow approve {view['id']} --digest {view['digest']}"))
+    fields(rows)
 
 
 def exact(text: str, title: str) -> Panel:

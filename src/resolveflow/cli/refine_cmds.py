@@ -21,7 +21,7 @@ from typer._click import Context
 from typer.core import TyperGroup
 
 from resolveflow.cli import common
-from resolveflow.cli.output import emit, fields
+from resolveflow.cli.output import emit, print_proposal
 from resolveflow.domain.refine import RefineDocument, RefineStep
 from resolveflow.errors import InvalidInput
 from resolveflow.service.refine_load import STDIN, ticket_for, with_repository
@@ -132,19 +132,7 @@ def _run_and_propose(
             raise InvalidInput(f"--tenant {tenant}: the token's tenant is {name}")
         final = refine_document(start, step_deps(opened, lambda: name, None, actor))
         view = propose_enrichment(opened.db, actor, final)
-    emit(
-        view,
-        as_json,
-        lambda: fields(
-            [
-                ("proposal", view["id"]),
-                ("digest", view["digest"]),
-                ("target", view["summary"]),
-                ("state", "waiting for approval"),
-                ("approve with", f"resolveflow approve {view['id']} --digest {view['digest']}"),
-            ]
-        ),
-    )
+    emit(view, as_json, lambda: print_proposal(view, state="waiting for approval"))
 
 
 @refine_app.command("step")

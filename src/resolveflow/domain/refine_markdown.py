@@ -42,13 +42,18 @@ def inert(text: str, limit: int) -> str:
     return line.replace("@", "@" + ZWJ)
 
 
+def backtick_run(text: str) -> int:
+    """The longest run of backticks in ``text``: a code span or fence around it needs one more."""
+    return max((len(m.group()) for m in _TICKS.finditer(text)), default=0)
+
+
 def code(text: str, limit: int = 200) -> str:
     """Untrusted text as one code span that nothing inside can close."""
     line = " ".join(text.split())
     if len(line) > limit:
         line = line[: limit - 1] + "…"
     line = line.replace("@", "@" + ZWJ)
-    run = max((len(m.group()) for m in _TICKS.finditer(line)), default=0)
+    run = backtick_run(line)
     ticks = "`" * (run + 1)
     return f"{ticks} {line} {ticks}" if run else f"{ticks}{line}{ticks}"
 
@@ -134,8 +139,7 @@ def _excerpt(commit: FixCommit) -> Iterator[str]:
     """The commit's diff excerpt in a fence that nothing inside can close (inside a fence
     nothing links or mentions, so the text stays as git printed it)."""
     text = commit.excerpt.rstrip("\n")
-    run = max((len(m.group()) for m in _TICKS.finditer(text)), default=0)
-    fence = "`" * max(3, run + 1)
+    fence = "`" * max(3, backtick_run(text) + 1)
     yield ""
     yield f"  {fence}diff"
     yield from (f"  {line}" for line in text.split("\n"))

@@ -12,6 +12,7 @@ rankings of the issue: similarity-weighted votes alone, and the files changed mo
 
 from __future__ import annotations
 
+import bisect
 import csv
 import logging
 from collections import Counter
@@ -123,7 +124,8 @@ def evaluate_changes(
         Indexer(db, embedder).upsert(tenant_id, documents)
         searcher = Searcher(db, embedder, params)
         deps = ChangesDeps(db, tenant_id, {"corpus": history}, include=SCOPE, excerpts=False)
-        rows = [_one(searcher, deps, history, doc, gold) for doc, gold in queries]
+        most = MostChanged(history)  # the queries come oldest first
+        rows = [_one(searcher, deps, most, doc, gold) for doc, gold in queries]
     ranks = [r[0] for r in rows]
     return ChangesResult(
         issues=len(rows),
@@ -163,7 +165,7 @@ def _queries(
 def _one(
     searcher: Searcher,
     deps: ChangesDeps,
-    history: RepositoryHistory,
+    most: MostChanged,
     doc: SourceDocument,
     gold: set[str],
 ) -> tuple[int | None, int | None, int | None]:
@@ -195,16 +197,30 @@ def _one(
     ]
     votes, _ = vote_files(fixes)
     by_votes = [p for p, _ in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return _rank(ranked, gold), _rank(by_votes, gold), _rank(_most_changed(history, doc), gold)
+    assert doc.created_at is not None  # _queries keeps only issues with a creation time
+    return _rank(ranked, gold), _rank(by_votes, gold), _rank(most.before(doc.created_at), gold)
 
 
-def _most_changed(history: RepositoryHistory, doc: SourceDocument) -> list[str]:
-    assert doc.created_at is not None
-    earlier = [c.sha for c in history.commits if c.committed_at < doc.created_at]
-    counts: Counter[str] = Counter()
-    for stats in history.stats(earlier).values():
-        counts.update(s.path for s in stats if s.path.startswith("src/"))
-    return [p for p, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+class MostChanged:
+    """The files under ``src/`` ranked by how many commits before a moment changed them: a
+    running count, so replaying issues in time order reads and counts each commit once (not
+    every earlier commit again for each issue). A moment earlier than the last starts over."""
+
+    def __init__(self, history: RepositoryHistory) -> None:
+        self.history = history
+        self._times = [c.committed_at for c in history.commits]  # oldest first
+        self._counts: Counter[str] = Counter()
+        self._counted = 0  # history.commits[:_counted] are in _counts
+
+    def before(self, moment: datetime) -> list[str]:
+        end = bisect.bisect_left(self._times, moment)  # the commits strictly before ``moment``
+        if end < self._counted:
+            self._counts, self._counted = Counter(), 0
+        new = [c.sha for c in self.history.commits[self._counted : end]]
+        for stats in self.history.stats(new).values():
+            self._counts.update(s.path for s in stats if s.path.startswith("src/"))
+        self._counted = end
+        return [p for p, _ in sorted(self._counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def _rank(ranked: Sequence[str], gold: set[str]) -> int | None:

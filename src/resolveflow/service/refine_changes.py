@@ -127,6 +127,7 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
     files = (
         [f for f in history.files_at(snapshot) if _included(f, deps.include)] if snapshot else []
     )
+    in_snapshot = frozenset(files)  # once per call: every task keeps the changed files found here
     fixes: list[PastFix] = []
     for task in tasks:
         commits = found.get(task.external_id, [])
@@ -146,7 +147,7 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
             PastFix(
                 task.external_id,
                 task.score,
-                frozenset(changed & set(files)),
+                frozenset(changed & in_snapshot),
                 tuple(c.sha for c, _ in readable),
             )
         )
