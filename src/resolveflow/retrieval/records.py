@@ -12,7 +12,7 @@ from uuid import UUID
 from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.chunking import CHUNKER_VERSION, CommentText
 
-KINDS = ("issue", "pull", "comment", "runbook", "doc")
+KINDS = ("issue", "pull", "comment", "runbook", "doc", "email")  # email: mail search only
 
 # GitHub's closing keywords: "fixes #12", "Closes: #3", "resolved owner/repo#7" (same repository
 # only: a link to another repository names a document of another source).

@@ -28,18 +28,18 @@ FROM titles t, question q
 
 -- name: document_text
 SELECT id, source, external_id, kind, title, url, body FROM documents
-WHERE tenant_id = %(tenant_id)s AND id = %(document_id)s
+WHERE tenant_id = %(tenant_id)s AND id = %(document_id)s AND mailbox IS NULL
 
 -- name: document_chunks
 SELECT id, ordinal, text FROM chunks
-WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s
+WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s AND mailbox IS NULL
 ORDER BY ordinal
 
 -- name: chunks_by_id
 SELECT c.id, c.document_id, c.text, d.title, d.url, d.source, d.external_id
 FROM chunks c
 JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
-WHERE c.tenant_id = %(tenant_id)s AND c.id = ANY(%(ids)s::bigint[])
+WHERE c.tenant_id = %(tenant_id)s AND c.id = ANY(%(ids)s::bigint[]) AND c.mailbox IS NULL
 
 -- name: insert_ask_record
 INSERT INTO ask_records (

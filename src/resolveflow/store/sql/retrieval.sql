@@ -45,11 +45,13 @@ WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = ANY(%(
 -- name: upsert_document
 INSERT INTO documents (
     tenant_id, source, external_id, kind, title, url, state, labels, created_at, closed_at,
-    source_updated_at, runbook_tag, runbook_triggers, body, content_hash, chunk_count
+    source_updated_at, runbook_tag, runbook_triggers, body, content_hash, chunk_count, mailbox
 ) VALUES (
     %(tenant_id)s, %(source)s, %(external_id)s, %(kind)s, %(title)s, %(url)s, %(state)s,
     %(labels)s, %(created_at)s, %(closed_at)s, %(source_updated_at)s, %(runbook_tag)s,
-    %(runbook_triggers)s, %(body)s, %(content_hash)s, %(chunk_count)s
+    %(runbook_triggers)s, %(body)s, %(content_hash)s, %(chunk_count)s,
+    -- An email document's mailbox is its source's ('mail:<mailbox>'; migration 0017).
+    CASE WHEN %(kind)s = 'email' THEN substr(%(source)s, 6) END
 )
 ON CONFLICT (tenant_id, source, external_id) DO UPDATE SET
     kind = EXCLUDED.kind,
@@ -73,11 +75,15 @@ DELETE FROM chunks WHERE tenant_id = %(tenant_id)s AND document_id = %(document_
 
 -- name: insert_chunks
 INSERT INTO chunks (
-    tenant_id, document_id, ordinal, section, text, created_at, space_id, dims, embedding, tsv
+    tenant_id, document_id, ordinal, section, text, created_at, space_id, dims, embedding, tsv,
+    mailbox
 )
 SELECT %(tenant_id)s, %(document_id)s, u.ordinal, u.section, u.text, %(created_at)s,
        %(space_id)s, %(dims)s, u.embedding::vector,
-       rf_chunk_tsv(CASE WHEN u.section = 'head' THEN %(title)s ELSE '' END, u.text)
+       rf_chunk_tsv(CASE WHEN u.section = 'head' THEN %(title)s ELSE '' END, u.text),
+       -- The document's mailbox (NULL but for email): keeps mail out of the ordinary search.
+       (SELECT d.mailbox FROM documents d
+         WHERE d.id = %(document_id)s AND d.tenant_id = %(tenant_id)s)
 FROM unnest(%(ordinals)s::integer[], %(sections)s::text[], %(texts)s::text[],
             %(embeddings)s::text[]) AS u (ordinal, section, text, embedding)
 
@@ -156,6 +162,7 @@ candidates AS (
 picked AS (
     SELECT c.* FROM chunks c
     WHERE c.id = ANY (ARRAY(SELECT chunk_id FROM candidates)) AND c.tenant_id = %(tenant_id)s
+      AND c.mailbox IS NULL  -- mail is the mail search's only (its chunks are not candidates)
 )
 SELECT c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text,
        -- A chunk without a vector of its own is placed by its document's head vector.
