@@ -95,6 +95,19 @@ class GitLabSettings(_Group):
         return _http_url(value) or None
 
 
+class MailSettings(_Group):
+    """Sending from a tenant's mailboxes (docs/email.md); where each sends is in the policy file."""
+
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}MAIL_")
+
+    timeout_seconds: float = Field(default=30.0, gt=0, le=300)  # each SMTP reply
+    deadline_seconds: float = Field(default=120.0, gt=0, le=900)  # one whole SMTP connection
+    retries: int = Field(default=2, ge=0, le=5)  # a 4xx before DATA: new connections after it
+    retry_delay_seconds: float = Field(default=10.0, ge=0, le=300)
+    ca_file: str | None = None  # a CA bundle to trust instead of the system's
+    imap_timeout_seconds: float = Field(default=30.0, gt=0, le=300)  # reconciliation's search
+
+
 class ExecutorSettings(_Group):
     """The executor gate (``execution.lease.GateSettings``) and how often it is driven."""
 
@@ -284,6 +297,7 @@ class Settings(BaseModel):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     gitlab: GitLabSettings = Field(default_factory=GitLabSettings)
+    mail: MailSettings = Field(default_factory=MailSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)

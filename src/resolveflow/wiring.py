@@ -29,6 +29,7 @@ from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
+from resolveflow.wiring_mail import mail_gate_settings, outside_systems
 
 if TYPE_CHECKING:
     # Heavy imports (LangGraph, procrastinate, cryptography, numpy, the model clients, the
@@ -265,9 +266,9 @@ class App:
         return Executor(
             self.db,
             self.github,
-            gate_settings(self.settings),
+            mail_gate_settings(self),
             token_lookup=self.token_lookup(),
-            gitlab=self.gitlab(),
+            **outside_systems(self),
         )
 
     def reconciler(self) -> Reconciler:
@@ -276,9 +277,9 @@ class App:
         return Reconciler(
             self.db,
             self.github,
-            gate_settings(self.settings),
+            mail_gate_settings(self),
             token_lookup=self.token_lookup(),
-            gitlab=self.gitlab(),
+            **outside_systems(self),
         )
 
     def gitlab(self) -> TenantGitLab:

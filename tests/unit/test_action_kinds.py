@@ -132,3 +132,10 @@ def test_every_kind_is_registered_with_its_declarations() -> None:
         assert spec.kind is kind
         assert spec.writes_with and spec.steps and spec.marker and spec.reconciliation
         assert spec.partial
+
+
+def test_email_send_is_registered_with_its_step_and_write() -> None:
+    spec = SPECS[ActionKind.EMAIL_SEND]
+    assert spec.writes_with == ("send_message",)
+    assert [step.value for step in spec.steps] == ["send"]
+    assert "Message-ID" in spec.marker and "Sent folder" in spec.reconciliation

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from resolveflow.domain.actions import canonical_json
+from resolveflow.domain.actions import (
+    ActionChanges,
+    action_digest,
+    build_action,
+    canonical_json,
+    parse_action,
+    revise,
+)
 from resolveflow.domain.actions.email_send import (
     EmailSendAction,
     message_id,
@@ -161,7 +168,48 @@ def test_message_id_is_the_marker() -> None:
         message_id("x>\r\nBcc: e@evil.example", "support@acme.example")
 
 
-def test_not_registered_until_it_has_an_executor() -> None:
-    # The registry refuses to start without an executor per kind (tests/unit/test_action_kinds.py).
-    assert "email.send" not in {kind.value for kind in ActionKind}
-    assert isinstance(parse_email_send(base()), EmailSendAction)
+def test_registered_as_a_kind_and_parsed_through_the_union() -> None:
+    assert ActionKind("email.send") is ActionKind.EMAIL_SEND
+    parsed = parse_action({"kind": "email.send", **base()})
+    assert isinstance(parsed, EmailSendAction)
+    assert action_digest(parsed) == parse_email_send(base()).digest()
+    with pytest.raises(InvalidInput, match=r"invalid action: .*bcc"):
+        parse_action({"kind": "email.send", **base(bcc=["Evil <e@evil.example>"])})
+
+
+def test_revise_makes_a_new_version_of_each_email_field_and_refuses_others() -> None:
+    action = parse_email_send(base())
+    changed = revise(
+        action,
+        ActionChanges(
+            to=("bob@customer.example",),
+            cc=(),
+            bcc=("audit@acme.example",),
+            subject="Re: Refund",
+            text="Hello Bob",
+            html="<p>Hello Bob</p>",
+        ),
+    )
+    assert isinstance(changed, EmailSendAction)
+    assert (changed.to, changed.cc, changed.bcc) == (
+        ("bob@customer.example",),
+        (),
+        ("audit@acme.example",),
+    )
+    assert (changed.subject, changed.text, changed.html) == (
+        "Re: Refund",
+        "Hello Bob",
+        "<p>Hello Bob</p>",
+    )
+    assert changed.in_reply_to == action.in_reply_to and changed.attachments == action.attachments
+    assert revise(action, ActionChanges(bcc=("x@acme.example",))).digest() != action.digest()
+    assert revise(changed, ActionChanges(html="")).html is None  # "" drops the HTML part
+    for other in (
+        ActionChanges(comment="c"),
+        ActionChanges(labels=("bug",)),
+        ActionChanges(title="t"),
+    ):
+        with pytest.raises(InvalidInput, match="an email"):
+            revise(action, other)
+    with pytest.raises(InvalidInput, match="no recipients"):
+        revise(build_action("a/b", 1, "hello", []), ActionChanges(bcc=("x@evil.example",)))

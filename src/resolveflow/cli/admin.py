@@ -194,6 +194,50 @@ def principals_list(
     )
 
 
+MailboxOption = typer.Option(..., "--mailbox", help="A mailbox of the tenant's policy file.")
+
+
+@principals_app.command("grant")
+def principals_grant(
+    subject: str = typer.Option(..., "--subject", help="Login of the person or service."),
+    mailbox: str = MailboxOption,
+    tenant: str | None = common.TenantOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Let a principal approve mail from (and draft with) one of the tenant's mailboxes."""
+    _mailbox_grant(subject, mailbox, tenant, as_json, granted=True)
+
+
+@principals_app.command("revoke")
+def principals_revoke(
+    subject: str = typer.Option(..., "--subject", help="Login of the person or service."),
+    mailbox: str = MailboxOption,
+    tenant: str | None = common.TenantOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Take a mailbox grant away."""
+    _mailbox_grant(subject, mailbox, tenant, as_json, granted=False)
+
+
+def _mailbox_grant(
+    subject: str, mailbox: str, tenant: str | None, as_json: bool, *, granted: bool
+) -> None:
+    from resolveflow.service import mail_admin
+
+    with common.app() as opened:
+        name = common.tenant_name(opened, tenant)
+        configured = opened.policy().mailboxes(name)
+        changed = mail_admin.set_mailbox_grant(
+            opened.db, name, subject, mailbox, configured, granted=granted
+        )
+    key, verb = mailbox.strip().lower(), "granted" if granted else "revoked"
+    emit(
+        {"tenant": name, "subject": subject, "mailbox": key, verb: True, "changed": changed},
+        as_json,
+        lambda: console.print(f"{key} {verb} for {subject}" + ("" if changed else " (no change)")),
+    )
+
+
 @repos_app.command("add")
 def repos_add(
     repository: str, tenant: str | None = common.TenantOption, as_json: bool = common.JsonOption

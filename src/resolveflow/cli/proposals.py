@@ -131,6 +131,11 @@ def edit(
     title: str | None = typer.Option(None, "--title", help="A new issue's new title."),
     body_file: Path | None = BodyFile,
     assignee: list[str] | None = Assignees,
+    to: list[str] | None = typer.Option(None, "--to", help="An email's To (repeat; replaces)."),
+    cc: list[str] | None = typer.Option(None, "--cc", help="An email's Cc (repeat; replaces)."),
+    bcc: list[str] | None = typer.Option(None, "--bcc", help="An email's Bcc (repeat; replaces)."),
+    subject: str | None = typer.Option(None, "--subject", help="An email's subject."),
+    text_file: Path | None = typer.Option(None, "--text-file", help="An email's text (a file)."),
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
@@ -142,6 +147,11 @@ def edit(
         title=title,
         body=common.read_text_file(body_file) if body_file is not None else None,
         assignees=tuple(assignee) if assignee is not None else None,
+        to=tuple(to) if to else None,
+        cc=tuple(cc) if cc else None,
+        bcc=tuple(bcc) if bcc else None,
+        subject=subject,
+        text=common.read_text_file(text_file) if text_file is not None else None,
     )
     with common.app() as opened:
         actor = common.principal(opened, token)

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from resolveflow.domain.actions import (
     AnyAction,
+    EmailSendAction,
     GitHubIssueAction,
     GitHubIssueCreateAction,
     GitLabIssueCreateAction,
@@ -69,6 +70,10 @@ class ApprovalFacts:
     # Why the repository's labels could not be read from GitHub (then they are not known, and
     # "labels exist" fails rather than pass unchecked)
     labels_unreadable: str | None = None
+    # email.send: the tenant's mailboxes in the policy file (None: not known here, and the
+    # executor checks it right before sending), and those granted to the approver
+    configured_mailboxes: frozenset[str] | None = None
+    granted_mailboxes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,26 @@ def _labels_exist(facts: ApprovalFacts) -> str:
     return "every label exists in the repository"
 
 
+def _mailbox_configured(facts: ApprovalFacts) -> str:
+    action = verified_action(facts.proposal)
+    assert isinstance(action, EmailSendAction)
+    if facts.configured_mailboxes is None:
+        return "checked against the policy file right before sending"
+    check_mailbox_configured(action, facts.configured_mailboxes)
+    return f"{action.mailbox} is one of the tenant's mailboxes"
+
+
+def _mailbox_granted(facts: ApprovalFacts) -> str:
+    action = verified_action(facts.proposal)
+    assert isinstance(action, EmailSendAction)
+    if action.mailbox.lower() not in facts.granted_mailboxes:
+        raise NotAuthorized(
+            f"{facts.approver.subject} may not approve mail from {action.mailbox} "
+            "(no grant for that mailbox)"
+        )
+    return f"{facts.approver.subject} holds the grant for {action.mailbox}"
+
+
 COMMON_APPROVAL_CHECKS: tuple[Check, ...] = (
     Check("same tenant", _same_tenant),
     Check("undecided", _undecided),
@@ -188,6 +213,12 @@ GITHUB_CHECKS: tuple[Check, ...] = (
 # A GitLab project is reachable only through the tenant's project aliases (resolved by
 # ``service/issues_prepare``); the executor checks the project is still one of them.
 GITLAB_CHECKS: tuple[Check, ...] = (Check("labels exist", _labels_exist),)
+# A message leaves from one of the tenant's configured mailboxes, approved by someone who holds
+# the grant for it (the approver role alone is not enough).
+EMAIL_CHECKS: tuple[Check, ...] = (
+    Check("mailbox configured", _mailbox_configured),
+    Check("mailbox granted", _mailbox_granted),
+)
 
 
 def kind_checks(action: AnyAction) -> tuple[Check, ...]:
@@ -197,6 +228,8 @@ def kind_checks(action: AnyAction) -> tuple[Check, ...]:
             return GITHUB_CHECKS
         case GitLabIssueCreateAction():
             return GITLAB_CHECKS
+        case EmailSendAction():
+            return EMAIL_CHECKS
 
 
 def approval_checks(proposal: Proposal) -> tuple[Check, ...]:
@@ -255,8 +288,8 @@ def check_approval_still_valid(
 
 
 def check_repository_allowed(action: AnyAction, allowed: Iterable[str]) -> None:
-    if isinstance(action, GitLabIssueCreateAction):
-        return  # not a GitHub repository: its executor checks the tenant's project aliases
+    if isinstance(action, GitLabIssueCreateAction | EmailSendAction):
+        return  # not a GitHub repository: its executor checks the tenant's aliases or mailboxes
     if action.repository not in {name.lower() for name in allowed}:
         raise PolicyViolation(f"repository {action.repository} is not on the allowlist")
 
@@ -274,3 +307,9 @@ def check_project_allowed(action: GitLabIssueCreateAction, allowed: Iterable[str
         raise PolicyViolation(
             f"GitLab project {action.target.project} is not one of the tenant's project aliases"
         )
+
+
+def check_mailbox_configured(action: EmailSendAction, configured: Iterable[str]) -> None:
+    """The mailbox is (still) one of the tenant's mailboxes in the policy file."""
+    if action.mailbox.lower() not in {address.lower() for address in configured}:
+        raise PolicyViolation(f"mailbox {action.mailbox} is not one of the tenant's mailboxes")

@@ -73,7 +73,8 @@ class AttemptStep(StrEnum):
 
     COMMENT = "comment"  # github.issue
     LABELS = "labels"  # github.issue
-    CREATE = "create"  # github.issue_create
+    CREATE = "create"  # github.issue_create, gitlab.issue_create
+    SEND = "send"  # email.send: one SMTP session that hands the message over
 
 
 class AttemptOutcome(StrEnum):
@@ -97,6 +98,9 @@ class AuditEvent(StrEnum):
     TENANT_CREATED = "tenant.created"
     PRINCIPAL_CREATED = "principal.created"
     PRINCIPAL_ROLES_SET = "principal.roles_set"
+    MAILBOX_GRANTED = "mailbox.granted"
+    MAILBOX_REVOKED = "mailbox.revoked"
+    MAILBOX_CREDENTIAL_SET = "mailbox.credential_set"
     REPOSITORY_ALLOWED = "repository.allowed"
     REPOSITORY_REMOVED = "repository.removed"
     SESSION_STARTED = "session.started"

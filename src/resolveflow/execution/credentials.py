@@ -58,6 +58,7 @@ def principal_token(
 SERVICE_TOKEN_SETTING = "RESOLVEFLOW_GITHUB_TOKEN"  # noqa: S105 (a setting's name)
 GITLAB_URL_SETTING = "RESOLVEFLOW_GITLAB_URL"
 GITLAB_KIND = "gitlab.issue_create"  # written with the tenant's GitLab token, whoever approved
+EMAIL_KIND = "email.send"  # sent with the mailbox's own secret; its executor checks it
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,9 @@ def due_credentials(
     credential. The executor (CLI) and the worker both ask this before claiming."""
     rows = conn.execute(q("executions", "due_approvers"), {"tenant_id": tenant_id})
     return {
-        row["id"]: missing_gitlab_credential(row["tenant"], row["has_gitlab_token"], configured)
+        row["id"]: None
+        if row["kind"] == EMAIL_KIND
+        else missing_gitlab_credential(row["tenant"], row["has_gitlab_token"], configured)
         if row["kind"] == GITLAB_KIND
         else missing_credential(
             row["subject"],

@@ -25,6 +25,7 @@ from resolveflow.errors import NotAuthorized, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
 from resolveflow.execution.kinds import KindRegistry
 from resolveflow.execution.kinds.base import Prepared, Verified
+from resolveflow.execution.kinds.email_send import MailAccess
 from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Attempt, Recorder
@@ -46,6 +47,7 @@ class Executor:
         token_lookup: ApproverTokenLookup | None = None,
         clock: Callable[[], float] = time.monotonic,
         gitlab: GitLabAccess | None = None,
+        mail: MailAccess | None = None,
     ) -> None:
         self.db = db
         self.github = github
@@ -54,7 +56,7 @@ class Executor:
         self.token_lookup = token_lookup
         self.clock = clock
         self.record = Recorder(db, self.owner, settings, clock)
-        self.kinds = KindRegistry(github, self.record, gitlab)
+        self.kinds = KindRegistry(github, self.record, gitlab, mail)
 
     # --- entry points --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from resolveflow.errors import ProviderError, ResolveFlowError
 from resolveflow.execution.credentials import ApproverTokenLookup, approver_token
 from resolveflow.execution.kinds import SPECS, KindRegistry
 from resolveflow.execution.kinds.base import Evidence, Settled, sent_with
+from resolveflow.execution.kinds.email_send import MailAccess
 from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.execution.lease import GateSettings, new_owner_id
 from resolveflow.execution.outcomes import Recorder
@@ -45,6 +46,7 @@ class Reconciler:
         owner: str | None = None,
         token_lookup: ApproverTokenLookup | None = None,
         gitlab: GitLabAccess | None = None,
+        mail: MailAccess | None = None,
     ) -> None:
         self.token_lookup = token_lookup
         self.db = db
@@ -52,7 +54,7 @@ class Reconciler:
         self.settings = settings
         self.owner = owner or new_owner_id()
         self.actor = f"reconciler:{self.owner}"
-        self.kinds = KindRegistry(github, Recorder(db, self.owner, settings), gitlab)
+        self.kinds = KindRegistry(github, Recorder(db, self.owner, settings), gitlab, mail)
 
     def run(
         self, tenant_ids: list[UUID] | None = None, min_age_seconds: float = 0

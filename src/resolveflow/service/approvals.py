@@ -10,6 +10,7 @@ read from GitHub by ``RepositoryLabels``, before the decision's transaction open
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from uuid import UUID
@@ -26,7 +27,7 @@ from resolveflow.domain.policy import (
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
-from resolveflow.store import audit
+from resolveflow.store import audit, mail_grants
 from resolveflow.store import executions as execution_store
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
@@ -34,6 +35,11 @@ from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
+
+
+# tenant id -> the tenant's mailboxes in the policy file (lower case); wiring builds it. Without
+# one, "mailbox configured" is left to the executor's check right before sending.
+MailboxLookup = Callable[[UUID], frozenset[str]]
 
 
 def actor_of(principal: Principal) -> str:
@@ -120,6 +126,7 @@ def approval_facts(
     supplied_digest: str | None,
     ttl_seconds: int,
     read: LabelsRead | None = None,
+    configured_mailboxes: frozenset[str] | None = None,
 ) -> ApprovalFacts:
     """The records as they are now, inside the viewer's tenant (call under the lineage lock
     when deciding); ``read``: the labels from GitHub when the run's evidence has none."""
@@ -137,7 +144,15 @@ def approval_facts(
         repository_labels=labels if labels is not None else read.labels,
         carried_out=_carried_out(conn, viewer, proposal),
         labels_unreadable=read.unreadable if labels is None else None,
+        configured_mailboxes=configured_mailboxes,
+        granted_mailboxes=_granted(conn, viewer, proposal),
     )
+
+
+def _granted(conn: Connection, viewer: Principal, proposal: Proposal) -> frozenset[str]:
+    if proposal.action.get("kind") != "email.send":
+        return frozenset()  # only mail is approved by grant
+    return mail_grants.granted_mailboxes(conn, viewer.tenant_id, viewer.id)
 
 
 def _carried_out(
@@ -153,6 +168,7 @@ def checks_for(
     proposal_id: UUID,
     ttl_seconds: int,
     labels: RepositoryLabels | None = None,
+    mailboxes: MailboxLookup | None = None,
 ) -> list[CheckResult]:
     """Every approval check for ``viewer`` on this proposal version, each passing or not.
     ``labels``: where to read the repository's labels when no run's evidence has them (without
@@ -161,7 +177,13 @@ def checks_for(
     with db.tenant(viewer.tenant_id) as conn:
         proposal = proposal_store.proposal_by_id(conn, viewer.tenant_id, proposal_id)
         facts = approval_facts(
-            conn, viewer, proposal, supplied_digest=None, ttl_seconds=ttl_seconds, read=read
+            conn,
+            viewer,
+            proposal,
+            supplied_digest=None,
+            ttl_seconds=ttl_seconds,
+            read=read,
+            configured_mailboxes=mailboxes(viewer.tenant_id) if mailboxes else None,
         )
     return evaluate(facts)
 
@@ -173,9 +195,11 @@ def approve(
     digest: str,
     ttl_seconds: int,
     labels: RepositoryLabels | None = None,
+    mailboxes: MailboxLookup | None = None,
 ) -> ApprovalResult:
     try:
         read = read_labels(db, principal, proposal_id, labels)
+        configured = mailboxes(principal.tenant_id) if mailboxes else None
         with db.tenant(principal.tenant_id) as conn:
             proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
             proposal_store.lock_lineage(conn, proposal.lineage_id)
@@ -186,6 +210,7 @@ def approve(
                 supplied_digest=digest,
                 ttl_seconds=ttl_seconds,
                 read=read,
+                configured_mailboxes=configured,
             )
             check_can_approve(facts)
             approval = proposal_store.insert_approval(

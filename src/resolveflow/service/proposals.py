@@ -36,8 +36,10 @@ def _require_proposer(principal: Principal) -> None:
 
 
 def _check_allowed(conn: Connection, tenant_id: UUID, repository: str) -> None:
-    if repository.startswith("gitlab:"):
-        return  # a GitLab project comes from the tenant's aliases (service/issues_prepare)
+    if repository.startswith(("gitlab:", "email:")):
+        # a GitLab project comes from the tenant's aliases (service/issues_prepare); a mailbox is
+        # checked against the policy file and the approver's grant when approved and sent
+        return
     if not tenant_store.repository_allowed(conn, tenant_id, repository):
         raise PolicyViolation(f"repository {repository} is not on this tenant's allowlist")
 

@@ -121,7 +121,10 @@ class AioSmtpMailer:
     async def _envelope(self, client: aiosmtplib.SMTP, message: OutgoingMessage) -> None:
         endpoint = self._endpoint
         if endpoint.username is not None and endpoint.password is not None:
-            await client.login(endpoint.username, endpoint.password)
+            if endpoint.auth == "xoauth2":
+                await client.auth_xoauth2(endpoint.username, endpoint.password)
+            else:
+                await client.login(endpoint.username, endpoint.password)
         await client.mail(message.envelope_from)
         for recipient in message.envelope_to:
             await client.rcpt(recipient)
@@ -135,8 +138,18 @@ class AioSmtpMailer:
             timeout=endpoint.timeout_seconds,
             use_tls=endpoint.security is Security.TLS,
             start_tls=endpoint.security is Security.STARTTLS,
-            tls_context=self._tls_context,
+            tls_context=self._tls_context or _ca_context(endpoint.ca_file),
         )
+
+
+def _ca_context(ca_file: str | None) -> ssl.SSLContext | None:
+    """Verification against ``ca_file`` (hostname checked too); None: the system's CAs."""
+    if ca_file is None:
+        return None
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ProviderUnavailable(f"smtp: cannot read the CA file {ca_file}: {exc}") from None
 
 
 async def _quit(client: aiosmtplib.SMTP) -> None:

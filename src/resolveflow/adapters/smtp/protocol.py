@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Literal, Protocol
 
 from resolveflow.adapters.base import writes
 
@@ -39,6 +39,16 @@ class SmtpEndpoint:
     retries: int = 2
     retry_delay_seconds: float = 10.0
     helo_name: str | None = None  # None: the local host's name
+    # "xoauth2": ``password`` holds an OAuth2 access token, sent with AUTH XOAUTH2
+    auth: Literal["password", "xoauth2"] = "password"
+    ca_file: str | None = None  # a CA bundle to trust instead of the system's (a private CA)
+
+    @property
+    def worst_case_seconds(self) -> float:
+        """The longest one ``send_message`` can take: every try to its deadline, the delays
+        between them. The executor's lease must cover it."""
+        tries = self.retries + 1
+        return tries * self.deadline_seconds + self.retries * self.retry_delay_seconds
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 
+from resolveflow.domain.actions.email_send import EmailSendAction
 from resolveflow.domain.actions.github_issue import (
     MAX_COMMENT_CHARS,
     GitHubIssueAction,
@@ -56,6 +57,7 @@ __all__ = [
     "ActionChanges",
     "ActionKind",
     "AnyAction",
+    "EmailSendAction",
     "GitHubIssueAction",
     "GitHubIssueCreateAction",
     "GitLabAssignee",

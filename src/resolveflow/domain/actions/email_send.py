@@ -1,7 +1,6 @@
 """``email.send``: send one exact message from a mailbox over SMTP.
 
-Not yet a registered kind (``ActionKind``, the ``Action`` union): the registry refuses to start
-without an executor per kind, and the executor comes later (docs/email.md).
+A registered kind (``ActionKind.EMAIL_SEND``); its executor is ``execution/kinds/email_send.py``.
 
 The canonical form, and so the digest, covers every field: From, To, Cc, Bcc, the subject, the
 text, the HTML part, In-Reply-To, References and each attachment's name, media type, size and
@@ -141,6 +140,11 @@ class EmailSendAction(BaseModel):
     def repository(self) -> str:
         """Where it writes, spelled so that it never equals a repository's name."""
         return f"email:{self.mailbox}"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """A message has no labels; the shared label checks then have nothing to check."""
+        return ()
 
     @property
     def summary(self) -> str:

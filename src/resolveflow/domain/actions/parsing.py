@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
+from resolveflow.domain.actions.email_send import EmailSendAction
 from resolveflow.domain.actions.github_issue import GitHubIssueAction
 from resolveflow.domain.actions.github_issue_create import GitHubIssueCreateAction
 from resolveflow.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
@@ -17,11 +18,12 @@ class ActionKind(StrEnum):
     GITHUB_ISSUE = "github.issue"  # comment and/or labels on an existing issue
     GITHUB_ISSUE_CREATE = "github.issue_create"  # a new issue
     GITLAB_ISSUE_CREATE = "gitlab.issue_create"  # a new issue in a GitLab project
+    EMAIL_SEND = "email.send"  # one exact message from a tenant's mailbox over SMTP
 
 
 ACTION_KIND = ActionKind.GITHUB_ISSUE  # the kind triage proposes
 
-AnyAction = GitHubIssueAction | GitHubIssueCreateAction | GitLabIssueCreateAction
+AnyAction = GitHubIssueAction | GitHubIssueCreateAction | GitLabIssueCreateAction | EmailSendAction
 Action = Annotated[AnyAction, Field(discriminator="kind")]
 _ACTION: TypeAdapter[AnyAction] = TypeAdapter(Action)
 

@@ -14,7 +14,7 @@ Invisible characters are reported wherever they are, code included.
 
 from __future__ import annotations
 
-from resolveflow.domain.actions import AnyAction, GitHubIssueAction
+from resolveflow.domain.actions import AnyAction, EmailSendAction, GitHubIssueAction
 from resolveflow.domain.disclosure.blocks import masked, segments
 from resolveflow.domain.disclosure.characters import (
     BIDI_CONTROLS,
@@ -90,6 +90,10 @@ def scan_action(action: AnyAction) -> tuple[Finding, ...]:
     found: list[Finding] = []
     if isinstance(action, GitHubIssueAction):
         found += scan_markdown(action.comment or "", "comment")
+    elif isinstance(action, EmailSendAction):
+        # The text part is shown as plain text; an HTML part can hide what a client renders.
+        found += scan_plain(action.subject, "subject") + scan_plain(action.text, "text")
+        found += scan_markdown(action.html or "", "html")
     else:
         found += scan_plain(action.title, "title") + scan_markdown(action.body, "body")
         for assignee in action.assignees:

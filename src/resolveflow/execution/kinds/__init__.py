@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.actions import ActionKind, AnyAction
-from resolveflow.execution.kinds import github_issue, github_issue_create, gitlab_issue_create
+from resolveflow.execution.kinds import (
+    email_send,
+    github_issue,
+    github_issue_create,
+    gitlab_issue_create,
+)
 from resolveflow.execution.kinds.base import KindExecutor, KindSpec
+from resolveflow.execution.kinds.email_send import MailAccess, NoMail
 from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess, NoGitLab
 from resolveflow.execution.outcomes import Recorder
 
@@ -13,14 +19,20 @@ SPECS: dict[ActionKind, KindSpec] = {
     ActionKind.GITHUB_ISSUE: github_issue.SPEC,
     ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.SPEC,
     ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.SPEC,
+    ActionKind.EMAIL_SEND: email_send.SPEC,
 }
 
 
 class KindRegistry:
-    """Each kind's executor, built over one GitHub client, GitLab per tenant and one recorder."""
+    """Each kind's executor, built over one GitHub client, GitLab and mailboxes per tenant and
+    one recorder."""
 
     def __init__(
-        self, github: GitHub, record: Recorder, gitlab: GitLabAccess | None = None
+        self,
+        github: GitHub,
+        record: Recorder,
+        gitlab: GitLabAccess | None = None,
+        mail: MailAccess | None = None,
     ) -> None:
         self._executors: dict[ActionKind, KindExecutor] = {
             ActionKind.GITHUB_ISSUE: github_issue.GitHubIssueExecutor(github, record),
@@ -30,6 +42,7 @@ class KindRegistry:
             ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.GitLabIssueCreateExecutor(
                 gitlab or NoGitLab(), record
             ),
+            ActionKind.EMAIL_SEND: email_send.EmailSendExecutor(mail or NoMail(), record),
         }
         missing = set(ActionKind) - set(self._executors)
         if missing:  # a kind without an executor could be approved but never sent

@@ -13,13 +13,21 @@ Faults are injected per test and apply to the next matching commands:
 
 ``open_sessions`` counts connections that are still open, so a test can prove the client closed
 every one; ``wait_idle`` waits (bounded) for the server to see the last one go.
+
+Optionally it requires authentication (``credentials``: a user and a secret, accepted as
+PLAIN/LOGIN password or XOAUTH2 bearer token; ``logins`` records who authenticated and how), and
+TLS: ``starttls`` (a server SSL context: STARTTLS offered and required) or ``tls`` (implicit TLS
+from the first byte, as on port 465).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from email import message_from_bytes
@@ -27,7 +35,7 @@ from email.policy import SMTP as SMTP_POLICY
 from typing import Any, Literal
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP, Envelope, Session
+from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 
 HANG_LIMIT_SECONDS = 30.0  # a hung reply ends after this, or when the client or the server goes
 
@@ -105,6 +113,21 @@ class _Handler:
         return f"250 OK queued as {message_id}"
 
 
+class _AuthHandler(_Handler):
+    """The hooks plus AUTH XOAUTH2 (aiosmtpd finds ``auth_*`` methods on the handler)."""
+
+    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:
+        try:
+            blob = base64.b64decode(args[1], validate=True).decode()
+            fields = dict(part.split("=", 1) for part in blob.split("\x01") if "=" in part)
+        except (IndexError, binascii.Error, UnicodeDecodeError, ValueError):
+            return AuthResult(success=False, handled=False)
+        user, bearer = fields.get("user", ""), fields.get("auth", "")
+        token = bearer.removeprefix("Bearer ")
+        ok = self.owner.check_login("XOAUTH2", user, token)
+        return AuthResult(success=ok, handled=False)  # handled=False: aiosmtpd answers 535
+
+
 class _CountingSMTP(SMTP):
     def __init__(self, owner: FakeSmtpServer, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -121,8 +144,30 @@ class _CountingSMTP(SMTP):
 
 
 class _Controller(Controller):
-    def __init__(self, owner: FakeSmtpServer, port: int) -> None:
-        super().__init__(_Handler(owner), hostname="127.0.0.1", port=port, ready_timeout=5.0)
+    def __init__(
+        self,
+        owner: FakeSmtpServer,
+        port: int,
+        starttls: ssl.SSLContext | None,
+        tls: ssl.SSLContext | None,
+    ) -> None:
+        auth: dict[str, Any] = {}
+        if owner.credentials is not None:
+            auth = {
+                "authenticator": owner.authenticate,
+                "auth_required": True,
+                "auth_require_tls": starttls is not None,
+            }
+        super().__init__(
+            _AuthHandler(owner) if owner.credentials is not None else _Handler(owner),
+            hostname="127.0.0.1",
+            port=port,
+            ready_timeout=5.0,
+            ssl_context=tls,
+            tls_context=starttls,
+            require_starttls=starttls is not None,
+            **auth,
+        )
         self._owner = owner
 
     def factory(self) -> SMTP:
@@ -130,7 +175,16 @@ class _Controller(Controller):
 
 
 class FakeSmtpServer:
-    def __init__(self, port: int = 0) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        credentials: tuple[str, str] | None = None,
+        starttls: ssl.SSLContext | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.credentials = credentials
+        self.logins: list[tuple[str, str]] = []  # (mechanism, user) of each successful AUTH
         self._lock = threading.Condition()
         self._faults: list[Fault] = []
         self._remaining: dict[int, int] = {}
@@ -138,7 +192,7 @@ class FakeSmtpServer:
         self._open = 0
         self.sessions_seen = 0
         self._stopping: asyncio.Event | None = None
-        self._controller = _Controller(self, port or _free_port())
+        self._controller = _Controller(self, port or _free_port(), starttls, tls)
 
     # --- life -----------------------------------------------------------------------------
 
@@ -209,6 +263,24 @@ class FakeSmtpServer:
     def messages(self) -> list[ReceivedMessage]:
         with self._lock:
             return list(self._messages)
+
+    # --- authentication -------------------------------------------------------------------
+
+    def check_login(self, mechanism: str, user: str, secret: str) -> bool:
+        ok = self.credentials is not None and (user, secret) == self.credentials
+        if ok:
+            with self._lock:
+                self.logins.append((mechanism, user))
+        return ok
+
+    def authenticate(
+        self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, data: Any
+    ) -> AuthResult:
+        """aiosmtpd's authenticator for PLAIN and LOGIN."""
+        if not isinstance(data, LoginPassword):
+            return AuthResult(success=False, handled=False)
+        user, secret = data.login.decode(), data.password.decode()
+        return AuthResult(success=self.check_login(mechanism, user, secret), handled=False)
 
     # --- sessions -------------------------------------------------------------------------
 

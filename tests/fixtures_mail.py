@@ -1,0 +1,123 @@
+"""Helpers for the email gate tests: a tenant's mailbox in a policy file pointing at the sandbox
+SMTP (and IMAP) server on loopback, its grant, proposals of ``email.send``, executors over
+``wiring_mail.TenantMail``."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+from conftest import World
+from resolveflow.config import MailSettings, Settings
+from resolveflow.domain.actions import EmailSendAction
+from resolveflow.domain.actions.email_send import parse_email_send
+from resolveflow.domain.records import Proposal
+from resolveflow.domain.triage_policy import PolicyFile, parse_policy
+from resolveflow.execution.gate import Executor
+from resolveflow.execution.lease import GateSettings
+from resolveflow.execution.reconcile import Reconciler
+from resolveflow.service import approvals, mail_admin, proposals
+from resolveflow.store.database import Database
+from resolveflow.store.token_cipher import TokenCipher
+from resolveflow.wiring_mail import TenantMail
+
+MAILBOX = "support@acme.example"
+# Short bounds: the sandbox answers at once, and a hung reply is cut in about a second.
+FAST = MailSettings(timeout_seconds=1.0, deadline_seconds=1.5, retries=0, retry_delay_seconds=0.0)
+
+
+def mailbox_toml(
+    tenant: str,
+    port: int,
+    *,
+    security: str = "plain",
+    username: str | None = None,
+    auth: str = "password",
+    imap_port: int | None = None,
+    host: str = "127.0.0.1",
+) -> str:
+    lines = [
+        f'[tenants.{tenant}.mailboxes."{MAILBOX}"]',
+        f'smtp_host = "{host}"',
+        f"smtp_port = {port}",
+        f'security = "{security}"',
+        f'auth = "{auth}"',
+        'allowed_domains = ["acme.example"]',
+    ]
+    if username is not None:
+        lines.append(f'username = "{username}"')
+    if imap_port is not None:
+        lines += ['sent_folder = "Sent"', 'imap_host = "127.0.0.1"', f"imap_port = {imap_port}"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class MailWorld:
+    world: World
+    access: TenantMail
+    policy: PolicyFile
+    cipher: TokenCipher
+
+    def configured(self, tenant_id: Any) -> frozenset[str]:
+        return self.access.configured_mailboxes(tenant_id)
+
+
+def make_mail(
+    db: Database,
+    world: World,
+    policy_text: str,
+    *,
+    settings: MailSettings = FAST,
+    tls_context: ssl.SSLContext | None = None,
+    grant: tuple[str, ...] = ("alex",),
+) -> MailWorld:
+    policy = parse_policy(policy_text)
+    cipher = TokenCipher(TokenCipher.generate_key())
+    access = TenantMail(
+        db, Settings(mail=settings), lambda: policy, cipher, tls_context=tls_context
+    )
+    for subject in grant:
+        set_grant(db, policy, world.tenant.name, subject, granted=True)
+    return MailWorld(world, access, policy, cipher)
+
+
+def set_grant(
+    db: Database, policy: PolicyFile, tenant: str, subject: str, *, granted: bool
+) -> None:
+    mail_admin.set_mailbox_grant(
+        db, tenant, subject, MAILBOX, policy.mailboxes(tenant), granted=granted
+    )
+
+
+def email_action(**changes: Any) -> EmailSendAction:
+    data: dict[str, Any] = {
+        "mailbox": MAILBOX,
+        "to": ["alice@customer.example"],
+        "cc": ["ops@acme.example"],
+        "subject": "Re: Refund for order 1042",
+        "text": "Hello Alice,\n\nThe refund was issued today.\n\nAcme Support",
+        "in_reply_to": "<req-1@customer.example>",
+        "references": ["<req-0@customer.example>", "<req-1@customer.example>"],
+        **changes,
+    }
+    return parse_email_send(data)
+
+
+def propose(db: Database, mail: MailWorld, action: EmailSendAction) -> Proposal:
+    return proposals.create_prepared_proposal(db, mail.world.requester(db), action)
+
+
+def approve(db: Database, mail: MailWorld, proposal: Proposal, principal: Any = None) -> Any:
+    who = principal if principal is not None else mail.world.approver(db)
+    return approvals.approve(db, who, proposal.id, proposal.digest, 3600, mailboxes=mail.configured)
+
+
+def executor(db: Database, mail: MailWorld, **gate: Any) -> Executor:
+    settings = GateSettings(**{"lease_seconds": 30.0, "unavailable_retry_seconds": 0.5, **gate})
+    # No GitHub client: an email never touches GitHub.
+    return Executor(db, None, settings, mail=mail.access)  # type: ignore[arg-type]
+
+
+def reconciler(db: Database, mail: MailWorld) -> Reconciler:
+    return Reconciler(db, None, GateSettings(lease_seconds=30.0), mail=mail.access)  # type: ignore[arg-type]
