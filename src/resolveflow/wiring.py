@@ -29,7 +29,7 @@ from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring_mail import mail_gate_settings, outside_systems
+from resolveflow.wiring_mail import mail_gate_settings, mailbox_lookup, outside_systems
 
 if TYPE_CHECKING:
     # Heavy imports (LangGraph, procrastinate, cryptography, numpy, the model clients, the
@@ -354,6 +354,7 @@ class App:
             graph=build_triage_graph(deps, checkpoint_saver(pool)),
             lease_seconds=self.settings.triage.run_lease_seconds,
             approval_ttl_seconds=self.settings.approval.ttl_seconds,
+            mailboxes=mailbox_lookup(self),
         )
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ from resolveflow.store.database import Database
 
 if TYPE_CHECKING:
     # cryptography (behind the store's cipher) loads only when a mailbox's secret is first read.
+    from resolveflow.service.approvals import MailboxLookup
     from resolveflow.store.mail_credentials import MailboxSecret
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.wiring import App
@@ -61,6 +62,12 @@ def outside_systems(app: App) -> dict[str, Any]:
         "mail", lambda: TenantMail(app.db, app.settings, app.policy, app.token_cipher())
     )
     return {"gitlab": app.gitlab(), "mail": mail}
+
+
+def mailbox_lookup(app: App) -> MailboxLookup:
+    """Tenant id -> its mailboxes in the policy file, for the approval checks."""
+    mail: TenantMail = outside_systems(app)["mail"]
+    return mail.configured_mailboxes
 
 
 class TenantMail:

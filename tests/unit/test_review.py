@@ -19,6 +19,7 @@ from resolveflow.domain.review import (
     risk,
 )
 from resolveflow.evals import safety
+from resolveflow.evals.mail_safety import MAIL_CASES
 from resolveflow.evals.safety import CASES, SNIPPETS, Case, diagnosis, issue, run_case
 from resolveflow.service.investigation import InvestigationConfig, assess
 from resolveflow.service.model_calls import ModelCallBudget
@@ -88,7 +89,8 @@ def test_the_outcome_is_approve_only_when_every_gate_passes() -> None:
 def test_the_safety_suite_passes_every_case() -> None:
     report = safety.run_safety_suite()
     assert report.failures == []
-    assert report.passed == report.total == len(CASES) >= 25
+    assert report.passed == report.total == len(CASES) + len(MAIL_CASES)
+    assert len(CASES) >= 25 and len(MAIL_CASES) >= 9
 
 
 def test_the_suite_notices_a_gate_that_lets_something_through() -> None:

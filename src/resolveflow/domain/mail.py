@@ -55,3 +55,41 @@ class MailExample:
     score: float
     request_message_id: str | None = None
     replied_at: datetime | None = None
+
+
+def message_as_json(message: MailMessage) -> dict[str, object]:
+    """The stored form of a parsed message (a draft keeps the request it answers)."""
+    return {
+        "message_id": message.message_id,
+        "from_address": message.from_address,
+        "from_name": message.from_name,
+        "to": list(message.to),
+        "cc": list(message.cc),
+        "subject": message.subject,
+        "date": message.date.isoformat() if message.date else None,
+        "text": message.text,
+        "in_reply_to": message.in_reply_to,
+        "references": list(message.references),
+    }
+
+
+def message_from_json(data: dict[str, object]) -> MailMessage:
+    def strings(key: str) -> tuple[str, ...]:
+        value = data.get(key) or []
+        assert isinstance(value, list)
+        return tuple(str(item) for item in value)
+
+    date = data.get("date")
+    name, reply = data.get("from_name"), data.get("in_reply_to")
+    return MailMessage(
+        message_id=str(data["message_id"]),
+        from_address=str(data["from_address"]),
+        from_name=str(name) if name is not None else None,
+        to=strings("to"),
+        cc=strings("cc"),
+        subject=str(data.get("subject") or ""),
+        date=datetime.fromisoformat(str(date)) if date else None,
+        text=str(data.get("text") or ""),
+        in_reply_to=str(reply) if reply is not None else None,
+        references=strings("references"),
+    )

@@ -74,6 +74,9 @@ class ApprovalFacts:
     # executor checks it right before sending), and those granted to the approver
     configured_mailboxes: frozenset[str] | None = None
     granted_mailboxes: frozenset[str] = frozenset()
+    # email.send: whether this version is a draft version whose checks passed (None: no draft
+    # made this lineage, so there is nothing to check it against)
+    checked_draft: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,18 @@ def _mailbox_granted(facts: ApprovalFacts) -> str:
     return f"{facts.approver.subject} holds the grant for {action.mailbox}"
 
 
+def _draft_checked(facts: ApprovalFacts) -> str:
+    if facts.checked_draft is None:
+        return "not drafted here: no request to check the message against"
+    if not facts.checked_draft:
+        # e.g. ``proposals edit`` on a drafted reply: the drafting checks never saw this text
+        raise PolicyViolation(
+            "this version was not checked as a draft (edited outside drafting): "
+            "edit the reply on its draft instead (resolveflow mail edit)"
+        )
+    return "every drafting check passed on exactly this version"
+
+
 COMMON_APPROVAL_CHECKS: tuple[Check, ...] = (
     Check("same tenant", _same_tenant),
     Check("undecided", _undecided),
@@ -218,6 +233,7 @@ GITLAB_CHECKS: tuple[Check, ...] = (Check("labels exist", _labels_exist),)
 EMAIL_CHECKS: tuple[Check, ...] = (
     Check("mailbox configured", _mailbox_configured),
     Check("mailbox granted", _mailbox_granted),
+    Check("draft checks passed", _draft_checked),
 )
 
 

@@ -28,6 +28,7 @@ from resolveflow.domain.diagnosis import ModelRefused, ModelTimeout, Snippet
 from resolveflow.domain.evidence import IssueEvidence, normalize
 from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
 from resolveflow.errors import ResolveFlowError
+from resolveflow.evals.mail_safety import run_mail_cases
 from resolveflow.evals.planner_safety import PlannerWorld, run_planner_cases
 from resolveflow.service.investigation import Investigation, InvestigationConfig, assess
 from resolveflow.service.model_calls import ModelCallBudget
@@ -355,6 +356,8 @@ def run_safety_suite(
     cases: tuple[Case, ...] = CASES, planner: PlannerWorld | None = None
 ) -> SafetyReport:
     results = [(case.name, run_case(case)) for case in cases]
+    if cases is CASES:  # the whole suite: the drafting model's cases too
+        results += run_mail_cases()
     if planner is not None:
         results += run_planner_cases(planner)
     failures = [{"case": name, "problems": problems} for name, problems in results if problems]

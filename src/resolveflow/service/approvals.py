@@ -27,7 +27,7 @@ from resolveflow.domain.policy import (
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
-from resolveflow.store import audit, mail_grants
+from resolveflow.store import audit, mail_drafts, mail_grants
 from resolveflow.store import executions as execution_store
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
@@ -146,6 +146,7 @@ def approval_facts(
         labels_unreadable=read.unreadable if labels is None else None,
         configured_mailboxes=configured_mailboxes,
         granted_mailboxes=_granted(conn, viewer, proposal),
+        checked_draft=_checked_draft(conn, viewer, proposal),
     )
 
 
@@ -153,6 +154,16 @@ def _granted(conn: Connection, viewer: Principal, proposal: Proposal) -> frozens
     if proposal.action.get("kind") != "email.send":
         return frozenset()  # only mail is approved by grant
     return mail_grants.granted_mailboxes(conn, viewer.tenant_id, viewer.id)
+
+
+def _checked_draft(conn: Connection, viewer: Principal, proposal: Proposal) -> bool | None:
+    """A drafted reply's version is approvable only as a draft version that passed its checks
+    (only those become proposal versions there); None when no draft made the lineage."""
+    if proposal.action.get("kind") != "email.send":
+        return None
+    if mail_drafts.draft_of_lineage(conn, viewer.tenant_id, proposal.lineage_id) is None:
+        return None
+    return mail_drafts.draft_of_proposal(conn, viewer.tenant_id, proposal.id) is not None
 
 
 def _carried_out(

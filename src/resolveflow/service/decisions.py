@@ -177,6 +177,8 @@ class Deciding:
     # Reads the repository's labels for "labels exist" when no run's evidence has them (one per
     # request or command: it keeps what it read)
     labels: approvals.RepositoryLabels | None = None
+    # The tenant's mailboxes in the policy file, for "mailbox configured" on email.send
+    mailboxes: approvals.MailboxLookup | None = None
 
 
 def approve(
@@ -185,7 +187,7 @@ def approve(
     target = find_target(db, principal, run_or_proposal)
     with _paused(db, principal, target, how.runs, how.lease_seconds):
         result = approvals.approve(
-            db, principal, target.proposal_id, digest, how.ttl_seconds, how.labels
+            db, principal, target.proposal_id, digest, how.ttl_seconds, how.labels, how.mailboxes
         )
         job = _follow_up(
             db,

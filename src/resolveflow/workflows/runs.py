@@ -23,7 +23,7 @@ from resolveflow.errors import (
 )
 from resolveflow.execution.lease import new_owner_id
 from resolveflow.service import decisions
-from resolveflow.service.approvals import RepositoryLabels
+from resolveflow.service.approvals import MailboxLookup, RepositoryLabels
 from resolveflow.store import audit
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
@@ -41,6 +41,7 @@ class RunController:
     graph: Any
     lease_seconds: float
     approval_ttl_seconds: int
+    mailboxes: MailboxLookup | None = None  # "mailbox configured" when approving mail
 
     @contextmanager
     def _leased(self, tenant_id: UUID, run_id: UUID) -> Iterator[None]:
@@ -132,6 +133,7 @@ class RunController:
             follow_up=decisions.FollowUp.NOW,
             ttl_seconds=self.approval_ttl_seconds,
             lease_seconds=self.lease_seconds,
+            mailboxes=self.mailboxes,
         )
 
     def approve(
