@@ -16,7 +16,7 @@ from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.records import Principal, Role
-from resolveflow.errors import ConfigError, InvalidInput, NotAuthorized, PolicyViolation
+from resolveflow.errors import InvalidInput, NotAuthorized, PolicyViolation
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.mail_import import MailImporter
 from resolveflow.retrieval.mail_loader import MailSource, parse_message
@@ -111,7 +111,7 @@ def test_examples_come_only_from_the_mailboxes_granted(
     # alex holds the support grant: the same request finds the support reply first.
     _, version = service.draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))
     assert version.examples[0]["reply_message_id"] == "<rep-pw@acme.example>"
-    with pytest.raises(ConfigError, match="not one of this tenant's mailboxes"):
+    with pytest.raises(InvalidInput, match="not one of this tenant's mailboxes"):
         service.draft(world.approver(db), "sales@acme.example", parse_message(PASSWORD, "r.eml"))
 
 

@@ -32,7 +32,7 @@ from resolveflow.domain.mail_draft import (
 from resolveflow.domain.mail_model import PROMPT_VERSION, draft_messages, parse_model_draft
 from resolveflow.domain.mailbox_policy import MailboxPolicy, mailbox_key
 from resolveflow.domain.records import Principal, Role
-from resolveflow.errors import ConfigError, InvalidInput, NotAuthorized
+from resolveflow.errors import InvalidInput, NotAuthorized
 from resolveflow.service.proposals import create_prepared_proposal, edit_proposal
 from resolveflow.store import mail_drafts as store
 from resolveflow.store import mail_grants
@@ -103,7 +103,8 @@ class MailDrafts:
         key = mailbox_key(mailbox)
         policy = self.mailboxes.get(key)
         if policy is None:
-            raise ConfigError(f"{key} is not one of this tenant's mailboxes (the policy file)")
+            # the caller named it: bad input, not a broken configuration
+            raise InvalidInput(f"{key} is not one of this tenant's mailboxes (the policy file)")
         if key not in self.permitted(principal):
             raise NotAuthorized(f"{principal.subject} has no grant for the mailbox {key}")
         return key, policy

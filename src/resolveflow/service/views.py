@@ -19,7 +19,7 @@ from resolveflow.domain.actions import (
 from resolveflow.domain.disclosure import Hidden, scan_action
 from resolveflow.domain.records import Principal
 from resolveflow.domain.vocabulary import RunStatus
-from resolveflow.service import approvals
+from resolveflow.service import approvals, mail_views
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
@@ -142,13 +142,14 @@ def approval_gates(
     proposal_id: UUID,
     ttl_seconds: int,
     labels: approvals.RepositoryLabels | None = None,
+    mailboxes: approvals.MailboxLookup | None = None,
 ) -> list[dict[str, Any]]:
     """The checks an approval by ``viewer`` must pass, from the records as they are now: the same
     checks, on the same facts, that ``approve`` runs (and the executor runs its own again).
     ``labels`` reads the repository's labels when no run's evidence has them (as ``approve``)."""
     return [
         {"name": result.name, "ok": result.ok, "reason": result.reason}
-        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds, labels)
+        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds, labels, mailboxes)
     ]
 
 
@@ -217,11 +218,12 @@ def proposal_page(
     proposal_id: UUID,
     ttl_seconds: int,
     labels: approvals.RepositoryLabels | None = None,
+    mailboxes: approvals.MailboxLookup | None = None,
 ) -> dict[str, Any]:
     """One proposal version as ``service.proposals.describe`` tells it, with the checks an
     approval by ``viewer`` must pass and, once it was carried out, what the execution made."""
     view = proposal_service.describe(db, viewer, proposal_id)  # NotFound in another tenant
-    view["gates"] = approval_gates(db, viewer, proposal_id, ttl_seconds, labels)
+    view["gates"] = approval_gates(db, viewer, proposal_id, ttl_seconds, labels, mailboxes)
     view["is_latest"] = view["version"] == view["latest_version"]
     view["latest_id"] = view["versions"][-1]["id"]
     # Once a version of the lineage was carried out, no version is offered for approval.
@@ -232,6 +234,8 @@ def proposal_page(
     view["execution"] = _execution_outcome(db, viewer, view["execution"])
     view["disclosures"] = disclosures(view["action"])
     view["people"] = _people(view["action"])
+    if view["kind"] == ActionKind.EMAIL_SEND:
+        view["mail"] = mail_views.proposal_mail(db, viewer, proposal_id)
     return view
 
 

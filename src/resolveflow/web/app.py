@@ -21,9 +21,11 @@ from resolveflow.web import (
     api_ask,
     api_docs,
     api_documents,
+    api_mail,
     ask_pages,
     errors,
     filters,
+    mail_pages,
     oauth,
     pages,
     webhooks,
@@ -62,11 +64,13 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.include_router(api.router)
     app.include_router(api_documents.router)
     app.include_router(api_ask.router)
+    app.include_router(api_mail.router)
     app.include_router(api_docs.router)
     app.include_router(webhooks.router)
     app.include_router(oauth.router)
     app.include_router(pages.router)
     app.include_router(ask_pages.router)
+    app.include_router(mail_pages.router)
     errors.install(app, templates)  # before the headers middleware: the 500 page gets them too
 
     @app.middleware("http")

@@ -42,6 +42,7 @@ ATTEMPT_STEP: dict[AttemptStep, str] = {
     AttemptStep.COMMENT: "post the comment",
     AttemptStep.LABELS: "add the labels",
     AttemptStep.CREATE: "create the issue",
+    AttemptStep.SEND: "send the message",
 }
 ATTEMPT_OUTCOME: dict[AttemptOutcome, str] = {
     AttemptOutcome.SENT: "done",
@@ -63,6 +64,7 @@ ACTION_KIND: dict[ActionKind, str] = {
     ActionKind.GITHUB_ISSUE: "comment / labels",
     ActionKind.GITHUB_ISSUE_CREATE: "new issue",
     ActionKind.GITLAB_ISSUE_CREATE: "new GitLab issue",
+    ActionKind.EMAIL_SEND: "email reply",
 }
 REVIEW_OUTCOME: dict[Outcome, str] = {
     Outcome.APPROVE: "may be approved",
@@ -108,6 +110,9 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.EXECUTION_RECONCILED_SENT: "found posted",
     AuditEvent.EXECUTION_RECONCILED_PARTIAL: "found partly done",
     AuditEvent.EXECUTION_RECONCILED_UNKNOWN: "still unknown",
+    AuditEvent.MAILBOX_GRANTED: "mailbox granted",
+    AuditEvent.MAILBOX_REVOKED: "mailbox grant taken away",
+    AuditEvent.MAILBOX_CREDENTIAL_SET: "mailbox secret stored",
 }
 
 # Every enum a page shows, with its words; a test checks each member has an entry.
