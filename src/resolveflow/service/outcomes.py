@@ -16,6 +16,7 @@ from resolveflow.domain.vocabulary import ExecutionState
 # with the tenant's own GitLab token, whoever approved (the sentence names the project too).
 NEW_ISSUE_KINDS = frozenset({"github.issue_create", "gitlab.issue_create"})
 GITLAB_KIND = "gitlab.issue_create"
+EMAIL_KIND = "email.send"
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"  # the one date format (web/filters.py shows it too)
 

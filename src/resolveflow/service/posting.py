@@ -20,7 +20,7 @@ from resolveflow.execution.credentials import ApproverTokenLookup, principal_tok
 from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
-from resolveflow.service.outcomes import GITLAB_KIND, NEW_ISSUE_KINDS, outcome_text
+from resolveflow.service.outcomes import EMAIL_KIND, GITLAB_KIND, NEW_ISSUE_KINDS, outcome_text
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 
@@ -34,6 +34,7 @@ def who_posts(
     *,
     kind: str | None = None,
     gitlab: GitLabAccess | None = None,
+    mailbox: str | None = None,
 ) -> dict[str, Any]:
     """Who the forge will show as the author of a write of ``kind`` approved by this principal.
     On GitHub: their own token's account, else the service account's (the executor's order),
@@ -43,6 +44,8 @@ def who_posts(
     forge unreachable); the executor would refuse such a token rather than post as someone else."""
     if kind == GITLAB_KIND:
         return gitlab_poster(gitlab, tenant_id)
+    if kind == EMAIL_KIND:  # sent as the mailbox, with its own SMTP account
+        return _poster(mailbox, Credential.SERVICE, "smtp", None)
     credential = Credential.SERVICE
     try:
         with db.tenant(tenant_id) as conn:
@@ -91,7 +94,9 @@ def outcome(
     done = [a for a in shown["attempts"] if a.get("outcome") == "sent"]
     url = shown["comment_url"] or shown["result_url"]
     login, where = None, None
-    if shown["kind"] == GITLAB_KIND:
+    if shown["kind"] == EMAIL_KIND:
+        where, url = "email", None  # a Message-ID to look up, not a page to open
+    elif shown["kind"] == GITLAB_KIND:
         where = _gitlab_project(db, viewer, shown["proposal_id"])
         login = gitlab_poster(gitlab, viewer.tenant_id)["login"] if done or url else None
     elif done or url:
@@ -104,6 +109,7 @@ def outcome(
         "at": (done[-1].get("finished_at") if done else None) or shown["updated_at"],
         "url": url,
         "result_ref": shown["result_ref"],
+        "message_id": shown["result_ref"] if shown["kind"] == EMAIL_KIND else None,
         "where": where,
         "detail": None if shown["state"] in final else shown["detail"],
     }

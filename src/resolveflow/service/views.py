@@ -120,7 +120,8 @@ def _proposal_item(row: dict[str, Any]) -> dict[str, Any]:
         "proposal_id": str(row["proposal_id"]),
         "digest": row["digest"],
         "version": row["version"],
-        "title": getattr(action, "title", None),  # a new issue's (either forge), as text
+        # a new issue's title (either forge) or an email's subject, as text
+        "title": getattr(action, "title", None) or getattr(action, "subject", None),
         "labels": list(action.labels),
         "assignees": _assignee_names(action),
         "has_comment": bool(getattr(action, "comment", None)),

@@ -162,6 +162,7 @@ def _posting(
             lookup,
             kind=proposal.get("kind"),
             gitlab=gitlab,
+            mailbox=(proposal.get("action") or {}).get("mailbox"),
         )
         return {"poster": poster, "outcome": None}
     found = posting.outcome(
