@@ -6,6 +6,7 @@ outside drafting that cannot be approved, and a model that never sees a mailbox'
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,53 @@ def test_the_model_drafts_within_its_schema_and_never_sees_the_mailbox_secret(
     assert "reset links are valid for one hour" in sent.lower()  # the example was shown
     assert SECRET not in sent
     assert version.bcc == () and record.mailbox == MAILBOX
+
+
+def test_text_that_comes_back_reuses_its_proposal_version(
+    db: Database, world: World, mail: MailWorld
+) -> None:
+    alex = world.approver(db)
+    service = drafts(db, mail)
+    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    record, _ = service.draft(alex, MAILBOX, incoming)
+    honest = "Hello Kim,\n\nYour parcel is on its way.\n"
+    passing = service.edit(alex, record.id, 1, Edit(body=honest))
+    failing = service.edit(alex, record.id, 2, Edit(body=honest + "It arrives on 3 March.\n"))
+    assert failing.proposal_id is None
+    back = service.edit(alex, record.id, 3, Edit(body=honest))
+    assert back.proposal_id == passing.proposal_id  # the same digest: no new proposal version
+
+
+def test_two_reviewers_editing_the_same_version_at_once_make_one_new_version(
+    db: Database, world: World, mail: MailWorld, reviewer: Principal
+) -> None:
+    alex = world.approver(db)
+    service = drafts(db, mail)
+    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    record, _ = service.draft(alex, MAILBOX, incoming)
+    start = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def edit(who: Principal, body: str) -> None:
+        start.wait()
+        try:
+            outcomes.append(drafts(db, mail).edit(who, record.id, 1, Edit(body=body)))
+        except InvalidInput as exc:
+            outcomes.append(exc)
+
+    threads = [
+        threading.Thread(target=edit, args=(alex, "Hello Kim,\n\nIt is on its way.\n")),
+        threading.Thread(target=edit, args=(reviewer, "Hello Kim,\n\nIt left today.\n")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    refused = [o for o in outcomes if isinstance(o, InvalidInput)]
+    assert len(outcomes) == 2 and len(refused) == 1
+    assert "was written after the version 1" in refused[0].message
+    _, versions = service.load(alex, record.id)
+    assert [v.version for v in versions] == [1, 2]
+    with db.tenant(world.tenant.id) as conn:
+        lineage = proposal_store.proposal_by_id(conn, world.tenant.id, versions[1].proposal_id)
+        assert len(proposal_store.lineage_versions(conn, world.tenant.id, lineage.lineage_id)) == 1

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from resolveflow.adapters.llm.protocol import ChatModel
-from resolveflow.domain.actions import ActionChanges, AnyAction
+from resolveflow.domain.actions import ActionChanges, AnyAction, action_digest
 from resolveflow.domain.actions.email_send import EmailSendAction, parse_email_send
 from resolveflow.domain.diagnosis import ChatMessage, ModelError
 from resolveflow.domain.mail import MailExample, MailMessage
@@ -36,7 +36,8 @@ from resolveflow.errors import InvalidInput, NotAuthorized
 from resolveflow.service.proposals import create_prepared_proposal, edit_proposal
 from resolveflow.store import mail_drafts as store
 from resolveflow.store import mail_grants
-from resolveflow.store.database import Database
+from resolveflow.store import proposals as proposal_store
+from resolveflow.store.database import Connection, Database
 from resolveflow.store.mail_drafts import DraftRecord, VersionRecord
 
 logger = logging.getLogger(__name__)
@@ -173,50 +174,41 @@ class MailDrafts:
         findings = check_draft(
             written.draft, record.request, record.mailbox, policy, parse_facts(record.facts)
         )
-        action = None if findings else _action(record.mailbox, written.draft)
-        proposal_id = self._propose(principal, record, action) if action is not None else None
         shown = (
             [_example_json(e) for e in examples]
             if examples is not None
             else list(based_on.examples if based_on else ())
         )
-        draft = written.draft
+        # One writer at a time per draft: the row lock makes "the version you saw is still the
+        # latest" and the proposal version this one becomes a single step.
         with self.db.tenant(principal.tenant_id) as conn:
-            store.draft_by_id(conn, principal.tenant_id, record.id, lock=True)
+            current = store.draft_by_id(conn, principal.tenant_id, record.id, lock=True)
+            _check_latest(store.versions(conn, principal.tenant_id, record.id), based_on)
+            proposal_id = None
+            if not findings:
+                proposal_id = self._propose(conn, principal, current, written.draft)
             return store.insert_version(
                 conn,
                 principal.tenant_id,
-                {
-                    "draft_id": record.id,
-                    "author_kind": written.author_kind,
-                    "based_on": based_on.version if based_on else None,
-                    "provider": written.provider,
-                    "model": written.model,
-                    "prompt_version": written.prompt_version,
-                    "subject": draft.subject,
-                    "to_addresses": list(draft.to),
-                    "cc_addresses": list(draft.cc),
-                    "bcc_addresses": list(draft.bcc),
-                    "body": draft.body,
-                    "in_reply_to": draft.in_reply_to,
-                    "reference_ids": list(draft.references),
-                    "examples": shown,
-                    "missing_information": list(draft.missing_information),
-                    "findings": [_finding_json(f) for f in findings],
-                    "proposal_id": proposal_id,
-                    "created_by": principal.id,
-                },
+                _version_fields(record, written, based_on, shown, findings, proposal_id, principal),
             )
 
-    def _propose(self, principal: Principal, record: DraftRecord, action: EmailSendAction) -> UUID:
-        """The first passing version starts the proposal lineage; later ones are its versions."""
+    def _propose(
+        self, conn: Connection, principal: Principal, record: DraftRecord, draft: Draft
+    ) -> UUID:
+        """The first passing version starts the proposal lineage; a later one is its next
+        version, or the latest version itself when the text came back to it (an unchanged
+        digest is no new version). ``conn`` holds the draft's row lock."""
+        action = _action(record.mailbox, draft)
         if record.lineage_id is None:
             proposal = create_prepared_proposal(
                 self.db, principal, action, note=f"reply drafted for {record.request.message_id}"
             )
-            with self.db.tenant(principal.tenant_id) as conn:
-                store.set_lineage(conn, principal.tenant_id, record.id, proposal.lineage_id)
+            store.set_lineage(conn, principal.tenant_id, record.id, proposal.lineage_id)
             return proposal.id
+        latest = proposal_store.lineage_versions(conn, principal.tenant_id, record.lineage_id)[-1]
+        if latest["digest"] == action_digest(action):
+            return UUID(str(latest["id"]))
         return edit_proposal(self.db, principal, record.lineage_id, _changes(action)).id
 
     def load(self, principal: Principal, draft_id: UUID) -> tuple[DraftRecord, list[VersionRecord]]:
@@ -261,6 +253,47 @@ def write_draft(
             return Written(draft, "model", model.provider, model.model, PROMPT_VERSION)
     reusable = [example for example in examples if example.score >= REUSE_FLOOR]
     return Written(deterministic_draft(request, mailbox, policy, facts, reusable), "deterministic")
+
+
+def _check_latest(versions: Sequence[VersionRecord], based_on: VersionRecord | None) -> None:
+    latest = versions[-1].version if versions else 0
+    seen = based_on.version if based_on else 0
+    if latest != seen:
+        raise InvalidInput(
+            f"version {latest} was written after the version {seen} you edited; look at it first"
+        )
+
+
+def _version_fields(
+    record: DraftRecord,
+    written: Written,
+    based_on: VersionRecord | None,
+    shown: list[dict[str, Any]],
+    findings: Sequence[CheckFinding],
+    proposal_id: UUID | None,
+    principal: Principal,
+) -> dict[str, Any]:
+    draft = written.draft
+    return {
+        "draft_id": record.id,
+        "author_kind": written.author_kind,
+        "based_on": based_on.version if based_on else None,
+        "provider": written.provider,
+        "model": written.model,
+        "prompt_version": written.prompt_version,
+        "subject": draft.subject,
+        "to_addresses": list(draft.to),
+        "cc_addresses": list(draft.cc),
+        "bcc_addresses": list(draft.bcc),
+        "body": draft.body,
+        "in_reply_to": draft.in_reply_to,
+        "reference_ids": list(draft.references),
+        "examples": shown,
+        "missing_information": list(draft.missing_information),
+        "findings": [_finding_json(f) for f in findings],
+        "proposal_id": proposal_id,
+        "created_by": principal.id,
+    }
 
 
 def _as_draft(version: VersionRecord) -> Draft:
