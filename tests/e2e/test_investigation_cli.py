@@ -65,7 +65,8 @@ def cli(database_url: str, tmp_path: Path) -> Cli:
 def test_eval_safety_passes_every_case(cli: Cli) -> None:
     report = cli.json("eval", "safety")
     assert set(report) == {"passed", "total", "failures"}
-    assert report["failures"] == [] and report["passed"] == report["total"] >= 25
+    # triage (27), compromised planners (14) and drafting models (9)
+    assert report["failures"] == [] and report["passed"] == report["total"] >= 50
 
 
 def record(

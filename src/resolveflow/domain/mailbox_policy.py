@@ -42,6 +42,14 @@ class MailboxPolicy(BaseModel):
     imap_host: str | None = Field(default=None, max_length=255)
     imap_port: int = Field(default=993, ge=1, le=65535)
 
+    @field_validator("sent_folder")
+    @classmethod
+    def _folder(cls, value: str | None) -> str | None:
+        # an IMAP quoted string: one line of ASCII (non-ASCII names need modified UTF-7)
+        if value is not None and (not value.isascii() or any(c in value for c in "\r\n\0")):
+            raise ValueError("sent_folder must be one line of ASCII characters")
+        return value
+
     @field_validator("allowed_domains")
     @classmethod
     def _domains(cls, value: tuple[str, ...]) -> tuple[str, ...]:

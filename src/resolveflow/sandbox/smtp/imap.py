@@ -2,8 +2,9 @@
 Sent-folder search runs the real ``imaplib`` client against a real socket.
 
 It answers only what that search needs: CAPABILITY, LOGIN, AUTHENTICATE XOAUTH2, SELECT/EXAMINE,
-SEARCH HEADER Message-ID, LOGOUT (anything else: BAD). ``put`` files a Message-ID in the folder;
-``searches`` records each Message-ID asked for. Plain text: loopback only.
+SEARCH HEADER Message-ID (a case-insensitive substring match, as RFC 3501 says and real servers
+do), FETCH of the Message-ID header, LOGOUT (anything else: BAD). ``put`` files a Message-ID in the
+folder; ``searches`` records each Message-ID asked for. Plain text: loopback only.
 """
 
 from __future__ import annotations
@@ -63,7 +64,19 @@ class _Handler(socketserver.StreamRequestHandler):
         if command == "SEARCH" and state["selected"] and len(rest) == 3 and searching:
             numbers = owner.search(rest[2])
             return [f"* SEARCH {' '.join(numbers)}".rstrip(), f"{tag} OK SEARCH completed"]
+        if command == "FETCH" and state["selected"] and rest:
+            self._fetch(owner, rest[0])
+            return [f"{tag} OK FETCH completed"]
         return [f"{tag} BAD not supported by the sandbox"]
+
+    def _fetch(self, owner: FakeImapServer, numbers: str) -> None:
+        held = owner.held()
+        for number in numbers.split(","):
+            if not number.isdigit() or not 1 <= int(number) <= len(held):
+                continue
+            header = f"Message-ID: {held[int(number) - 1]}\r\n\r\n".encode()
+            head = f"* {number} FETCH (BODY[HEADER.FIELDS (MESSAGE-ID)] {{{len(header)}}}\r\n"
+            self.wfile.write(head.encode() + header + b")\r\n")
 
     def _xoauth2(self, owner: FakeImapServer) -> bool:
         self._send("+ ")
@@ -132,4 +145,5 @@ class FakeImapServer:
     def search(self, message_id: str) -> list[str]:
         with self._lock:
             self.searches.append(message_id)
-            return [str(n) for n, held in enumerate(self._held, 1) if held == message_id]
+            wanted = message_id.casefold()
+            return [str(n) for n, held in enumerate(self._held, 1) if wanted in held.casefold()]
