@@ -25,6 +25,7 @@ from resolveflow.web import (
     ask_pages,
     errors,
     filters,
+    health,
     mail_pages,
     oauth,
     pages,
@@ -61,6 +62,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     filters.install(templates.env)
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.include_router(health.router)
     app.include_router(api.router)
     app.include_router(api_documents.router)
     app.include_router(api_ask.router)
