@@ -24,6 +24,7 @@ from uuid import UUID
 
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
+from resolveflow.metrics import RETRIEVAL_SECONDS
 from resolveflow.retrieval.chunking import query_text
 from resolveflow.retrieval.fusion import fuse, group_by_document
 from resolveflow.retrieval.ingest import check_space
@@ -125,6 +126,8 @@ class Searcher:
                 exact = True
         database_ms = (time.perf_counter() - started) * 1000
         self.last_timing = SearchTiming(embed_ms, database_ms, exact, ef_search)
+        RETRIEVAL_SECONDS.labels("hybrid", "embed").observe(embed_ms / 1000)
+        RETRIEVAL_SECONDS.labels("hybrid", "database").observe(database_ms / 1000)
         if exclude is not None:
             rows = [r for r in rows if (r["source"], r["external_id"]) != exclude]
         ranked = fuse(group_by_document(rows), self.params.fusion)[:k]

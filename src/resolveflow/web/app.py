@@ -27,6 +27,7 @@ from resolveflow.web import (
     filters,
     health,
     mail_pages,
+    metrics,
     oauth,
     pages,
     webhooks,
@@ -63,6 +64,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(api.router)
     app.include_router(api_documents.router)
     app.include_router(api_ask.router)

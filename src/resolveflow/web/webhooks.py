@@ -14,6 +14,7 @@ recorded; a redelivery is processed as new).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 from uuid import UUID
 
@@ -22,6 +23,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from resolveflow.errors import ConfigError
+from resolveflow.metrics import WEBHOOK_ACK_SECONDS
 from resolveflow.service import webhook_secrets, webhooks
 from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
@@ -60,6 +62,7 @@ async def tenant_webhook(tenant: str, request: Request) -> Any:
 
 
 async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> Any:
+    started = time.perf_counter()
     settings = wired(request).settings.webhooks
     incoming = webhooks.Incoming(
         body=await read_capped(
@@ -82,6 +85,7 @@ async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> A
         secret,
         retention_days=settings.retention_days,
     )
+    WEBHOOK_ACK_SECONDS.observe(time.perf_counter() - started)
     return JSONResponse(
         {
             "delivery": incoming.delivery_id,
