@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from resolveflow.telemetry import TraceIdFilter
+
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
@@ -19,6 +21,7 @@ class KeyValueFormatter(logging.Formatter):
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(KeyValueFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(TraceIdFilter())  # trace_id=... on every line written inside a trace
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper() if level.upper() in logging.getLevelNamesMapping() else "WARNING")

@@ -20,6 +20,7 @@ from resolveflow.cli.lazy import Entry, LazyGroup
 from resolveflow.cli.output import err_console
 from resolveflow.errors import ErrorCategory, ResolveFlowError, one_line
 from resolveflow.logging_setup import configure_logging
+from resolveflow.telemetry import configure_tracing
 
 logger = logging.getLogger(__name__)
 
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     fail = _Failure(as_json="--json" in args)
     configure_logging(os.environ.get("RESOLVEFLOW_LOG_LEVEL", "WARNING"))
     try:
+        configure_tracing("resolveflow")  # off unless OTEL_* configures an exporter
         # Outside standalone mode Click raises its usage errors (Typer's own copy of Click's
         # classes, typer._click) and returns the exit code of a typer.Exit instead of exiting.
         result = app(args=args, standalone_mode=False, prog_name="resolveflow")

@@ -33,6 +33,7 @@ from resolveflow.store import executions as execution_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.context import execution_context
 from resolveflow.store.database import Connection, Database
+from resolveflow.telemetry import span
 
 logger = logging.getLogger(__name__)
 
@@ -72,12 +73,14 @@ class Executor:
 
     def execute_next(self, tenant_id: UUID) -> Execution | None:
         """Claim the tenant's next due execution and take it as far as it goes; None when none is due."""
-        claimed = self._claim(tenant_id, None)
+        with span("execution.claim", tenant_id=str(tenant_id)):
+            claimed = self._claim(tenant_id, None)
         return None if claimed is None else self._continue(claimed)
 
     def execute_one(self, tenant_id: UUID, execution_id: UUID) -> Execution:
         """Try to claim one execution; whoever loses the race just reads the current state."""
-        claimed = self._claim(tenant_id, execution_id)
+        with span("execution.claim", tenant_id=str(tenant_id), execution_id=str(execution_id)):
+            claimed = self._claim(tenant_id, execution_id)
         if claimed is None:
             with self.db.tenant(tenant_id) as conn:
                 return execution_store.execution_by_id(conn, tenant_id, execution_id)
@@ -135,7 +138,9 @@ class Executor:
     def _continue(self, prepared: Prepared | Execution) -> Execution:
         if isinstance(prepared, Execution):
             return prepared  # refused before sending
-        return self.kinds.for_action(prepared.verified.action).send(prepared)
+        action = prepared.verified.action
+        with span("execution.send", kind=action.kind, execution_id=str(prepared.execution.id)):
+            return self.kinds.for_action(action).send(prepared)
 
     def _verify(self, conn: Connection, execution: Execution) -> Verified:
         """Re-read approval, proposal, approver and policy from the database, as they are now."""

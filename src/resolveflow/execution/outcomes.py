@@ -1,16 +1,13 @@
-"""Recording what happened to an execution: attempt outcome, state change and audit, in one transaction.
-
-Every state change goes through ``executions.finish``/``release_for_retry``/``record_comment``, which
-only match while this owner still holds the lease; a late owner records its attempt's outcome (a
-fact) but cannot overwrite the newer owner's state.
-"""
+"""An execution's attempt outcome, state change and audit, in one transaction. Every state change
+goes through ``executions.finish``/``release_for_retry``/``record_comment``, which only match while
+this owner holds the lease: a late owner records its outcome but cannot overwrite the state."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -30,6 +27,7 @@ from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.executions import SentWith
+from resolveflow.telemetry import span
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +58,12 @@ class Recorder:
         self.clock = clock
         self.actor = f"executor:{owner}"
 
-    def _transaction(self, execution: Execution) -> AbstractContextManager[Connection]:
+    @contextmanager
+    def _transaction(self, execution: Execution) -> Iterator[Connection]:
         """The execution's tenant, pipelined: outcome, state and audit travel in one round trip."""
-        return self.db.tenant(execution.tenant_id, pipelined=True)
+        with span("execution.record", execution_id=str(execution.id)):  # noqa: SIM117
+            with self.db.tenant(execution.tenant_id, pipelined=True) as conn:
+                yield conn
 
     def _audit(
         self, conn: Connection, execution: Execution, event: AuditEvent, **details: Any

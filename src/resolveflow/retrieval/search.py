@@ -33,6 +33,7 @@ from resolveflow.retrieval.records import BranchScores, Hit
 from resolveflow.retrieval.relevance import relevance
 from resolveflow.store import documents as store
 from resolveflow.store.database import Database
+from resolveflow.telemetry import span
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +77,16 @@ class Searcher:
         # The query is embedded first, outside any transaction, so that one pipelined
         # transaction does the rest: index state, terms, ef_search and the search itself.
         started = time.perf_counter()
-        query_vector = store.vector_literal(self.embedder.embed_query(cleaned))
+        with span("retrieval.embed"):
+            query_vector = store.vector_literal(self.embedder.embed_query(cleaned))
         embed_ms = (time.perf_counter() - started) * 1000
         wanted = max(self.params.candidates, 3 * (k + (1 if exclude else 0)))
         started = time.perf_counter()
         ef_search: int | None = None
-        with self.db.tenant(tenant_id, pipelined=True) as conn:
+        with (
+            span("retrieval.hybrid", tenant_id=str(tenant_id), k=k),
+            self.db.tenant(tenant_id, pipelined=True) as conn,
+        ):
             state = store.index_state(conn, tenant_id)
             if state is None or state.chunk_count == 0:
                 return []

@@ -33,6 +33,7 @@ from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
+from resolveflow.telemetry import span
 
 logger = logging.getLogger(__name__)
 
@@ -207,6 +208,19 @@ def approve(
     ttl_seconds: int,
     labels: RepositoryLabels | None = None,
     mailboxes: MailboxLookup | None = None,
+) -> ApprovalResult:
+    with span("approval", proposal_id=str(proposal_id), tenant_id=str(principal.tenant_id)):
+        return _approve(db, principal, proposal_id, digest, ttl_seconds, labels, mailboxes)
+
+
+def _approve(
+    db: Database,
+    principal: Principal,
+    proposal_id: UUID,
+    digest: str,
+    ttl_seconds: int,
+    labels: RepositoryLabels | None,
+    mailboxes: MailboxLookup | None,
 ) -> ApprovalResult:
     try:
         read = read_labels(db, principal, proposal_id, labels)

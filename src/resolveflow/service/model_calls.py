@@ -23,6 +23,7 @@ from resolveflow.domain.review import Review, not_reviewable
 from resolveflow.service.limits import LimitExceeded
 from resolveflow.store import investigations as store
 from resolveflow.store.database import Database
+from resolveflow.telemetry import model_span, record_usage
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +140,20 @@ def counted_call(
         )
         raise BudgetSpent(reason)
     started = time.perf_counter()
+    with model_span(model.provider, model.model) as current:
+        completion = _call_recorded(budget, model, purpose, call, started)
+        record_usage(current, completion.served_model, completion.usage.prompt_tokens,
+                     completion.usage.completion_tokens)  # fmt: skip
+    return completion
+
+
+def _call_recorded(
+    budget: ModelCallBudget,
+    model: ChatModel,
+    purpose: str,
+    call: Callable[[], Completion[Any]],
+    started: float,
+) -> Completion[Any]:
     try:
         completion: Completion[Any] = call()
     except ModelError as exc:

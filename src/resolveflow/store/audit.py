@@ -10,6 +10,7 @@ from psycopg.types.json import Jsonb
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
+from resolveflow.telemetry import current_trace_id
 
 
 def record(
@@ -33,6 +34,7 @@ def record(
             "subject_id": str(subject_id),
             "run_id": run_id,
             "details": Jsonb(details or {}),
+            "trace_id": current_trace_id(),
         },
     )
 

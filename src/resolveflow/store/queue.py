@@ -18,6 +18,7 @@ from procrastinate.schema import SchemaManager
 from resolveflow.errors import StoreUnavailable
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
+from resolveflow.telemetry import carrier
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ def queue_app(connector: procrastinate.BaseConnector | None = None) -> procrasti
 
 
 _DEFERRER = queue_app()
+TRACEPARENT = "traceparent"  # a job argument carrying the W3C trace context of who queued it
 
 
 def defer(
@@ -75,6 +77,9 @@ def defer(
         options["lock"] = lock
     if schedule_in_seconds is not None:
         options["schedule_in"] = {"seconds": schedule_in_seconds}
+    parent = carrier().get("traceparent")
+    if parent:  # the job continues this trace (worker/jobs.py takes it off again)
+        kwargs[TRACEPARENT] = parent
     try:
         with conn.transaction():  # a savepoint: a queueing-lock clash keeps the caller's work
             job_id = _DEFERRER.configure_task(task, **options).defer(**kwargs)

@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from resolveflow.telemetry import instrument_web
 from resolveflow.web import (
     api,
     api_ask,
@@ -56,6 +57,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         openapi_url="/api/openapi.json",
     )
     app.state.wired = wired
+    instrument_web(app)  # server spans, when tracing is on
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["markdown"] = render
     templates.env.filters["reveal"] = reveal

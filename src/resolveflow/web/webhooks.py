@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse
 from resolveflow.errors import ConfigError
 from resolveflow.metrics import WEBHOOK_ACK_SECONDS
 from resolveflow.service import webhook_secrets, webhooks
+from resolveflow.telemetry import span
 from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
 
@@ -78,13 +79,14 @@ async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> A
         event=request.headers.get("X-GitHub-Event"),
         tenant_id=tenant_id,
     )
-    receipt = await run_in_threadpool(
-        webhooks.accept,
-        wired(request).db,
-        incoming,
-        secret,
-        retention_days=settings.retention_days,
-    )
+    with span("webhook.receive", event=incoming.event, tenant_id=str(tenant_id or "") or None):
+        receipt = await run_in_threadpool(
+            webhooks.accept,
+            wired(request).db,
+            incoming,
+            secret,
+            retention_days=settings.retention_days,
+        )
     WEBHOOK_ACK_SECONDS.observe(time.perf_counter() - started)
     return JSONResponse(
         {

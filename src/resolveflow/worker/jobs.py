@@ -43,6 +43,7 @@ from resolveflow.store import queue
 from resolveflow.store import runs as run_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.queries import q
+from resolveflow.telemetry import continued, span
 from resolveflow.wiring import App
 from resolveflow.worker.report import WorkReport
 
@@ -267,11 +268,16 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
         def register(job: Callable[..., Any]) -> Any:
             @functools.wraps(job)
             def run(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    return job(*args, **kwargs)
-                except Exception as exc:  # procrastinate records and logs it; `--once` says so
-                    body.job_failed(name, exc)
-                    raise
+                parent = kwargs.pop(queue.TRACEPARENT, None)  # the request that queued it
+                with (
+                    continued({"traceparent": parent} if parent else None),
+                    span(f"job {name}", job=name),
+                ):
+                    try:
+                        return job(*args, **kwargs)
+                    except Exception as exc:  # procrastinate records and logs it; `--once` says so
+                        body.job_failed(name, exc)
+                        raise
 
             return proc.task(name=name, queue=queue.QUEUE, retry=retry or False)(run)
 

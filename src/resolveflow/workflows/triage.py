@@ -34,6 +34,7 @@ from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
 from resolveflow.execution.gate import Executor
 from resolveflow.service import evidence as evidence_service
+from resolveflow.telemetry import span
 from resolveflow.workflows import steps
 
 logger = logging.getLogger(__name__)
@@ -72,18 +73,29 @@ class TriageDeps:
     investigator: Callable[[dict[str, Any], IssueEvidence], dict[str, Any]] | None = None
 
 
+def _traced(step: str, node: Callable[[TriageState], Any]) -> Any:
+    """Each step of a run is a span (``triage.STEP``) carrying the run's id. (``Any``: LangGraph's
+    node protocols are generic in a way a wrapper's type cannot name.)"""
+
+    def run(state: TriageState) -> Any:
+        with span(f"triage.{step}", step=step, run_id=str(state.get("run_id") or "") or None):
+            return node(state)
+
+    return run
+
+
 def build_triage_graph(
     deps: TriageDeps, checkpointer: BaseCheckpointSaver[Any] | None
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph = StateGraph(TriageState)
-    graph.add_node("fetch_evidence", lambda s: _fetch(deps, s))
-    graph.add_node("normalize", lambda s: _normalize(deps, s))
-    graph.add_node("classify", lambda s: _classify(deps, s))
-    graph.add_node("investigate", lambda s: _investigate(deps, s))
-    graph.add_node("build_proposal", lambda s: _build(deps, s))
-    graph.add_node("await_approval", _await_approval)
-    graph.add_node("execute", lambda s: _execute(deps, s))
-    graph.add_node("fail", lambda s: _fail(deps, s))
+    graph.add_node("fetch_evidence", _traced("fetch_evidence", lambda s: _fetch(deps, s)))
+    graph.add_node("normalize", _traced("normalize", lambda s: _normalize(deps, s)))
+    graph.add_node("classify", _traced("classify", lambda s: _classify(deps, s)))
+    graph.add_node("investigate", _traced("investigate", lambda s: _investigate(deps, s)))
+    graph.add_node("build_proposal", _traced("build_proposal", lambda s: _build(deps, s)))
+    graph.add_node("await_approval", _traced("await_approval", _await_approval))
+    graph.add_node("execute", _traced("execute", lambda s: _execute(deps, s)))
+    graph.add_node("fail", _traced("fail", lambda s: _fail(deps, s)))
     graph.add_edge(START, "fetch_evidence")
     graph.add_conditional_edges("fetch_evidence", _ok_or_fail("normalize"))
     graph.add_conditional_edges("normalize", _ok_or_fail("classify"))

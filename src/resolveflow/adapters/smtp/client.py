@@ -45,6 +45,7 @@ from resolveflow.errors import (
     ProviderRejected,
     ProviderUnavailable,
 )
+from resolveflow.telemetry import span
 
 QUIT_TIMEOUT_SECONDS = 2.0  # after the final reply the outcome is known; QUIT is a courtesy
 
@@ -82,7 +83,8 @@ class AioSmtpMailer:
 
     @writes
     def send_message(self, message: OutgoingMessage) -> SendReceipt:
-        return asyncio.run(self._send(message))
+        with span("smtp.send", recipients=len(message.envelope_to)):
+            return asyncio.run(self._send(message))
 
     async def _send(self, message: OutgoingMessage) -> SendReceipt:
         tries = self._endpoint.retries + 1
