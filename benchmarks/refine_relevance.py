@@ -55,7 +55,8 @@ from resolveflow.service.refine import JUDGED, RELATED_K
 from resolveflow.service.refine_changes import RepositoryHistory, task_from_hit
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring import build_embedder, migrate, search_params
+from resolveflow.wiring import migrate, search_params
+from resolveflow.wiring_embedder import build_embedder
 
 SOURCE = "bench"
 SINCE = datetime(2023, 1, 1, tzinfo=UTC)

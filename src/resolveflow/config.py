@@ -207,12 +207,13 @@ class LimitSettings(_Group):
 class EmbeddingSettings(_Group):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}EMBEDDING_")
 
-    provider: Literal["local", "openai", "fake"] = Field(
+    provider: Literal["local", "local-torch", "openai", "fake"] = Field(
         default="local", validation_alias="RESOLVEFLOW_EMBEDDER"
     )
     # The local model: chosen on the dev sets; figures and reasons in docs/retrieval.md.
     max_seq_length: int = Field(default=128, ge=16, le=512)
-    quantize: bool = True
+    quantize: bool = True  # local-torch only: the ONNX model is int8 as shipped
+    threads: int | None = Field(default=None, ge=1, le=256)  # local: unset = this process's cores
     batch_size: int = Field(default=16, ge=1, le=1024)
     timeout_seconds: float = Field(default=30.0, gt=0)
     openai_base_url: str | None = Field(

@@ -29,6 +29,7 @@ from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
+from resolveflow.wiring_embedder import build_embedder
 from resolveflow.wiring_mail import mail_gate_settings, mailbox_lookup, outside_systems
 
 if TYPE_CHECKING:
@@ -97,37 +98,6 @@ def github_client(settings: Settings) -> GitHub:
     token = github.token.get_secret_value() if github.token else None
     deadline = github.timeout_seconds * DEADLINE_TIMEOUTS
     return GitHubKitClient(github.api_url, token, github.timeout_seconds, deadline_seconds=deadline)
-
-
-def build_embedder(settings: Settings) -> Embedder:
-    """The configured embedder (local MiniLM by default). Models load lazily on first use."""
-    embedding = settings.embedding
-    if embedding.provider == "fake":
-        from resolveflow.adapters.embedder.hashing import HashingEmbedder
-
-        return HashingEmbedder()
-    if embedding.provider == "openai":
-        from resolveflow.adapters.embedder.openai_embeddings import OpenAIEmbedder
-
-        if not embedding.openai_base_url:
-            raise ConfigError(
-                "RESOLVEFLOW_EMBEDDER=openai needs RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
-            )
-        key = embedding.openai_api_key
-        return OpenAIEmbedder(
-            embedding.openai_base_url,
-            key.get_secret_value() if key else None,
-            embedding.openai_model,
-            dimensions=embedding.openai_dimensions,
-            timeout_seconds=embedding.timeout_seconds,
-        )
-    from resolveflow.adapters.embedder.local import LocalMiniLM
-
-    return LocalMiniLM(
-        max_seq_length=embedding.max_seq_length,
-        quantize=embedding.quantize,
-        batch_size=embedding.batch_size,
-    )
 
 
 def search_params(settings: Settings) -> SearchParams:

@@ -249,4 +249,4 @@ def test_search_with_another_embedding_space_names_the_fix(cli: Cli, tmp_path: P
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert len(lines) == 1
     assert "resolveflow index rebuild" in lines[0]
-    assert "fake/hashing-v1/256" in lines[0] and "all-MiniLM-L6-v2/384" in lines[0]
+    assert "fake/hashing-v1/256" in lines[0] and "all-MiniLM-L6-v2:onnx-int8/384" in lines[0]

@@ -14,7 +14,8 @@ from resolveflow.evals.answers import evaluate_answers
 from resolveflow.service import admin
 from resolveflow.service.ask import AskService
 from resolveflow.service.ask import ask as ask_question
-from resolveflow.wiring import build_embedder, search_params
+from resolveflow.wiring import search_params
+from resolveflow.wiring_embedder import build_embedder
 
 
 def ask(

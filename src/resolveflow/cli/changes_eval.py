@@ -11,7 +11,8 @@ from resolveflow.cli import common
 from resolveflow.cli.output import emit, fields, table, targets_table
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.changes import evaluate_changes
-from resolveflow.wiring import build_embedder, search_params
+from resolveflow.wiring import search_params
+from resolveflow.wiring_embedder import build_embedder
 
 
 def eval_changes(

@@ -18,7 +18,8 @@ from resolveflow.errors import InvalidInput
 from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backtest
 from resolveflow.evals.floor import calibrate
 from resolveflow.retrieval.sources import parse_time
-from resolveflow.wiring import build_embedder, build_model, investigation_config, search_params
+from resolveflow.wiring import build_model, investigation_config, search_params
+from resolveflow.wiring_embedder import build_embedder
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,8 @@ from resolveflow.cli.output import emit, err_console, fields
 from resolveflow.domain.mailbox_policy import mailbox_key
 from resolveflow.errors import InvalidInput
 from resolveflow.service import admin
-from resolveflow.wiring import App, build_embedder
+from resolveflow.wiring import App
+from resolveflow.wiring_embedder import build_embedder
 
 
 def register(app: typer.Typer) -> None:

@@ -26,7 +26,8 @@ from resolveflow.retrieval.sources import DocsFolder, parse_time, read_corpus
 from resolveflow.service import admin
 from resolveflow.service.admin import normalize_repository
 from resolveflow.store import documents as store
-from resolveflow.wiring import App, build_embedder, search_params
+from resolveflow.wiring import App, search_params
+from resolveflow.wiring_embedder import build_embedder
 
 index_app = typer.Typer(
     help="Put issues, pull requests and docs into the search index.", no_args_is_help=True

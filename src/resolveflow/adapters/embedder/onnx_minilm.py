@@ -1,0 +1,161 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime, int8, without torch.
+
+The model file ships inside this package (``minilm_onnx/``, built reproducibly from the packaged
+weights by ``scripts/build_onnx_embedder.py``, with its Apache-2.0 licence and ``SHA256SUMS``); the
+tokenizer runs through ``tokenizers``. Nothing is downloaded and neither torch nor transformers is
+imported. It computes what ``LocalMiniLM`` computes (truncation at 128 tokens including [CLS] and
+[SEP], mean pooling over the attention mask, L2 normalisation); agreement and speed figures are in
+docs/retrieval.md ("The ONNX embedder").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
+from resolveflow.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSIONS = 384
+MODEL_DIR = Path(__file__).resolve().parent / "minilm_onnx"
+MODEL_FILE = "model.int8.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+PAD_ID = 0
+SPACE = EmbeddingSpace("local", f"{MODEL_NAME}:onnx-int8", DIMENSIONS)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    tokenizer: Any  # tokenizers.Tokenizer (its stubs are partial)
+    session: Any  # onnxruntime.InferenceSession (untyped)
+
+
+class OnnxMiniLM:
+    def __init__(
+        self,
+        *,
+        max_seq_length: int = 128,
+        batch_size: int = 16,
+        threads: int | None = None,
+        model_dir: Path | None = None,
+    ) -> None:
+        self.max_seq_length = max_seq_length
+        self.batch_size = batch_size
+        self.threads = threads or usable_cores()
+        self.model_dir = model_dir or MODEL_DIR
+        self._loaded: _Loaded | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        # Not LocalMiniLM's space: torch's int8 path is itself far from the float model (median
+        # cosine 0.94), and no ONNX int8 build agrees with it to 0.99 on real texts, so an index
+        # made by one is rebuilt for the other (figures in docs/retrieval.md).
+        return SPACE
+
+    def _load(self) -> _Loaded:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._open()
+            return self._loaded
+
+    def _open(self) -> _Loaded:
+        model_path = self.model_dir / MODEL_FILE
+        tokenizer_path = self.model_dir / TOKENIZER_FILE
+        for path in (model_path, tokenizer_path):
+            if not path.is_file():
+                raise ConfigError(
+                    f"the ONNX embedder's {path.name} is missing at {path}; reinstall resolveflow "
+                    "or rebuild it with scripts/build_onnx_embedder.py"
+                )
+        try:
+            import onnxruntime as ort  # type: ignore[import-untyped]
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - an incomplete installation
+            raise ConfigError(
+                f"the ONNX embedder needs onnxruntime and tokenizers installed ({exc.name} is missing)"
+            ) from exc
+        started = time.perf_counter()
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        # The shipped tokenizer.json pads every text to a fixed 128; batches pad to their longest.
+        tokenizer.enable_truncation(max_length=self.max_seq_length)
+        tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle worker threads would otherwise spin after every batch, taking the cores from the
+        # Postgres backend the same process waits on next (as OMP_WAIT_POLICY does for torch).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        session = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        logger.info(
+            "embedder loaded",
+            extra={
+                "model": MODEL_NAME,
+                "runtime": "onnxruntime",
+                "max_seq_length": self.max_seq_length,
+                "threads": self.threads,
+                "seconds": round(time.perf_counter() - started, 2),
+            },
+        )
+        return _Loaded(tokenizer=tokenizer, session=session)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        loaded = self._load()
+        # Tokenized once, unpadded; longest first, as sentence-transformers does, so each batch
+        # pads to similar lengths.
+        token_ids = [encoding.ids for encoding in loaded.tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: -len(token_ids[i]))
+        result = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            result[chunk] = self._embed_batch(loaded, [token_ids[i] for i in chunk])
+        return normalize(result)
+
+    def _embed_batch(self, loaded: _Loaded, token_ids: list[list[int]]) -> Vectors:
+        width = max(len(ids) for ids in token_ids)
+        ids = np.full((len(token_ids), width), PAD_ID, dtype=np.int64)
+        mask = np.zeros((len(token_ids), width), dtype=np.int64)
+        for row, tokens in enumerate(token_ids):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        (hidden,) = loaded.session.run(None, {"input_ids": ids, "attention_mask": mask})
+        return mean_pool(np.asarray(hidden, dtype=np.float32), mask)
+
+    def embed_query(self, text: str) -> Vectors:
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's affinity), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def mean_pool(hidden: Vectors, mask: npt.NDArray[np.int64]) -> Vectors:
+    """Mean of the token vectors the attention mask keeps (padding excluded), per text."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    pooled: Vectors = (summed / counts).astype(np.float32)
+    return pooled
