@@ -11,7 +11,6 @@ the hf-datasets dev split (docs/retrieval.md); the triage workflow calls the sam
 from __future__ import annotations
 
 import logging
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from uuid import UUID
 import numpy as np
 
 from resolveflow.retrieval.chunking import normalize_text
+from resolveflow.retrieval.linear import LogisticModel, TfidfWords, fit_logistic
 from resolveflow.store import documents as store
 from resolveflow.store.database import Database
 
@@ -71,49 +71,45 @@ class Example:
 class LabelModel:
     """Trained per-label classifiers over one shared vocabulary."""
 
-    def __init__(self, vectorizer: Any, labels: list[str], classifiers: list[Any]) -> None:
+    def __init__(
+        self,
+        vectorizer: TfidfWords | None,
+        labels: list[str],
+        classifiers: list[LogisticModel | None],
+    ) -> None:
         self._vectorizer = vectorizer
         self.labels = labels
         self._classifiers = classifiers
 
     @classmethod
     def train(cls, examples: Sequence[Example]) -> LabelModel:
-        from sklearn.feature_extraction.text import (  # type: ignore[import-untyped]
-            TfidfVectorizer,
-        )
-        from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
-
         usable = [e for e in examples if topical(e.labels)]
         counts = Counter(label for e in usable for label in topical(e.labels))
         labels = sorted(label for label, n in counts.items() if n >= MIN_EXAMPLES)
         if not usable or not labels:
             return cls(None, [], [])
-        vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2, ngram_range=(1, 1))
         try:
-            features = vectorizer.fit_transform([e.text for e in usable])
+            vectorizer = TfidfWords.fit([e.text for e in usable], min_df=2)
         except ValueError:  # an empty vocabulary: nothing to learn from
             return cls(None, [], [])
-        classifiers: list[Any] = []
+        features = vectorizer.transform([e.text for e in usable])
+        classifiers: list[LogisticModel | None] = []
         for label in labels:
             target = np.array([label in e.labels for e in usable])
             if target.all():  # one class only: nothing to tell apart
                 classifiers.append(None)
                 continue
-            model = LogisticRegression(C=REGULARIZATION_C, class_weight="balanced", max_iter=3000)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model.fit(features, target)
-            classifiers.append(model)
+            classifiers.append(fit_logistic(features, target, c=REGULARIZATION_C))
         logger.info("label model trained", extra={"examples": len(usable), "labels": len(labels)})
         return cls(vectorizer, labels, classifiers)
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
         """Shape (len(texts), len(labels))."""
-        if not self.labels or not texts:
+        if self._vectorizer is None or not self.labels or not texts:
             return np.zeros((len(texts), len(self.labels)))
         features = self._vectorizer.transform(list(texts))
         columns = [
-            clf.predict_proba(features)[:, 1] if clf is not None else np.ones(len(texts))
+            clf.probability(features) if clf is not None else np.ones(len(texts))
             for clf in self._classifiers
         ]
         return np.stack(columns, axis=1)
