@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from resolveflow.errors import ConfigError
@@ -121,6 +129,35 @@ class ExecutorSettings(_Group):
         default=2.0, gt=0, validation_alias="RESOLVEFLOW_EXECUTOR_POLL_SECONDS"
     )
     reconcile_interval_seconds: float = Field(default=300.0, ge=0)
+
+
+class PaceConfig(_Group):
+    """Write pacing per credential (``execution/pace.py``): at least ``*_min_interval_seconds``
+    between writes, ``*_burst`` at once, never more than ``*_per_hour`` in an hour. GitHub's:
+    its secondary limits (80 a minute, 500 an hour, a second apart)."""
+
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}PACE_")
+
+    enabled: bool = True
+    github_min_interval_seconds: float = Field(default=1.0, ge=0, le=60)
+    github_burst: int = Field(default=60, ge=1, le=80)
+    github_per_hour: int = Field(default=500, ge=2, le=100_000)
+    gitlab_min_interval_seconds: float = Field(default=0.5, ge=0, le=60)
+    gitlab_burst: int = Field(default=60, ge=1)
+    gitlab_per_hour: int = Field(default=3000, ge=2, le=1_000_000)
+    smtp_min_interval_seconds: float = Field(default=1.0, ge=0, le=60)
+    smtp_burst: int = Field(default=20, ge=1)
+    smtp_per_hour: int = Field(default=300, ge=2, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _burst_below_hourly(self) -> PaceConfig:
+        for target in ("github", "gitlab", "smtp"):
+            if getattr(self, f"{target}_burst") >= getattr(self, f"{target}_per_hour"):
+                raise ValueError(
+                    f"RESOLVEFLOW_PACE_{target.upper()}_BURST must be below "
+                    f"RESOLVEFLOW_PACE_{target.upper()}_PER_HOUR"
+                )
+        return self
 
 
 class ApprovalSettings(_Group):
@@ -300,6 +337,7 @@ class Settings(BaseModel):
     gitlab: GitLabSettings = Field(default_factory=GitLabSettings)
     mail: MailSettings = Field(default_factory=MailSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    pace: PaceConfig = Field(default_factory=PaceConfig)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)
     web: WebSettings = Field(default_factory=WebSettings)

@@ -31,6 +31,7 @@ from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
 from resolveflow.wiring_embedder import build_embedder
 from resolveflow.wiring_mail import mail_gate_settings, mailbox_lookup, outside_systems
+from resolveflow.wiring_pace import pace_settings, schedule_execute
 
 if TYPE_CHECKING:
     # Heavy imports (LangGraph, procrastinate, cryptography, numpy, the model clients, the
@@ -88,6 +89,7 @@ def gate_settings(settings: Settings) -> GateSettings:
         unavailable_retry_seconds=executor.unavailable_retry_seconds,
         send_slack_seconds=timeout,
         request_deadline_seconds=timeout * (DEADLINE_TIMEOUTS + 1),
+        pace=pace_settings(settings.pace),
     )
 
 
@@ -238,6 +240,7 @@ class App:
             self.github,
             mail_gate_settings(self),
             token_lookup=self.token_lookup(),
+            schedule=schedule_execute,
             **outside_systems(self),
         )
 

@@ -94,4 +94,5 @@ class Execution:
     updated_at: datetime
     result_ref: str | None = None  # what a kind created: an issue number, a message id
     result_url: str | None = None
+    pace_slot_at: datetime | None = None  # the write slot it holds while back in the queue
     extra: dict[str, Any] = field(default_factory=dict)

@@ -27,8 +27,9 @@ from resolveflow.execution.kinds import KindRegistry
 from resolveflow.execution.kinds.base import Prepared, Verified
 from resolveflow.execution.kinds.email_send import MailAccess
 from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
-from resolveflow.execution.lease import GateSettings, new_owner_id
-from resolveflow.execution.outcomes import Attempt, Recorder
+from resolveflow.execution.lease import Attempt, GateSettings, new_owner_id
+from resolveflow.execution.outcomes import Recorder
+from resolveflow.execution.pace import Pacer, Scheduler
 from resolveflow.store import executions as execution_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.context import execution_context
@@ -49,6 +50,7 @@ class Executor:
         clock: Callable[[], float] = time.monotonic,
         gitlab: GitLabAccess | None = None,
         mail: MailAccess | None = None,
+        schedule: Scheduler | None = None,
     ) -> None:
         self.db = db
         self.github = github
@@ -57,6 +59,8 @@ class Executor:
         self.token_lookup = token_lookup
         self.clock = clock
         self.record = Recorder(db, self.owner, settings, clock)
+        self.pacer = Pacer(db, self.owner, settings.pace, schedule)
+        self.record.pacer = self.pacer
         self.kinds = KindRegistry(github, self.record, gitlab, mail)
 
     # --- entry points --------------------------------------------------------------------
@@ -117,9 +121,14 @@ class Executor:
         except ResolveFlowError as exc:
             return self.record.refused_in(conn, claimed, exc)
         prior = tuple(execution_store.prior_uncertain(conn, claimed))
-        step = self.kinds.for_action(verified.action).step_with_claim(verified.action)
+        kind = self.kinds.for_action(verified.action)
+        step = kind.step_with_claim(verified.action)
         if step is None or prior:
             return Prepared(claimed, verified, None, prior)
+        admitted = self.pacer.admit(conn, claimed, kind.spec.paced_as, verified.sent_with)
+        if isinstance(admitted, Execution):
+            return admitted  # back in the queue, holding a later slot
+        wait = admitted.wait_seconds
         attempt_id = execution_store.insert_attempt(
             conn,
             claimed,
@@ -128,12 +137,12 @@ class Executor:
             credential=verified.sent_with.credential,
             token_fingerprint=verified.sent_with.token_fingerprint,
             lease_seconds=self.settings.lease_seconds,
-            deadline_seconds=self.settings.in_flight_seconds,
+            deadline_seconds=self.settings.in_flight_seconds + wait,
             with_claim=True,
         )
-        return Prepared(
-            claimed, verified, Attempt(attempt_id, begun + self.settings.send_slack_seconds)
-        )
+        send_at = self.clock() + wait
+        attempt = Attempt(attempt_id, begun + wait + self.settings.send_slack_seconds, send_at)
+        return Prepared(claimed, verified, attempt)
 
     def _continue(self, prepared: Prepared | Execution) -> Execution:
         if isinstance(prepared, Execution):

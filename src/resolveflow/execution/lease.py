@@ -9,12 +9,35 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from resolveflow.domain.pace import Pace, PaceTarget
 
 
 def new_owner_id() -> str:
     """host:pid:random, so a lease row tells a person which process holds it."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A request's committed attempt row, and when (monotonic) the request may start."""
+
+    id: UUID
+    send_by: float  # after this the request is not started at all
+    send_at: float = 0.0  # its pace slot: not before this either
+
+
+@dataclass(frozen=True)
+class PaceSettings:
+    """Write pacing (``execution/pace.py``). Empty ``paces``: nothing is paced (the library's
+    default; the product's settings pace GitHub, GitLab and mail)."""
+
+    paces: Mapping[PaceTarget, Pace] = field(default_factory=dict)
+    inline_wait_seconds: float = 2.0  # below the send slack: a started attempt stays valid
+    hold_grace_seconds: float = 5.0  # a held slot missed by more is given up
 
 
 @dataclass(frozen=True)
@@ -28,6 +51,7 @@ class GateSettings:
     # deadline plus one last socket read. No reconciler takes an execution over before both passed.
     send_slack_seconds: float = 10.0
     request_deadline_seconds: float = 50.0
+    pace: PaceSettings = field(default_factory=PaceSettings)
 
     @property
     def in_flight_seconds(self) -> float:

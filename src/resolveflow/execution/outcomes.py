@@ -8,8 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from resolveflow.domain.records import Execution, ExecutionState
@@ -22,12 +21,15 @@ from resolveflow.errors import (
     ProviderUnavailable,
     ResolveFlowError,
 )
-from resolveflow.execution.lease import GateSettings
+from resolveflow.execution.lease import Attempt, GateSettings
 from resolveflow.store import audit
 from resolveflow.store import executions as store
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.executions import SentWith
 from resolveflow.telemetry import span
+
+if TYPE_CHECKING:
+    from resolveflow.execution.pace import Pacer
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +38,6 @@ def wrote_something(execution: Execution) -> bool:
     """An earlier step already reached the outside system (a comment posted before its labels):
     whatever happens next, the execution can end partial at worst, never failed."""
     return execution.comment_id is not None or execution.result_ref is not None
-
-
-@dataclass(frozen=True)
-class Attempt:
-    id: UUID
-    send_by: float  # monotonic: after this the request is not started at all
 
 
 class Recorder:
@@ -57,6 +53,7 @@ class Recorder:
         self.settings = settings
         self.clock = clock
         self.actor = f"executor:{owner}"
+        self.pacer: Pacer | None = None  # the gate's, when writes are paced
 
     @contextmanager
     def _transaction(self, execution: Execution) -> Iterator[Connection]:
@@ -91,10 +88,11 @@ class Recorder:
         return after
 
     def attempt_started(
-        self, execution: Execution, step: AttemptStep, sent_with: SentWith
+        self, execution: Execution, step: AttemptStep, sent_with: SentWith, wait_seconds: float
     ) -> Attempt:
         """Committed before the request leaves, so a crash afterwards is never mistaken for 'not
-        sent'; the request must then start before ``Attempt.send_by``."""
+        sent'; the request leaves after its pace slot (``wait_seconds`` from now) and before
+        ``Attempt.send_by``."""
         begun = self.clock()
         with self._transaction(execution) as conn:
             attempt_id = store.insert_attempt(
@@ -105,9 +103,10 @@ class Recorder:
                 credential=sent_with.credential,
                 token_fingerprint=sent_with.token_fingerprint,
                 lease_seconds=self.settings.lease_seconds,
-                deadline_seconds=self.settings.in_flight_seconds,
+                deadline_seconds=self.settings.in_flight_seconds + wait_seconds,
             )
-        return Attempt(attempt_id, begun + self.settings.send_slack_seconds)
+        send_at = begun + wait_seconds
+        return Attempt(attempt_id, send_at + self.settings.send_slack_seconds, send_at)
 
     def too_late(self, execution: Execution, attempt: Attempt) -> Execution:
         """The process stalled between recording the attempt and sending: a reconciler may

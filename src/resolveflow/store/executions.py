@@ -37,6 +37,8 @@ _COLUMNS = (
 
 def to_execution(row: dict[str, Any]) -> Execution:
     values = {name: row[name] for name in _COLUMNS}
+    # Rows from joins that name their columns may not carry it (migration 0021).
+    values["pace_slot_at"] = row.get("pace_slot_at")
     return Execution(state=ExecutionState(row["state"]), **values)
 
 

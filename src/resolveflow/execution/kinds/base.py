@@ -14,9 +14,10 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from resolveflow.domain.actions import ActionKind, AnyAction
+from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep, Credential
-from resolveflow.execution.outcomes import Attempt
+from resolveflow.execution.lease import Attempt
 from resolveflow.store.executions import PriorExecution, SentWith
 
 
@@ -28,6 +29,7 @@ class KindSpec:
     marker: str  # where the hidden marker goes
     reconciliation: str  # which listing, pages and window reconciliation reads
     partial: str  # what counts as partial success
+    paced_as: PaceTarget  # whose write allowance its requests use (execution/pace.py)
 
 
 def sent_with(token: str | None) -> SentWith:

@@ -16,6 +16,7 @@ from uuid import UUID
 from resolveflow.adapters.smtp.message import build_message
 from resolveflow.adapters.smtp.protocol import Mailer, OutgoingMessage, SmtpEndpoint
 from resolveflow.domain.actions import ActionKind, AnyAction, EmailSendAction
+from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.policy import check_mailbox_configured
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
@@ -51,6 +52,7 @@ SPEC = KindSpec(
         "without one a person resolves it, with the Message-ID shown"
     ),
     partial="never: one SMTP transaction delivers the whole message or none of it",
+    paced_as=PaceTarget.SMTP,
 )
 
 
@@ -129,7 +131,9 @@ class EmailSendExecutor:
             if earlier is not None:
                 return earlier
         # The mailbox's own secret sends, whoever approved: recorded as the service credential.
-        attempt = begin(self.record, execution, AttemptStep.SEND, sent_with(None))
+        attempt = begin(
+            self.record, execution, AttemptStep.SEND, sent_with(None), paced_as=SPEC.paced_as
+        )
         if isinstance(attempt, Execution):
             return attempt
         try:

@@ -13,6 +13,7 @@ from resolveflow.domain.actions import (
     execution_marker,
     parse_action,
 )
+from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
@@ -40,6 +41,7 @@ SPEC = KindSpec(
         "each label added by that account after the labels request started (or already there)"
     ),
     partial="the comment was posted but the labels were definitely refused",
+    paced_as=PaceTarget.GITHUB,
 )
 
 
@@ -125,7 +127,12 @@ class GitHubIssueExecutor:
         execution, verified = prepared.execution, prepared.verified
         assert action.comment is not None
         attempt = begin(
-            self.record, execution, AttemptStep.COMMENT, verified.sent_with, prepared.attempt
+            self.record,
+            execution,
+            AttemptStep.COMMENT,
+            verified.sent_with,
+            prepared.attempt,
+            paced_as=SPEC.paced_as,
         )
         if isinstance(attempt, Execution):
             return attempt
@@ -141,7 +148,13 @@ class GitHubIssueExecutor:
     def _send_labels(
         self, execution: Execution, prepared: Prepared, action: GitHubIssueAction, repo: RepoName
     ) -> Execution:
-        attempt = begin(self.record, execution, AttemptStep.LABELS, prepared.verified.sent_with)
+        attempt = begin(
+            self.record,
+            execution,
+            AttemptStep.LABELS,
+            prepared.verified.sent_with,
+            paced_as=SPEC.paced_as,
+        )
         if isinstance(attempt, Execution):
             return attempt
         try:

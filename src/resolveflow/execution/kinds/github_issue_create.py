@@ -12,6 +12,7 @@ from resolveflow.domain.actions import (
     body_with_marker,
     execution_marker,
 )
+from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.policy import check_labels_exist
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
@@ -41,6 +42,7 @@ SPEC = KindSpec(
         "the issue was created but GitHub dropped some labels or assignees (it does so silently "
         "when the account lacks push access)"
     ),
+    paced_as=PaceTarget.GITHUB,
 )
 
 
@@ -74,7 +76,12 @@ class GitHubIssueCreateExecutor:
             if earlier is not None:
                 return earlier
         attempt = begin(
-            self.record, execution, AttemptStep.CREATE, verified.sent_with, prepared.attempt
+            self.record,
+            execution,
+            AttemptStep.CREATE,
+            verified.sent_with,
+            prepared.attempt,
+            paced_as=SPEC.paced_as,
         )
         if isinstance(attempt, Execution):
             return attempt

@@ -18,6 +18,7 @@ from resolveflow.domain.actions import (
     body_with_marker,
     execution_marker,
 )
+from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.policy import check_labels_exist, check_project_allowed
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
@@ -53,6 +54,7 @@ SPEC = KindSpec(
         "the marker"
     ),
     partial="the issue was created but GitLab dropped some labels or assignees",
+    paced_as=PaceTarget.GITLAB,
 )
 
 
@@ -104,7 +106,9 @@ class GitLabIssueCreateExecutor:
             if earlier is not None:
                 return earlier
         # The tenant's token writes, whoever approved: recorded as the service credential.
-        attempt = begin(self.record, execution, AttemptStep.CREATE, sent_with(None))
+        attempt = begin(
+            self.record, execution, AttemptStep.CREATE, sent_with(None), paced_as=SPEC.paced_as
+        )
         if isinstance(attempt, Execution):
             return attempt
         try:

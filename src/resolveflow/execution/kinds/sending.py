@@ -3,10 +3,12 @@ states the error contract)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from uuid import UUID
 
 from resolveflow.domain.actions import AnyAction, parse_action
+from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
@@ -19,7 +21,8 @@ from resolveflow.errors import (
     ProviderUnavailable,
 )
 from resolveflow.execution.kinds.base import Prepared
-from resolveflow.execution.outcomes import Attempt, Recorder
+from resolveflow.execution.lease import Attempt
+from resolveflow.execution.outcomes import Recorder
 from resolveflow.store.executions import SentWith
 
 
@@ -29,16 +32,29 @@ def begin(
     step: AttemptStep,
     sent_with: SentWith,
     started: Attempt | None = None,
+    *,
+    paced_as: PaceTarget,
 ) -> Attempt | Execution:
-    """The attempt a request goes out under: ``started`` (recorded with the claim) or one
-    recorded now. Instead, the execution: unchanged when the lease was lost, or as recorded when
-    the time to start the request ran out (a stall: nothing is sent)."""
+    """The attempt a request goes out under: ``started`` (recorded with the claim, its pace slot
+    taken there) or one recorded now, after a slot in ``paced_as``'s pace for this credential.
+    Returns when the request may leave. Instead, the execution: unchanged when the lease was
+    lost, given back to the queue to wait for a later slot, or as recorded when the time to
+    start the request ran out (a stall: nothing is sent)."""
     attempt = started
     if attempt is None:
+        wait = 0.0
+        if record.pacer is not None:
+            admitted = record.pacer.admit_now(execution, paced_as, sent_with)
+            if isinstance(admitted, Execution):
+                return admitted
+            wait = admitted.wait_seconds
         try:
-            attempt = record.attempt_started(execution, step, sent_with)
+            attempt = record.attempt_started(execution, step, sent_with, wait_seconds=wait)
         except LeaseLost:
             return execution
+    delay = attempt.send_at - record.clock()
+    if delay > 0:
+        time.sleep(delay)  # the slot is near: waiting here keeps the queue's order
     if record.clock() > attempt.send_by:
         return record.too_late(execution, attempt)
     return attempt

@@ -75,6 +75,7 @@ class Frontend:
         self._writes_applied = 0
         self._requests = 0
         self._write_log: list[WriteRecord] = []
+        self._write_times: list[tuple[float, str | None]] = []  # (monotonic, login) per write
         self._used: dict[str, int] = {}
         self._window_reset = int(time.time()) + RATE_LIMIT_WINDOW_SECONDS
         self.write_accepted = threading.Event()  # set by HangAfterWrite once the write is applied
@@ -110,6 +111,12 @@ class Frontend:
     def write_log(self) -> list[WriteRecord]:
         with self._lock:
             return list(self._write_log)
+
+    @property
+    def write_times(self) -> list[tuple[float, str | None]]:
+        """When each write arrived (monotonic) and whose it was: pacing tests read the gaps."""
+        with self._lock:
+            return list(self._write_times)
 
     @property
     def requests_received(self) -> int:
@@ -237,6 +244,7 @@ class Frontend:
             self._write_log.append(
                 WriteRecord(request.method, request.path, request.login, applied)
             )
+            self._write_times.append((time.monotonic(), request.login))
 
     # --- rate limits -----------------------------------------------------------------------
 

@@ -189,6 +189,10 @@ class FakeGitHubServer:
         return self.frontend.write_log
 
     @property
+    def write_times(self) -> list[tuple[float, str | None]]:
+        return self.frontend.write_times
+
+    @property
     def requests_received(self) -> int:
         return self.frontend.requests_received
 
