@@ -3,30 +3,25 @@
     .venv/bin/python benchmarks/generalization.py [--home DIR] [--data DIR] [--clone DIR]
                                                  [--cache FILE] [--no-changes] [--rerank]
 
-Dev data only (``shared/data`` beside the checkout). Each dev set is indexed into a scratch tenant
-through the product's ``Indexer`` with the default embedder (ONNX MiniLM int8, 128 tokens, batch
-16), once per vector setting (one vector per report, the default; every chunk embedded). Every
-query is searched once through ``Searcher.search`` with the default settings while the candidate
-rows it fuses are recorded; each fusion setting is then applied to the same rows in Python
-(``fusion.py`` is pure), which is exactly what a search with that setting returns (checked: the
-default setting must reproduce the live search's ranking for every query).
+Dev data only (``shared/data`` beside the checkout), the default embedder (ONNX MiniLM int8).
+Each set is indexed into a scratch tenant through ``Indexer``, once per vector setting (one vector
+per report, the default, or every chunk). Each query is searched once by ``Searcher.search`` while
+the rows it fuses are recorded; every fusion setting is then applied to those rows in Python
+(``fusion.py`` is pure): what a search with that setting returns (checked: re-fusing with the
+default reproduces every live ranking).
 
-- SeaMonkey duplicates (``evals/duplicates.py`` protocol): MRR@5, R@5; also on the long-report
-  subset (query's or target's body > 128 tokens).
-- Runbook questions (42 answerable of ``questions-dev.jsonl``): MRR@5 and R@5 of the first right
-  page, plain search and with ``ask``'s title bonus (the figure the 0.95 target is set on).
-- Change localization (``evals/changes.py``): Hit@5, MRR@10 of refine's suggested files on the
-  hf-datasets issues of 2023, ``changes_step`` re-run on each setting's hits.
-- hf-datasets labels are TF-IDF only (no vectors, no search): independent of these settings.
-
-Also ingestion reports/s per vector setting (``benchmarks/retrieval.py ingest``'s method: the
-first 600 hf-datasets issues, wall time) and, with ``--rerank``, a learning-to-rank re-ranker over
-the top 30 for duplicates, measured by leave-one-query-out (not part of the product).
+- SeaMonkey duplicates (``evals/duplicates.py``): MRR@5, R@5, also on long reports (the query's
+  or target's body > 128 tokens).
+- Runbooks (answerable questions of ``questions-dev.jsonl``): MRR@5 of the first right page by
+  plain search and by ``ask``'s ranking (title bonus; the 0.95 target is on it), R@5.
+- Changes (``evals/changes.py``): refine's Hit@5 and MRR@10 on the hf-datasets issues of 2023,
+  ``changes_step`` re-run on each setting's hits. Labels use no vectors or search: unaffected.
+- Ingestion reports/s per vector setting (``benchmarks/retrieval.py ingest``'s method), and with
+  ``--rerank`` a logistic-regression re-ranker over the duplicates' top 30, leave-one-query-out.
 
 ``--home`` keeps the embedded Postgres there (default: a temporary folder); ``--cache FILE``
-stores the measurements (pickle) and a second run with it only re-fuses and prints.
-Runtime on a shared 2-core machine: about 15-20 minutes (ingesting hf-datasets twice, ~6,400
-documents, is most of it); with ``--cache`` of an earlier run, seconds.
+keeps the measurements (pickle): a second run with it only re-fuses and prints, in seconds.
+About 9 minutes on a busy 2-core machine (load 3-4), two thirds of it the changes replay.
 """
 
 from __future__ import annotations
@@ -39,14 +34,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
+from resolveflow.adapters.embedder.onnx_minilm import MODEL_DIR, TOKENIZER_FILE, OnnxMiniLM
 from resolveflow.adapters.git import GitRepository
 from resolveflow.domain.refine import RefineDocument, Ticket, TicketSource
 from resolveflow.evals import changes as changes_eval
@@ -54,7 +49,7 @@ from resolveflow.evals.answers import read_questions
 from resolveflow.evals.duplicates import query_and_target, read_pairs
 from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval import search as search_module
-from resolveflow.retrieval.chunking import MAX_CHUNKS
+from resolveflow.retrieval.chunking import MAX_CHUNKS, chunk_document, normalize_text
 from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams
@@ -75,8 +70,7 @@ from resolveflow.wiring import migrate
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SOURCE = "eval"
 LONG_TOKENS = 128
-
-# Dev targets: duplicates (issue 5), runbook answers (issue 13, on ask's ranking), changes (14).
+# Dev targets: duplicates, runbook answers (on ask's ranking), change localization.
 TARGETS = {"sm_mrr5": 0.72, "sm_r5": 0.89, "rb_mrr5": 0.95, "ch_hit5": 0.78, "ch_mrr10": 0.56}
 REPORT_SETTINGS: dict[str, tuple[str, float, float]] = {
     "weighted 0.9/0.1": ("weighted", 0.9, 0.1),
@@ -86,19 +80,15 @@ REPORT_SETTINGS: dict[str, tuple[str, float, float]] = {
     "RRF 1:1": ("rrf", 1.0, 1.0),
     "RRF 3:1": ("rrf", 3.0, 1.0),
 }
-DOC_SETTINGS: dict[str, tuple[float, float]] = {
-    "0.3/0.7": (0.3, 0.7),  # today's default
-    "0.2/0.8": (0.2, 0.8),
-    "0.5/0.5": (0.5, 0.5),
-}
+DOC_SETTINGS = {"0.3/0.7": (0.3, 0.7), "0.2/0.8": (0.2, 0.8), "0.5/0.5": (0.5, 0.5)}
 VECTOR_SETTINGS = {"1 vector/report": 1, "every chunk": MAX_CHUNKS}
-DEFAULT = ("1 vector/report", "weighted 0.8/0.2", "0.3/0.7")
+Rows = list[dict[str, Any]]  # candidate rows of hybrid_candidates, as search.py fuses them
+DEFAULT = ("1 vector/report", "weighted 0.8/0.2", "0.3/0.7")  # today's defaults
 
 
 def params_for(report: str, doc: str) -> FusionParams:
     method, vw, lw = REPORT_SETTINGS[report]
-    dvw, dlw = DOC_SETTINGS[doc]
-    return FusionParams(method, vw, lw, 60, dvw, dlw)  # type: ignore[arg-type]
+    return FusionParams(method, vw, lw, 60, *DOC_SETTINGS[doc])  # type: ignore[arg-type]  # str
 
 
 # --- pure helpers -------------------------------------------------------------------------------
@@ -122,37 +112,48 @@ def margins(figures: dict[str, float], targets: dict[str, float]) -> list[float]
 
 
 def pick_by_worst_case(rows: dict[Any, list[float]]) -> list[Any]:
-    """Settings ordered best first by their margins compared smallest first (leximin): the worst
-    margin decides, the second worst breaks its ties, and so on."""
+    """Settings best first by their margins taken smallest first (leximin): the worst margin
+    decides, the second worst breaks its ties, and so on."""
     return sorted(rows, key=lambda key: [-round(m, 9) for m in rows[key]])
 
 
-# --- capturing the candidates a search fuses --------------------------------------------------
+# --- the candidates a search fuses, captured once ---------------------------------------------
 
 
 class Capture:
-    """Records the rows each ``Searcher.search`` hands to ``group_by_document`` (after its own
-    exclusion), so every fusion setting can be applied later to exactly those candidates."""
+    """The rows each ``Searcher.search`` hands to ``group_by_document`` (after its exclusion)."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
     @contextmanager
-    def active(self):  # type: ignore[no-untyped-def]
+    def active(self) -> Iterator[Capture]:
         def recording(rows: Sequence[dict[str, Any]]) -> Any:
             self.rows = [dict(r) for r in rows]
             return group_by_document(rows)
 
-        search_module.group_by_document = recording  # type: ignore[assignment]
+        # search.py calls the name it imported: swapping it there sees every search's rows.
+        setattr(search_module, "group_by_document", recording)  # noqa: B010
         try:
             yield self
         finally:
-            search_module.group_by_document = group_by_document
+            setattr(search_module, "group_by_document", group_by_document)  # noqa: B010
+
+    def search(self, searcher: Searcher, tenant: Any, text: str, k: int, **kw: Any) -> Rows:
+        """Search, check that re-fusing the captured rows gives the live ranking, return them."""
+        live = [h.external_id for h in searcher.search(tenant, text, k=k, **kw)]
+        if ids(refuse(self.rows, SearchParams().fusion, k)) != live:
+            raise SystemExit(f"{text[:60]!r}: re-fusing the captured rows differs from search")
+        return self.rows
 
 
-def refuse(rows: list[dict[str, Any]], params: FusionParams, k: int) -> list[Any]:
+def refuse(rows: Rows, params: FusionParams, k: int) -> list[Any]:
     """The top ``k`` documents (fusion candidates) a search with ``params`` returns."""
     return fuse(group_by_document(rows), params)[:k]
+
+
+def ids(docs: Sequence[Any]) -> list[str]:
+    return [d.best["external_id"] for d in docs]
 
 
 @dataclass
@@ -177,25 +178,17 @@ class Measured:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def seamonkey_corpus(data: Path) -> Path:
-    return data / "seamonkey" / "corpus.jsonl"
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def check_same(live: list[str], rows: list[dict[str, Any]], k: int, what: str) -> None:
-    again = [d.best["external_id"] for d in refuse(rows, SearchParams().fusion, k)]
-    if again != live:
-        raise SystemExit(f"{what}: re-fusing the captured rows does not give the live ranking")
-
-
 # --- measuring ----------------------------------------------------------------------------------
 
 
+def as_of_search(capture: Capture, searcher: Searcher, tenant: Any, doc: Any, k: int) -> Rows:
+    """A report as the evaluations search it: title and body, as of its creation, not itself."""
+    text, exclude = f"{doc.title}\n\n{doc.body}", (SOURCE, doc.external_id)
+    return capture.search(searcher, tenant, text, k, as_of=doc.created_at, exclude=exclude)
+
+
 def measure_duplicates(db: Database, embedder: OnnxMiniLM, data: Path, vpr: int) -> list[Query]:
-    documents = {d.external_id: d for d in read_corpus(seamonkey_corpus(data), SOURCE)}
+    documents = {d.external_id: d for d in read_corpus(data / "seamonkey/corpus.jsonl", SOURCE)}
     pairs = read_pairs(data / "seamonkey" / "duplicates.tsv")
     placed = [query_and_target(documents[a], documents[b]) for a, b in pairs]
     capture, queries = Capture(), []
@@ -203,30 +196,15 @@ def measure_duplicates(db: Database, embedder: OnnxMiniLM, data: Path, vpr: int)
         Indexer(db, embedder, vectors_per_report=vpr).upsert(tenant, documents.values())
         searcher = Searcher(db, embedder, SearchParams())
         for query, target in (p for p in placed if p is not None):
-            rows = search_report(searcher, capture, tenant, query, 10)
+            rows = as_of_search(capture, searcher, tenant, query, 10)
             queries.append(Query(query.external_id, {target.external_id}, rows))
             queries[-1].extra["target"] = target.external_id
     return queries
 
 
-def search_report(
-    searcher: Searcher, capture: Capture, tenant: Any, doc: Any, k: int
-) -> list[dict[str, Any]]:
-    """A report searched as the evaluations do (title and body, as of its creation, itself
-    excluded); the rows fused, after checking that re-fusing them gives the live ranking."""
-    hits = searcher.search(
-        tenant,
-        f"{doc.title}\n\n{doc.body}",
-        k=k,
-        as_of=doc.created_at,
-        exclude=(SOURCE, doc.external_id),
-    )
-    check_same([h.external_id for h in hits], capture.rows, k, doc.external_id)
-    return capture.rows
-
-
 def measure_runbooks(db: Database, embedder: OnnxMiniLM, data: Path) -> list[Query]:
-    """Runbooks get a vector per chunk whatever the report setting: measured once."""
+    """Runbooks get a vector per chunk whatever the report setting: measured once. The title
+    coverage ask adds is read for every candidate, so any fusion's top ten can be re-ranked."""
     folder = data / "runbooks"
     questions = [q for q in read_questions(folder / "questions-dev.jsonl") if q.answers]
     capture, queries = Capture(), []
@@ -235,29 +213,24 @@ def measure_runbooks(db: Database, embedder: OnnxMiniLM, data: Path) -> list[Que
         searcher = Searcher(db, embedder, SearchParams())
         for q in questions:
             text = q.question.strip()
-            hits = searcher.search(tenant, text, k=ask_module.DEPTH)
-            check_same([h.external_id for h in hits], capture.rows, ask_module.DEPTH, q.id)
-            ids = list({r["document_id"] for r in capture.rows})
+            rows = capture.search(searcher, tenant, text, ask_module.DEPTH)
             with db.tenant(tenant) as conn:
-                cover = answers_store.title_cover(conn, tenant, text, ids)
-            queries.append(Query(q.id, set(q.answers), capture.rows, {"cover": cover}))
+                candidates = list({r["document_id"] for r in rows})
+                cover = answers_store.title_cover(conn, tenant, text, candidates)
+            queries.append(Query(q.id, set(q.answers), rows, {"cover": cover}))
     return queries
 
 
 def runbook_rank(query: Query, params: FusionParams, bonus: bool) -> int | None:
-    """Rank of the first right page in the top 5: plain search, or ``ask``'s ranking (the fused
-    score plus its title bonus, over the top ten)."""
-    docs = refuse(query.rows, params, ask_module.DEPTH)
-    if bonus:
-        cover = query.extra["cover"]
-        docs = sorted(
-            docs,
-            key=lambda d: (
-                -(d.fused + ask_module.TITLE_BONUS * cover.get(d.document_id, 0.0)),
-                str(d.document_id),
-            ),
-        )
-    return first_rank([d.best["external_id"] for d in docs], query.right, 5)
+    """The first right page's rank in the top 5: plain search, or ask's ranking (the top ten by
+    fused score plus the title bonus, as ``service/ask.py`` ranks them)."""
+    docs, cover = refuse(query.rows, params, ask_module.DEPTH), query.extra["cover"]
+
+    def score(d: Any) -> float:
+        return float(d.fused + ask_module.TITLE_BONUS * cover.get(d.document_id, 0.0))
+
+    ranked = sorted(docs, key=lambda d: (-score(d), str(d.document_id))) if bonus else docs
+    return first_rank(ids(ranked), query.right, 5)
 
 
 def measure_changes(
@@ -268,9 +241,7 @@ def measure_changes(
     folder = data / "hf-datasets"
     links = changes_eval.read_fix_links(folder / "fix_links.tsv")
     history = RepositoryHistory.read("corpus", GitRepository(clone))
-    documents = [
-        d for name in ("issues.jsonl", "pulls.jsonl") for d in read_corpus(folder / name, SOURCE)
-    ]
+    documents = [d for f in ("issues", "pulls") for d in read_corpus(folder / f"{f}.jsonl", SOURCE)]
     since = datetime(2023, 1, 1, tzinfo=UTC)
     queries, _ = changes_eval._queries(documents, links, history, since)
     capture = Capture()
@@ -278,11 +249,9 @@ def measure_changes(
     with scratch_tenant(db) as tenant, capture.active():
         Indexer(db, embedder, vectors_per_report=vpr).upsert(tenant, documents)
         searcher = Searcher(db, embedder, SearchParams())
-        deps = ChangesDeps(
-            db, tenant, {"corpus": history}, include=changes_eval.SCOPE, excerpts=False
-        )
+        deps = ChangesDeps(db, tenant, {"corpus": history}, changes_eval.SCOPE, excerpts=False)
         for doc, gold in queries:
-            rows = search_report(searcher, capture, tenant, doc, SIMILAR_DEPTH)
+            rows = as_of_search(capture, searcher, tenant, doc, SIMILAR_DEPTH)
             ticket = Ticket(
                 source=TicketSource.TEXT,
                 title=doc.title,
@@ -292,18 +261,18 @@ def measure_changes(
             )
             for name in REPORT_SETTINGS:
                 fused = refuse(rows, params_for(name, DEFAULT[2]), SIMILAR_DEPTH)
-                related = [
-                    task_from_hit(search_module._hit(d.best, d, embedder.space)) for d in fused
-                ]
-                refined = changes_step(RefineDocument(ticket=ticket, related=related), deps)
-                ranked = [f.path for f in refined.suggested_files]
-                ranks[name].append(changes_eval._rank(ranked, gold))
+                hits = [search_module._hit(d.best, d, embedder.space) for d in fused]
+                related = RefineDocument(ticket=ticket, related=[task_from_hit(h) for h in hits])
+                suggested = [f.path for f in changes_step(related, deps).suggested_files]
+                ranks[name].append(changes_eval._rank(suggested, gold))
     return ranks, len(queries)
 
 
-def ingest_rates(db: Database, embedder: OnnxMiniLM, data: Path, repeats: int) -> dict:
+def ingest_rates(
+    db: Database, embedder: OnnxMiniLM, data: Path, repeats: int
+) -> dict[str, list[float]]:
     """``benchmarks/retrieval.py ingest``'s method: the first 600 hf-datasets issues through the
-    one upsert path, wall time; the settings alternate so load on the machine hits both."""
+    one upsert path, wall time; the settings alternate so the machine's load hits both."""
     reports = list(read_corpus(data / "hf-datasets" / "issues.jsonl", "bench"))[:600]
     rates: dict[str, list[float]] = {name: [] for name in VECTOR_SETTINGS}
     for _ in range(repeats):
@@ -315,26 +284,29 @@ def ingest_rates(db: Database, embedder: OnnxMiniLM, data: Path, repeats: int) -
     return rates
 
 
-def long_reports(data: Path, queries: list[Query]) -> tuple[set[str], int]:
-    """Queries whose report or target has a body over 128 tokens, and the number of SeaMonkey
-    reports with more than one chunk (the only ones the vector setting changes)."""
-    from tokenizers import Tokenizer
+def chunk_count(doc: Any) -> int:
+    return len(chunk_document(normalize_text(doc.title), doc.body))
 
-    from resolveflow.adapters.embedder.onnx_minilm import MODEL_DIR, TOKENIZER_FILE
-    from resolveflow.retrieval.chunking import chunk_document, normalize_text
+
+def long_reports(corpus: dict[str, Any], queries: list[Query]) -> set[str]:
+    """Queries whose report or target has a body over 128 tokens (MiniLM's tokenizer)."""
+    from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(MODEL_DIR / TOKENIZER_FILE))
     tokenizer.no_truncation()
-    docs = {d.external_id: d for d in read_corpus(seamonkey_corpus(data), SOURCE)}
 
     def tokens(doc_id: str) -> int:
-        return len(tokenizer.encode(docs[doc_id].body or "", add_special_tokens=False).ids)
+        return len(tokenizer.encode(corpus[doc_id].body or "", add_special_tokens=False).ids)
 
-    long = {q.id for q in queries if max(tokens(q.id), tokens(q.extra["target"])) > LONG_TOKENS}
-    multi = sum(
-        1 for d in docs.values() if len(chunk_document(normalize_text(d.title), d.body)) > 1
-    )
-    return long, multi
+    return {q.id for q in queries if max(tokens(q.id), tokens(q.extra["target"])) > LONG_TOKENS}
+
+
+@contextmanager
+def timed(out: Measured, what: str) -> Iterator[None]:
+    print(f"[{time.strftime('%H:%M:%S')}] {what} ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    yield
+    out.seconds[what] = time.perf_counter() - started
 
 
 def measure(args: argparse.Namespace) -> Measured:
@@ -362,8 +334,11 @@ def measure(args: argparse.Namespace) -> Measured:
                     out.changes[name], out.changes_queries = measure_changes(
                         db, embedder, data, clone, vpr
                     )
-        out.long_queries, out.multi_chunk_reports = long_reports(data, out.duplicates[DEFAULT[0]])
-        out.corpus = {d.external_id: d for d in read_corpus(seamonkey_corpus(data), SOURCE)}
+        out.corpus = {
+            d.external_id: d for d in read_corpus(data / "seamonkey/corpus.jsonl", SOURCE)
+        }
+        out.long_queries = long_reports(out.corpus, out.duplicates[DEFAULT[0]])
+        out.multi_chunk_reports = sum(1 for d in out.corpus.values() if chunk_count(d) > 1)
         vectors = embedder.embed_documents([d.title for d in out.corpus.values()])
         out.title_vectors = dict(zip(out.corpus, vectors, strict=True))
     finally:
@@ -371,120 +346,80 @@ def measure(args: argparse.Namespace) -> Measured:
     return out
 
 
-@contextmanager
-def timed(out: Measured, what: str):  # type: ignore[no-untyped-def]
-    log(f"{what} ...")
-    started = time.perf_counter()
-    yield
-    out.seconds[what] = time.perf_counter() - started
-    log(f"{what}: {out.seconds[what]:.0f} s")
-
-
 # --- the table ----------------------------------------------------------------------------------
+
+COLUMNS = {
+    "sm_mrr5": "SM MRR@5",
+    "sm_r5": "SM R@5",
+    "long_mrr5": "long MRR@5",
+    "long_r5": "long R@5",
+    "rb_plain_mrr5": "RB MRR@5 search",
+    "rb_mrr5": "RB MRR@5 ask",
+    "rb_r5": "RB R@5",
+    "ch_hit5": "CH Hit@5",
+    "ch_mrr10": "CH MRR@10",
+}
+
+
+def duplicate_ranks(queries: list[Query], params: FusionParams) -> list[int | None]:
+    return [first_rank(ids(refuse(q.rows, params, 10)), q.right, 10) for q in queries]
 
 
 def figures(m: Measured, vec: str, report: str, doc: str) -> dict[str, float]:
-    params = params_for(report, doc)
-    dup = m.duplicates[vec]
-    ranks = [
-        first_rank([d.best["external_id"] for d in refuse(q.rows, params, 10)], q.right, 10)
-        for q in dup
-    ]
+    params, dup = params_for(report, doc), m.duplicates[vec]
+    ranks = duplicate_ranks(dup, params)
     long = [r for q, r in zip(dup, ranks, strict=True) if q.id in m.long_queries]
     plain = [runbook_rank(q, params, bonus=False) for q in m.runbooks]
     asked = [runbook_rank(q, params, bonus=True) for q in m.runbooks]
-    out = {
-        "sm_mrr5": mrr_at(ranks, 5),
-        "sm_r5": recall_at(ranks, 5),
-        "long_mrr5": mrr_at(long, 5),
-        "long_r5": recall_at(long, 5),
-        "rb_plain_mrr5": mrr_at(plain, 5),
-        "rb_mrr5": mrr_at(asked, 5),
-        "rb_r5": recall_at(asked, 5),
-    }
+    out = {"sm_mrr5": mrr_at(ranks, 5), "sm_r5": recall_at(ranks, 5)}
+    out |= {"long_mrr5": mrr_at(long, 5), "long_r5": recall_at(long, 5)}
+    out |= {"rb_plain_mrr5": mrr_at(plain, 5), "rb_mrr5": mrr_at(asked, 5)}
+    out["rb_r5"] = recall_at(asked, 5)
     if vec in m.changes:
         ch = m.changes[vec][report]
-        out["ch_hit5"], out["ch_mrr10"] = recall_at(ch, 5), mrr_at(ch, 10)
+        out |= {"ch_hit5": recall_at(ch, 5), "ch_mrr10": mrr_at(ch, 10)}
     return out
 
 
-COLUMNS = [
-    ("sm_mrr5", "SM MRR@5"),
-    ("sm_r5", "SM R@5"),
-    ("long_mrr5", "long MRR@5"),
-    ("long_r5", "long R@5"),
-    ("rb_plain_mrr5", "RB MRR@5 search"),
-    ("rb_mrr5", "RB MRR@5 ask"),
-    ("rb_r5", "RB R@5"),
-    ("ch_hit5", "CH Hit@5"),
-    ("ch_mrr10", "CH MRR@10"),
-]
-
-
-def table(m: Measured) -> list[tuple[str, str, str]]:
+def table(m: Measured) -> None:
     settings = [(v, r, d) for v in VECTOR_SETTINGS for r in REPORT_SETTINGS for d in DOC_SETTINGS]
     rows = {s: figures(m, *s) for s in settings}
     margin = {s: margins(rows[s], TARGETS) for s in settings}
     order = pick_by_worst_case(margin)
-    print(
-        "| # | vectors | reports | docs | "
-        + " | ".join(t for _, t in COLUMNS)
-        + " | worst margin |"
-    )
+    print(f"| # | vectors | reports | docs | {' | '.join(COLUMNS.values())} | worst margin |")
     print("|" + "---|" * (len(COLUMNS) + 5))
     for s in settings:
-        cells = [f"{rows[s][c]:.3f}" if c in rows[s] else "n/a" for c, _ in COLUMNS]
-        worst = min(TARGETS, key=lambda t: rows[s].get(t, 9) - TARGETS[t])
+        cells = " | ".join(f"{rows[s][c]:.3f}" if c in rows[s] else "n/a" for c in COLUMNS)
+        worst = min((t for t in TARGETS if t in rows[s]), key=lambda t: rows[s][t] - TARGETS[t])
         mark = " (default)" if s == DEFAULT else ""
-        print(
-            f"| {order.index(s) + 1} | {s[0]}{mark} | {s[1]} | {s[2]} | "
-            + " | ".join(cells)
-            + f" | {margin[s][0]:+.3f} ({worst}) |"
-        )
+        print(f"| {order.index(s) + 1} | {s[0]}{mark} | {s[1]} | {s[2]} | {cells} |", end="")
+        print(f" {margin[s][0]:+.3f} ({worst}) |")
     print(
         f"\nqueries: SeaMonkey {len(m.duplicates[DEFAULT[0]])} (long: {len(m.long_queries)}),"
-        f" runbooks {len(m.runbooks)} answerable, changes {m.changes_queries};"
-        f" SeaMonkey reports with more than one chunk: {m.multi_chunk_reports}"
+        f" runbooks {len(m.runbooks)} answerable, changes {m.changes_queries}; SeaMonkey"
+        f" reports with more than one chunk: {m.multi_chunk_reports} of {len(m.corpus)}"
     )
-    print(
-        "hf-datasets labels: TF-IDF only (no vectors, no search), independent of every setting"
-        " here: P 0.861 / R 0.811 / F1 0.835 (targets P >= 0.80, F1 >= 0.75)"
-    )
+    print("hf-datasets labels: TF-IDF only (no vectors, no search), the same for every setting")
     print("\npick by worst case (leximin over the margins to target):")
     for rank, s in enumerate(order[:5], start=1):
         print(f"  {rank}. {s}: margins {', '.join(f'{x:+.3f}' for x in margin[s])}")
     print(f"  today's default {DEFAULT} is #{order.index(DEFAULT) + 1} of {len(order)}")
     print("timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in m.seconds.items()))
-    return order
 
 
 def vectors_finding(m: Measured) -> None:
-    """One vector per report against every chunk embedded: all SeaMonkey queries, the long ones,
-    those whose target has more than one chunk (the only reports the setting changes), hf-datasets
-    changes, and ingestion speed."""
-    from resolveflow.retrieval.chunking import chunk_document, normalize_text
-
-    def chunks(doc_id: str) -> int:
-        doc = m.corpus[doc_id]
-        return len(chunk_document(normalize_text(doc.title), doc.body))
-
-    multi = [q.extra["target"] for q in m.duplicates[DEFAULT[0]] if chunks(q.extra["target"]) > 1]
-    print(f"\nvectors per report; queries whose target has > 1 chunk: {len(multi)}")
-    for vec, report in [(v, r) for r in list(REPORT_SETTINGS)[:2] for v in VECTOR_SETTINGS]:
-        params = params_for(report, DEFAULT[2])
-        ranks = {
-            (q.id, q.extra["target"]): first_rank(
-                [d.best["external_id"] for d in refuse(q.rows, params, 10)], q.right, 10
-            )
-            for q in m.duplicates[vec]
-        }
-        sub = [r for (_, target), r in ranks.items() if target in multi]
-        ch = m.changes.get(vec, {}).get(report)
-        changes = f"changes {recall_at(ch, 5):.3f} / {mrr_at(ch, 10):.3f}" if ch else ""
-        print(
-            f"  {vec}, {report}: multi-chunk target MRR@5 {mrr_at(sub, 5):.3f}"
-            f" R@5 {recall_at(sub, 5):.3f} {changes}"
-        )
+    """One vector per report against every chunk: on the queries whose target has more than one
+    chunk (the only reports the setting changes), on hf-datasets changes, and ingestion speed."""
+    targets = {q.extra["target"] for q in m.duplicates[DEFAULT[0]]}
+    multi = {t for t in targets if chunk_count(m.corpus[t]) > 1}
+    print("\nvectors per report (queries whose target has > 1 chunk):")
+    for report in list(REPORT_SETTINGS)[:2]:
+        for vec in VECTOR_SETTINGS:
+            dup = m.duplicates[vec]
+            ranks = duplicate_ranks(dup, params_for(report, DEFAULT[2]))
+            sub = [r for q, r in zip(dup, ranks, strict=True) if q.extra["target"] in multi]
+            print(f"  {vec}, {report}: n {len(sub)}, MRR@5 {mrr_at(sub, 5):.3f}", end="")
+            print(f" R@5 {recall_at(sub, 5):.3f}")
     for name, rates in m.ingest.items():
         print(f"  ingest {name}: {', '.join(f'{r:.1f}' for r in rates)} reports/s (>= 100)")
 
@@ -500,6 +435,7 @@ IDENTIFIER = re.compile(
     r"|(?:/[\w.-]+){2,}"  # paths
 )
 WORD = re.compile(r"[a-z0-9]{3,}")
+FEATURES = ["fused", "cosine", "bm25", "1/rank", "title cos", "title jaccard", "idents", "gap"]
 
 
 def identifiers(text: str) -> set[str]:
@@ -510,10 +446,10 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
-def rerank(m: Measured, depth: int = 30) -> None:
+def rerank_features(m: Measured, depth: int) -> tuple[list[Any], list[Any], list[list[str]]]:
+    """Per query, its top ``depth`` by today's fusion: one feature row per candidate, whether it
+    is a listed duplicate of the query, and the candidates' ids."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
 
     corpus = m.corpus
     idents = {i: identifiers(f"{d.title}\n{d.body}") for i, d in corpus.items()}
@@ -523,63 +459,78 @@ def rerank(m: Measured, depth: int = 30) -> None:
             df[x] = df.get(x, 0) + 1
     idf = {x: math.log(len(corpus) / n) for x, n in df.items()}
     words = {i: set(WORD.findall(d.title.lower())) for i, d in corpus.items()}
-    queries = m.duplicates[DEFAULT[0]]
     positives: dict[str, set[str]] = {}
-    for q in queries:
+    for q in m.duplicates[DEFAULT[0]]:
         positives.setdefault(q.id, set()).update(q.right)
-    default = SearchParams().fusion
-    features, labels, ids = [], [], []
-    for q in queries:
-        docs = refuse(q.rows, default, depth)
-        top_lexical = max((d.lexical for d in docs), default=0.0) or 1.0
-        qdoc = corpus[q.id]
+    features, labels, candidates = [], [], []
+    for q in m.duplicates[DEFAULT[0]]:
+        docs = refuse(q.rows, SearchParams().fusion, depth)
+        top_lexical = max(d.lexical for d in docs) or 1.0
         rows = []
         for n, d in enumerate(docs, start=1):
-            cid = d.best["external_id"]
-            shared = idents[q.id] & idents[cid]
-            gap = abs((qdoc.created_at - corpus[cid].created_at).total_seconds()) / 86_400
+            c = d.best["external_id"]
+            gap = abs((corpus[q.id].created_at - corpus[c].created_at).total_seconds()) / 86_400
             rows.append([
                 d.fused, d.cosine, d.lexical / top_lexical, 1.0 / n,
-                float(np.dot(m.title_vectors[q.id], m.title_vectors[cid])),
-                jaccard(words[q.id], words[cid]),
-                math.log1p(sum(idf[x] for x in shared)),
+                float(np.dot(m.title_vectors[q.id], m.title_vectors[c])),
+                jaccard(words[q.id], words[c]),
+                math.log1p(sum(idf[x] for x in idents[q.id] & idents[c])),
                 math.log1p(gap),
             ])  # fmt: skip
         features.append(np.array(rows))
-        labels.append(np.array([d.best["external_id"] in positives[q.id] for d in docs]))
-        ids.append([d.best["external_id"] for d in docs])
-    before, after = [], []
-    for held, q in enumerate(queries):
-        train = [i for i, other in enumerate(queries) if other.id != q.id]
-        x = np.vstack([features[i] for i in train])
-        y = np.concatenate([labels[i] for i in train])
+        labels.append(np.array([c in positives[q.id] for c in ids(docs)]))
+        candidates.append(ids(docs))
+    return features, labels, candidates
+
+
+def rerank(m: Measured, depth: int = 30) -> None:
+    """Logistic regression (C = 1, balanced, standardised features; fixed before measuring),
+    leave-one-query-out: each query is ranked by a model fitted on the other queries only. Then
+    the same with one feature left out at a time (ablations, measured after the first result)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    def fit(x: Any, y: Any) -> tuple[StandardScaler, LogisticRegression]:
         scaler = StandardScaler().fit(x)
         model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
-        model.fit(scaler.transform(x), y)
-        scores = model.decision_function(scaler.transform(features[held]))
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))  # ties: fused order
-        before.append(first_rank(ids[held], q.right, depth))
-        after.append(first_rank([ids[held][i] for i in order], q.right, depth))
+        return scaler, model.fit(scaler.transform(x), y)
+
+    queries = m.duplicates[DEFAULT[0]]
+    features, labels, candidates = rerank_features(m, depth)
+    before = [first_rank(c, q.right, depth) for c, q in zip(candidates, queries, strict=True)]
+
+    def loqo(columns: list[int]) -> list[int | None]:
+        after = []
+        for held, q in enumerate(queries):
+            train = [i for i, other in enumerate(queries) if other.id != q.id]
+            x = np.vstack([features[i][:, columns] for i in train])
+            scaler, model = fit(x, np.concatenate([labels[i] for i in train]))
+            scores = model.decision_function(scaler.transform(features[held][:, columns]))
+            order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))  # ties: fused
+            after.append(first_rank([candidates[held][i] for i in order], q.right, depth))
+        return after
+
+    def line(name: str, ranks: list[int | None]) -> None:
+        cells = [f"MRR@5 {mrr_at(ranks, 5):.3f}"]
+        cells += [f"R@{k} {recall_at(ranks, k):.3f}" for k in (1, 5, 10)]
+        print(f"  {name}: {'  '.join(cells)}")
+
+    print(f"\nre-ranker over the top {depth}, leave-one-query-out, {len(queries)} queries")
+    print(f"  target in the top {depth}: {recall_at(before, depth):.3f}")
+    line("without", before)
+    after = loqo(list(range(len(FEATURES))))
+    line("with", after)
     moved = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
-    print(f"\nre-ranker (logistic regression, C=1, leave-one-query-out, {len(queries)} queries):")
-    print(f"  in the top {depth} at all: {recall_at(before, depth):.3f}")
-    print(
-        f"  without: MRR@5 {mrr_at(before, 5):.3f}  R@1 {recall_at(before, 1):.3f}"
-        f"  R@5 {recall_at(before, 5):.3f}  R@10 {recall_at(before, 10):.3f}"
-    )
-    print(
-        f"  with:    MRR@5 {mrr_at(after, 5):.3f}  R@1 {recall_at(after, 1):.3f}"
-        f"  R@5 {recall_at(after, 5):.3f}  R@10 {recall_at(after, 10):.3f}"
-    )
-    print(f"  queries whose rank moved (before -> after): {moved}")
-    scaler = StandardScaler().fit(np.vstack(features))
-    model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
-    model.fit(scaler.transform(np.vstack(features)), np.concatenate(labels))
-    names = ["fused", "cosine", "bm25", "1/rank", "title cos", "title jaccard", "idents", "gap"]
-    print(
-        "  coefficients (all queries, standardised): "
-        + ", ".join(f"{n} {c:+.2f}" for n, c in zip(names, model.coef_[0], strict=True))
-    )
+    print(f"  ranks that moved (before, after): {moved}")
+    _, model = fit(np.vstack(features), np.concatenate(labels))
+    coefficients = zip(FEATURES, model.coef_[0], strict=True)
+    print("  coefficients, all queries: " + ", ".join(f"{n} {c:+.2f}" for n, c in coefficients))
+    for left_out in range(len(FEATURES)):
+        line(
+            f"without {FEATURES[left_out]}",
+            loqo([i for i in range(len(FEATURES)) if i != left_out]),
+        )
 
 
 def main() -> None:

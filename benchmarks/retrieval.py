@@ -2,11 +2,13 @@
 
     python benchmarks/retrieval.py ingest [--reports 600] [--variants 128-int8,128-fp32,256-fp32]
                                           [--vectors-per-report 1,64] [--batch-size 16]
+                                          [--embedder onnx|torch]
     python benchmarks/retrieval.py search [--sizes 10000,100000] [--queries 200] [--home DIR]
     python benchmarks/retrieval.py recall [--queries 200]
 
 ``ingest``: real issue reports (shared/data/hf-datasets) through the one upsert path with the local
-MiniLM embedder; documents/s, chunks/s and the embedder's busy share of the wall time, per setting
+MiniLM embedder (the default ONNX Runtime int8 one; ``--embedder torch`` for the torch path and
+fp32); documents/s, chunks/s and the embedder's busy share of the wall time, per setting
 of sequence length, int8 dynamic quantization and vectors per report.
 
 ``search``: synthetic text at scale (Zipf-distributed words from a fixed vocabulary), embedded by
@@ -35,7 +37,7 @@ from pathlib import Path
 from uuid import UUID
 
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
-from resolveflow.adapters.embedder.local import LocalMiniLM
+from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.ingest import Indexer
@@ -66,6 +68,19 @@ def percentile(values: list[float], p: float) -> float:
 # --- ingestion --------------------------------------------------------------------------------
 
 
+def minilm(
+    which: str, max_seq_length: int = 128, quantize: bool = True, batch_size: int = 16
+) -> Embedder:
+    """The product's default (ONNX Runtime int8) or the torch path (extra ``torch``)."""
+    if which == "onnx":
+        if not quantize:
+            raise SystemExit("the ONNX model is int8 only: use --embedder torch for fp32")
+        return OnnxMiniLM(max_seq_length=max_seq_length, batch_size=batch_size)
+    from resolveflow.adapters.embedder.local import LocalMiniLM
+
+    return LocalMiniLM(max_seq_length=max_seq_length, quantize=quantize, batch_size=batch_size)
+
+
 def ingest(args: argparse.Namespace) -> None:
     corpus = DATA / "hf-datasets" / "issues.jsonl"
     if not corpus.exists():
@@ -77,9 +92,7 @@ def ingest(args: argparse.Namespace) -> None:
         args.variants.split(","), [int(v) for v in args.vectors_per_report.split(",")]
     ):
         seq, kind = variant.split("-")
-        embedder = LocalMiniLM(
-            max_seq_length=int(seq), quantize=kind == "int8", batch_size=args.batch_size
-        )
+        embedder = minilm(args.embedder, int(seq), kind == "int8", args.batch_size)
         embedder.embed_documents(["load the model before timing"])
         tenant = admin.add_tenant(db, f"ingest-{seq}-{kind}-{vectors_per_report}").id
         indexer = Indexer(db, embedder, vectors_per_report=vectors_per_report)
@@ -196,7 +209,7 @@ def search(args: argparse.Namespace) -> None:
             return synthetic(size, words, weights, rng, str(size))
     else:
         titles, sentences = sentence_pool()
-        embedder = LocalMiniLM()
+        embedder = minilm(args.embedder)
 
         def make_query(r: random.Random) -> str:
             return f"{r.choice(titles)} {r.choice(sentences)}"
@@ -265,7 +278,7 @@ def recall(args: argparse.Namespace) -> None:
     documents = list(read_corpus(folder / "issues.jsonl", "hf")) + list(
         read_corpus(folder / "pulls.jsonl", "hf")
     )
-    embedder = LocalMiniLM(max_seq_length=128, quantize=True)
+    embedder = minilm(args.embedder)
     db, _ = open_db(args.home)
     existing = {t.name: t.id for t in admin.list_tenants(db)}
     tenant = existing.get("recall") or admin.add_tenant(db, "recall").id
@@ -301,7 +314,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     p_ingest = sub.add_parser("ingest")
     p_ingest.add_argument("--reports", type=int, default=600)
-    p_ingest.add_argument("--variants", default="128-int8,128-fp32,256-fp32")
+    p_ingest.add_argument("--variants", default="128-int8", help="SEQ-int8|fp32, comma-separated")
     p_ingest.add_argument(
         "--vectors-per-report", default="1", help="comma list; 64 embeds every chunk"
     )
@@ -321,6 +334,10 @@ def main() -> None:
     p_search.add_argument("--max-term-share", type=float, default=SearchParams().max_term_share)
     p_recall = sub.add_parser("recall")
     p_recall.add_argument("--queries", type=int, default=200)
+    for command in (p_ingest, p_search, p_recall):
+        command.add_argument(
+            "--embedder", choices=("onnx", "torch"), default="onnx", help="MiniLM on which runtime"
+        )
     p_recall.add_argument("--home", type=Path, default=None, help="reuse this database folder")
     args = parser.parse_args()
     {"ingest": ingest, "search": search, "recall": recall}[args.what](args)

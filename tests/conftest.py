@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ TEST_DATA = TESTS / "data"  # small fixtures that ship with the repository (test
 _SHARED_OVERRIDE = os.environ.get("RESOLVEFLOW_TEST_SHARED_DATA", "")
 SHARED_DATA = Path(_SHARED_OVERRIDE) if _SHARED_OVERRIDE else TESTS.parents[1] / "shared" / "data"
 SHARED_DATA_SHOWN = _SHARED_OVERRIDE or "../shared/data"
+# Another Postgres server than the embedded one (docs/testing.md, "Any Postgres"): a superuser URL
+# of a server with pgvector installed; each test gets its own database on it, as on pgserver.
+_EXTERNAL_POSTGRES = os.environ.get("RESOLVEFLOW_TEST_POSTGRES_URL", "")
 
 
 class DataTier(enum.Enum):
@@ -193,11 +197,24 @@ def _scrub_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    if _EXTERNAL_POSTGRES:
+        yield ExternalPostgres(_EXTERNAL_POSTGRES)
+        return
     import pgserver
 
     server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
     yield server
     server.cleanup()
+
+
+class ExternalPostgres:
+    """pgserver's ``get_uri`` over a server someone else started (``.ci/run`` starts Debian's)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = urllib.parse.urlsplit(url)
+
+    def get_uri(self, database: str = "postgres") -> str:
+        return self._url._replace(path=f"/{database}").geturl()
 
 
 @pytest.fixture(scope="session")

@@ -216,18 +216,19 @@ def test_a_near_twin_runner_up_is_quoted_too_and_a_clear_winner_alone(db: Databa
 
 
 def test_runbook_dev_targets(db: Database, shared_data: Path) -> None:
-    from resolveflow.adapters.embedder.local import LocalMiniLM
+    from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 
     runbooks = shared_data / "runbooks"
     result, _ = evaluate_answers(
-        db, LocalMiniLM(), runbooks / "corpus", runbooks / "questions-dev.jsonl"
+        db, OnnxMiniLM(), runbooks / "corpus", runbooks / "questions-dev.jsonl"
     )
     checks = result.checks()
     assert checks["abstention_precision"]["met"], checks
     assert checks["abstention_recall"]["met"], checks
     assert checks["answerable_abstained"]["met"], checks
+    assert checks["cited_right"]["met"], checks
     assert result.recall_at_5 == 1.0
-    # Not met (docs/ask.md): MRR@5 0.937 against 0.95; cited right 0.886 (39 of 44, with the
-    # close runner-up quoted; 0.818 by the first citation alone) against 0.90. Measured floors:
-    assert result.mrr_at_5 >= 0.93, checks
-    assert result.cited_right >= 0.88 and result.first_cited_right >= 0.81, checks
+    # Not met (docs/ask.md): MRR@5 0.9405 against 0.95 (39.5 of 42: the right page is first or
+    # close behind). Measured floors with the default embedder and fusion:
+    assert result.mrr_at_5 >= 0.94, checks
+    assert result.first_cited_right >= 0.81, checks

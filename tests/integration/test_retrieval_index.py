@@ -258,3 +258,34 @@ def test_the_full_text_query_keeps_the_rare_terms_and_drops_the_very_common(db: 
     with db.tenant(tenant) as conn:
         row = conn.execute("SELECT chunks FROM term_stats WHERE lexeme = 'zyzzyva'").fetchone()
     assert row == {"chunks": 0}  # counts follow deletions too
+
+
+def test_a_small_tenant_in_a_large_table_gets_its_own_rows_by_hnsw(
+    db: Database, superuser: psycopg.Connection
+) -> None:  # type: ignore[type-arg]
+    """pgvector 0.8+ (the Debian server in CI): the iterative scan finds the tenant's rows
+    without an exact fallback. Before 0.8 (pgserver's 0.6): a raised ef_search or the fallback.
+    Either way the answer is the exact one."""
+    embedder = HashingEmbedder()
+    big, small = admin.add_tenant(db, "big").id, admin.add_tenant(db, "small").id
+    crowd = [doc(f"b{i}", f"{TOPICS[i % 8]} variant {i}", f"noise {i} " * 5) for i in range(400)]
+    Indexer(db, embedder).upsert(big, crowd)
+    Indexer(db, embedder).upsert(small, corpus())
+    superuser.execute("ANALYZE chunks")  # the share of the table each tenant holds
+    exact = Searcher(db, embedder, SearchParams(exact_max_chunks=10**6))
+    hnsw = Searcher(db, embedder, SearchParams(exact_max_chunks=0, ef_search_min=10))
+    version = superuser.execute(
+        "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+    ).fetchone()
+    assert version is not None
+    iterative = tuple(int(p) for p in version[0].split(".")) >= (0, 8)
+    for topic in TOPICS:
+        assert [h.external_id for h in hnsw.search(small, topic, k=3)] == [
+            h.external_id for h in exact.search(small, topic, k=3)
+        ]
+        timing = hnsw.last_timing
+        assert timing is not None
+        if iterative:
+            assert timing.iterative and not timing.exact
+        else:
+            assert not timing.iterative

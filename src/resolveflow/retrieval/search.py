@@ -1,13 +1,16 @@
 """Hybrid search within one tenant: pgvector cosine + Postgres full text, fused per document.
 
-The tenant filter applies before ranking in both branches. pgvector 0.6 has no iterative index
-scan, so an HNSW scan filtered by tenant could return fewer than the wanted rows (the index
-returns ``ef_search`` candidates across all tenants, then the filter drops the others). We use:
+The tenant filter applies before ranking in both branches. Before pgvector 0.8 (pgserver ships
+0.6) there is no iterative index scan, so an HNSW scan filtered by tenant could return fewer than
+the wanted rows (the index returns ``ef_search`` candidates across all tenants, then the filter
+drops the others). We use:
 
 - exact search (the tenant's rows only, by its btree index) when the tenant holds at most
   ``exact_max_chunks`` chunks: exact, and a few milliseconds at that size;
-- otherwise HNSW with ``ef_search`` raised in proportion to the tenant's share of the table, and
-  exact search as a fallback if the filtered scan still comes back short.
+- otherwise HNSW: on pgvector 0.8+ with its iterative scan (strict order), which goes on until
+  enough of the tenant's rows are found; before 0.8 with ``ef_search`` raised in proportion to
+  the tenant's share of the table; either way exact search as a fallback if the scan still comes
+  back short.
 
 Everything a result needs is read by one SQL statement (one snapshot), see store/sql/retrieval.sql.
 """
@@ -48,6 +51,7 @@ class SearchTiming:
     database_ms: float
     exact: bool
     ef_search: int | None
+    iterative: bool = False  # pgvector 0.8+'s iterative HNSW scan
 
 
 class Searcher:
@@ -115,10 +119,13 @@ class Searcher:
             )
             params["terms"], params["idfs"] = lexical.terms, lexical.idfs
             exact = state.chunk_count <= self.params.exact_max_chunks
+            iterative = not exact and state.iterative_scans
             if not exact:
-                share = state.chunk_count / max(lexical.table_rows, state.chunk_count)
-                ef_search = _ef_search(wanted, share, self.params)
-                store.set_ef_search(conn, ef_search)
+                # An iterative scan goes on past ef_search until the tenant's rows are found;
+                # without one, ef_search must be raised by the tenant's share of the table.
+                share = 1.0 if iterative else state.chunk_count / max(lexical.table_rows, 1)
+                ef_search = _ef_search(wanted, min(1.0, share), self.params)
+                store.set_ef_search(conn, ef_search, iterative=iterative)
             rows = store.hybrid_candidates(conn, {**params, "exact": exact})
             vector_rows = sum(1 for row in rows if row["vrank"] is not None)
             if not exact and vector_rows < min(wanted, state.chunk_count):
@@ -128,9 +135,9 @@ class Searcher:
                     extra={"got": vector_rows, "wanted": wanted, "ef_search": ef_search},
                 )
                 rows = store.hybrid_candidates(conn, {**params, "exact": True})
-                exact = True
+                exact, iterative = True, False
         database_ms = (time.perf_counter() - started) * 1000
-        self.last_timing = SearchTiming(embed_ms, database_ms, exact, ef_search)
+        self.last_timing = SearchTiming(embed_ms, database_ms, exact, ef_search, iterative)
         RETRIEVAL_SECONDS.labels("hybrid", "embed").observe(embed_ms / 1000)
         RETRIEVAL_SECONDS.labels("hybrid", "database").observe(database_ms / 1000)
         if exclude is not None:

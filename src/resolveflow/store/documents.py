@@ -31,6 +31,8 @@ class SpaceRow:
 class IndexState:
     space: SpaceRow
     chunk_count: int
+    # pgvector 0.8+ scans HNSW iteratively: a filtered scan goes on until it has enough rows.
+    iterative_scans: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,19 @@ def index_state(conn: Connection, tenant_id: UUID) -> IndexState | None:
     if row is None:
         return None
     space = SpaceRow(row["space_id"], row["provider"], row["model"], row["dimensions"])
-    return IndexState(space=space, chunk_count=int(row["chunk_count"]))
+    return IndexState(
+        space=space,
+        chunk_count=int(row["chunk_count"]),
+        iterative_scans=_version(row["vector_version"]) >= (0, 8),
+    )
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    """ "0.8.0" -> (0, 8, 0); anything unreadable counts as old."""
+    try:
+        return tuple(int(part) for part in (text or "").split("."))
+    except ValueError:
+        return ()
 
 
 def create_index_state(conn: Connection, tenant_id: UUID, space_id: int) -> None:
@@ -258,8 +272,10 @@ def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str
     return conn.execute(q("retrieval", "hybrid_candidates"), params, prepare=False).fetchall()
 
 
-def set_ef_search(conn: Connection, ef_search: int) -> None:
+def set_ef_search(conn: Connection, ef_search: int, *, iterative: bool = False) -> None:
     conn.execute(q("retrieval", "set_ef_search"), {"ef_search": str(ef_search)})
+    if iterative:
+        conn.execute(q("retrieval", "set_iterative_scan"))
 
 
 def labelled_documents(

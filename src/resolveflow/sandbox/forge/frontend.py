@@ -256,6 +256,9 @@ class Frontend:
         *,
         byte_interval: float | None = None,
     ) -> None:
+        # A write not applied is logged before its answer leaves: a client that has read the
+        # answer must find it in the log (an applied one was logged with its effect).
+        self._log_unapplied(request)
         exchange.send(reply, self._rate_headers(request.login), byte_interval=byte_interval)
 
     def _send_primary_rate_limit(
@@ -266,6 +269,7 @@ class Frontend:
         headers["x-ratelimit-remaining"] = "0"
         headers["x-ratelimit-used"] = headers["x-ratelimit-limit"]
         headers["x-ratelimit-reset"] = str(int(time.time()) + reset_in)
+        self._log_unapplied(request)
         exchange.send(reply, headers)
 
     def _rate_headers(self, login: str | None) -> dict[str, str]:

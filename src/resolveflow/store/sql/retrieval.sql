@@ -12,7 +12,8 @@ WHERE provider = %(provider)s AND model = %(model)s AND dimensions = %(dimension
 SELECT rf_ensure_vector_index(%(dimensions)s)
 
 -- name: index_state
-SELECT r.space_id, r.chunk_count, s.provider, s.model, s.dimensions
+SELECT r.space_id, r.chunk_count, s.provider, s.model, s.dimensions,
+       (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vector_version
 FROM retrieval_indexes r
 JOIN embedding_spaces s ON s.id = r.space_id
 WHERE r.tenant_id = %(tenant_id)s
@@ -33,6 +34,11 @@ SET CONSTRAINTS chunks_in_index_space DEFERRED
 
 -- name: set_ef_search
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
+
+-- name: set_iterative_scan
+-- pgvector 0.8+: a filtered HNSW scan continues until enough rows pass the tenant filter (up to
+-- hnsw.max_scan_tuples), in exact distance order, instead of stopping at ef_search candidates.
+SELECT set_config('hnsw.iterative_scan', 'strict_order', true)
 
 -- name: document_hashes
 SELECT external_id, content_hash FROM documents
