@@ -56,6 +56,9 @@ class _Group(BaseSettings):
         env_prefix=PREFIX,
         env_file=".env",
         extra="ignore",
+        # VAR= means unset, as `${VAR:-}` in a compose file or an exported empty variable do:
+        # an empty secret or URL is never a value.
+        env_ignore_empty=True,
         hide_input_in_errors=True,
         validate_by_name=True,
         frozen=True,

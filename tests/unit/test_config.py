@@ -183,3 +183,13 @@ def test_lease_must_outlive_a_whole_request() -> None:
     with pytest.raises(ConfigError, match="at least 5 times"):
         gate_settings(settings(20))
     assert gate_settings(settings(50)).lease_seconds == 50
+
+
+def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What `${VAR:-}` in deploy/compose.yaml passes for a secret nobody set.
+    for name in ("RESOLVEFLOW_GITHUB_TOKEN", "RESOLVEFLOW_GITHUB_WEBHOOK_SECRET"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.setenv("RESOLVEFLOW_DB_POOL_MAX_SIZE", "")
+    settings = load_settings()
+    assert settings.github.token is None and settings.webhooks.secret is None
+    assert settings.database.pool_max_size == 10

@@ -3,9 +3,11 @@ demo and the browser tests), on 127.0.0.1 unless told otherwise."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -29,8 +31,21 @@ def _config(app: App, host: str, port: int, sandbox: str | None) -> uvicorn.Conf
     )
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that the SIGTERM or Ctrl-C that stopped it is not raised again
+    once it has shut down (uvicorn does, to die of the signal): the command's own cleanup then
+    runs (the pool, the embedded Postgres it may have started) and it exits 0, a stop asked
+    for. A container runtime's SIGTERM is the usual way a web process ends."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()
+
+
 def serve(app: App, host: str, port: int, sandbox: str | None = None) -> None:
-    uvicorn.Server(_config(app, host, port, sandbox)).run()
+    _Server(_config(app, host, port, sandbox)).run()
 
 
 class ServerThread:
