@@ -14,7 +14,7 @@ from resolveflow.store.database import Database
 def test_suggested_files_meet_the_dev_targets(
     db: Database, shared_data: Path, tmp_path: Path
 ) -> None:
-    from resolveflow.adapters.embedder.local import LocalMiniLM
+    from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 
     data = shared_data / "hf-datasets"
     clone = tmp_path / "datasets"
@@ -25,7 +25,7 @@ def test_suggested_files_meet_the_dev_targets(
     )
     result = evaluate_changes(
         db,
-        LocalMiniLM(),
+        OnnxMiniLM(),  # the default embedder
         SearchParams(),
         [data / "issues.jsonl", data / "pulls.jsonl"],
         data / "fix_links.tsv",

@@ -70,12 +70,12 @@ def subset(data: IssueSet) -> list[SourceDocument]:
 
 
 class CachedEmbedder:
-    """The real local MiniLM, with vectors remembered for the test session (text -> vector)."""
+    """The default MiniLM (ONNX Runtime), with vectors remembered for the test session."""
 
     def __init__(self) -> None:
-        from resolveflow.adapters.embedder.local import LocalMiniLM
+        from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 
-        self.inner = LocalMiniLM()
+        self.inner = OnnxMiniLM()
         self.memo: dict[str, Vectors] = {}
 
     @property
