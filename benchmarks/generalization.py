@@ -27,9 +27,7 @@ About 9 minutes on a busy 2-core machine (load 3-4), two thirds of it the change
 from __future__ import annotations
 
 import argparse
-import math
 import pickle
-import re
 import subprocess
 import sys
 import tempfile
@@ -74,7 +72,7 @@ LONG_TOKENS = 128
 TARGETS = {"sm_mrr5": 0.72, "sm_r5": 0.89, "rb_mrr5": 0.95, "ch_hit5": 0.78, "ch_mrr10": 0.56}
 REPORT_SETTINGS: dict[str, tuple[str, float, float]] = {
     "weighted 0.9/0.1": ("weighted", 0.9, 0.1),
-    "weighted 0.8/0.2": ("weighted", 0.8, 0.2),  # today's default
+    "weighted 0.8/0.2": ("weighted", 0.8, 0.2),  # the default before this comparison
     "weighted 0.7/0.3": ("weighted", 0.7, 0.3),
     "weighted 0.6/0.4": ("weighted", 0.6, 0.4),
     "RRF 1:1": ("rrf", 1.0, 1.0),
@@ -83,7 +81,12 @@ REPORT_SETTINGS: dict[str, tuple[str, float, float]] = {
 DOC_SETTINGS = {"0.3/0.7": (0.3, 0.7), "0.2/0.8": (0.2, 0.8), "0.5/0.5": (0.5, 0.5)}
 VECTOR_SETTINGS = {"1 vector/report": 1, "every chunk": MAX_CHUNKS}
 Rows = list[dict[str, Any]]  # candidate rows of hybrid_candidates, as search.py fuses them
-DEFAULT = ("1 vector/report", "weighted 0.8/0.2", "0.3/0.7")  # today's defaults
+_IN_USE = FusionParams()
+DEFAULT = (  # the product's defaults, as the rows above name them
+    "1 vector/report",
+    f"weighted {_IN_USE.vector_weight:g}/{_IN_USE.lexical_weight:g}",
+    f"{_IN_USE.document_vector_weight:g}/{_IN_USE.document_lexical_weight:g}",
+)
 
 
 def params_for(report: str, doc: str) -> FusionParams:
@@ -424,115 +427,6 @@ def vectors_finding(m: Measured) -> None:
         print(f"  ingest {name}: {', '.join(f'{r:.1f}' for r in rates)} reports/s (>= 100)")
 
 
-# --- a learning-to-rank re-ranker over the top 30 (duplicates; not part of the product) --------
-
-IDENTIFIER = re.compile(
-    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # dotted: prefs, hosts, file.js, nsIFoo.bar
-    r"|[a-z]+[A-Z]\w*|[A-Z]+[a-z0-9]+[A-Z]\w*"  # camelCase, CamelCase, LSOpenURLs
-    r"|[A-Z][A-Z0-9]*_[A-Z0-9_]+"  # NS_ERROR_FAILURE
-    r"|\w*(?:Error|Exception)\b"
-    r"|0x[0-9a-fA-F]{4,}"
-    r"|(?:/[\w.-]+){2,}"  # paths
-)
-WORD = re.compile(r"[a-z0-9]{3,}")
-FEATURES = ["fused", "cosine", "bm25", "1/rank", "title cos", "title jaccard", "idents", "gap"]
-
-
-def identifiers(text: str) -> set[str]:
-    return {match.lower() for match in IDENTIFIER.findall(text)}
-
-
-def jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a | b else 0.0
-
-
-def rerank_features(m: Measured, depth: int) -> tuple[list[Any], list[Any], list[list[str]]]:
-    """Per query, its top ``depth`` by today's fusion: one feature row per candidate, whether it
-    is a listed duplicate of the query, and the candidates' ids."""
-    import numpy as np
-
-    corpus = m.corpus
-    idents = {i: identifiers(f"{d.title}\n{d.body}") for i, d in corpus.items()}
-    df: dict[str, int] = {}
-    for found in idents.values():
-        for x in found:
-            df[x] = df.get(x, 0) + 1
-    idf = {x: math.log(len(corpus) / n) for x, n in df.items()}
-    words = {i: set(WORD.findall(d.title.lower())) for i, d in corpus.items()}
-    positives: dict[str, set[str]] = {}
-    for q in m.duplicates[DEFAULT[0]]:
-        positives.setdefault(q.id, set()).update(q.right)
-    features, labels, candidates = [], [], []
-    for q in m.duplicates[DEFAULT[0]]:
-        docs = refuse(q.rows, SearchParams().fusion, depth)
-        top_lexical = max(d.lexical for d in docs) or 1.0
-        rows = []
-        for n, d in enumerate(docs, start=1):
-            c = d.best["external_id"]
-            gap = abs((corpus[q.id].created_at - corpus[c].created_at).total_seconds()) / 86_400
-            rows.append([
-                d.fused, d.cosine, d.lexical / top_lexical, 1.0 / n,
-                float(np.dot(m.title_vectors[q.id], m.title_vectors[c])),
-                jaccard(words[q.id], words[c]),
-                math.log1p(sum(idf[x] for x in idents[q.id] & idents[c])),
-                math.log1p(gap),
-            ])  # fmt: skip
-        features.append(np.array(rows))
-        labels.append(np.array([c in positives[q.id] for c in ids(docs)]))
-        candidates.append(ids(docs))
-    return features, labels, candidates
-
-
-def rerank(m: Measured, depth: int = 30) -> None:
-    """Logistic regression (C = 1, balanced, standardised features; fixed before measuring),
-    leave-one-query-out: each query is ranked by a model fitted on the other queries only. Then
-    the same with one feature left out at a time (ablations, measured after the first result)."""
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    def fit(x: Any, y: Any) -> tuple[StandardScaler, LogisticRegression]:
-        scaler = StandardScaler().fit(x)
-        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
-        return scaler, model.fit(scaler.transform(x), y)
-
-    queries = m.duplicates[DEFAULT[0]]
-    features, labels, candidates = rerank_features(m, depth)
-    before = [first_rank(c, q.right, depth) for c, q in zip(candidates, queries, strict=True)]
-
-    def loqo(columns: list[int]) -> list[int | None]:
-        after = []
-        for held, q in enumerate(queries):
-            train = [i for i, other in enumerate(queries) if other.id != q.id]
-            x = np.vstack([features[i][:, columns] for i in train])
-            scaler, model = fit(x, np.concatenate([labels[i] for i in train]))
-            scores = model.decision_function(scaler.transform(features[held][:, columns]))
-            order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))  # ties: fused
-            after.append(first_rank([candidates[held][i] for i in order], q.right, depth))
-        return after
-
-    def line(name: str, ranks: list[int | None]) -> None:
-        cells = [f"MRR@5 {mrr_at(ranks, 5):.3f}"]
-        cells += [f"R@{k} {recall_at(ranks, k):.3f}" for k in (1, 5, 10)]
-        print(f"  {name}: {'  '.join(cells)}")
-
-    print(f"\nre-ranker over the top {depth}, leave-one-query-out, {len(queries)} queries")
-    print(f"  target in the top {depth}: {recall_at(before, depth):.3f}")
-    line("without", before)
-    after = loqo(list(range(len(FEATURES))))
-    line("with", after)
-    moved = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
-    print(f"  ranks that moved (before, after): {moved}")
-    _, model = fit(np.vstack(features), np.concatenate(labels))
-    coefficients = zip(FEATURES, model.coef_[0], strict=True)
-    print("  coefficients, all queries: " + ", ".join(f"{n} {c:+.2f}" for n, c in coefficients))
-    for left_out in range(len(FEATURES)):
-        line(
-            f"without {FEATURES[left_out]}",
-            loqo([i for i in range(len(FEATURES)) if i != left_out]),
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, default=None, help="embedded Postgres folder")
@@ -553,6 +447,8 @@ def main() -> None:
     table(measured)
     vectors_finding(measured)
     if args.rerank:
+        from rerank_duplicates import rerank  # beside this file (sys.path[0] when run)
+
         rerank(measured)
 
 
