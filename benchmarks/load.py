@@ -59,7 +59,17 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_chaos import COMMENTS_DUE, FAILED, POSTED, Chaos, Fleet, Snapshot, snapshot
+from load_chaos import (
+    COMMENTS_DUE,
+    DIAGNOSIS,
+    FAILED,
+    POSTED,
+    Chaos,
+    Fleet,
+    Snapshot,
+    snapshot,
+    wait_paused,
+)
 
 from resolveflow.domain.records import Role
 from resolveflow.sandbox.forge.server import FakeGitHubServer
@@ -123,6 +133,7 @@ class Clients:
         self.acks: list[float] = []
         self.statuses: dict[str, int] = {}
         self.retries = 0
+        self.refused: dict[str, str] = {}  # run id -> the last 4xx answer to its approval
 
     def client(self, index: int) -> httpx.Client:
         clients = getattr(self.local, "clients", None)
@@ -184,6 +195,9 @@ class Clients:
         decided = self.send(index, "POST", path, json={"digest": digest}, headers=auth)
         if decided is not None:
             self.count(f"approve {decided.status_code}")
+            if decided.status_code >= 400:
+                with self.lock:
+                    self.refused[run_id] = decided.text[:160]
 
 
 def setup(url: str, n: int) -> str:
@@ -232,24 +246,6 @@ class Outcome:
     final: Snapshot | None = None
 
 
-def wait_paused(url: str, issues: int, seconds: float, fleet: Fleet) -> None:
-    """Until every issue has a run past triage; or, when some never will (a worker killed between
-    a run's claim and its start loses that run, by design), until nothing has moved for 15 s
-    with no webhook job left to do."""
-    deadline, last, since = time.monotonic() + seconds, None, time.monotonic()
-    while time.monotonic() < deadline:
-        fleet.supervise()
-        now = snapshot(url)
-        if now.runs_paused(issues):
-            return
-        key = (tuple(sorted(now.runs.items())), now.webhook_jobs_todo)
-        if key != last:
-            last, since = key, time.monotonic()
-        elif now.webhook_jobs_todo == 0 and time.monotonic() - since > 15:
-            return
-        time.sleep(0.5)
-
-
 def drive(args: argparse.Namespace, url: str, fake: FakeGitHubServer, token: str) -> Outcome:
     workdir = Path(tempfile.mkdtemp(prefix="rf-load-procs-"))
     if not args.keep_logs:
@@ -275,16 +271,20 @@ def drive(args: argparse.Namespace, url: str, fake: FakeGitHubServer, token: str
         while time.monotonic() < deadline:
             fleet.supervise()
             now = snapshot(url)
-            if now.undecided:
+            # A run whose approval was refused is asked once more per round, not hammered.
+            todo = [r for r in now.undecided if r not in clients.refused]
+            if todo:
                 t = time.monotonic()
                 with ThreadPoolExecutor(CLIENT_THREADS) as pool:
-                    list(pool.map(clients.approve, enumerate(now.undecided)))
+                    list(pool.map(clients.approve, enumerate(todo)))
                 if not out.approvals:  # the first round is the rate; later ones are stragglers
-                    out.approvals, out.approve_seconds = len(now.undecided), time.monotonic() - t
+                    out.approvals, out.approve_seconds = len(todo), time.monotonic() - t
                 continue
             if now.settled and (out.chaos is None or not out.chaos.is_alive()):
                 break
-            time.sleep(1.0)
+            time.sleep(5.0)
+            for run_id in now.undecided:  # try the refused ones again after the pause
+                clients.approve((0, run_id))
         out.total_seconds = time.monotonic() - began
     finally:
         if out.chaos is not None:
@@ -310,6 +310,7 @@ def report(args: argparse.Namespace, url: str, fake: FakeGitHubServer, out: Outc
         row = conn.execute(COMMENTS_DUE).fetchone()
         comments_due = int(row[0]) if row else 0
         reasons = conn.execute(FAILED).fetchall()
+        diagnosis = {name: conn.execute(sql).fetchone()[0] for name, sql in DIAGNOSIS.items()}
     markers: list[str] = []
     issues_two_executions = 0
     for number in range(1, args.issues + 1):
@@ -357,6 +358,11 @@ def report(args: argparse.Namespace, url: str, fake: FakeGitHubServer, out: Outc
     print(f" executions sent {sent}, {comments_due} of them with a comment")
     for name, value, target in rows:
         print(f"  {name:46s} {value:5d}  target {target}  {'ok' if value == target else 'MISSED'}")
+    for name, value in diagnosis.items():
+        print(f"  {name}: {value}")
+    for run_id, answer in clients.refused.items():
+        if run_id in final.undecided:  # refused for good, not once on the way
+            print(f"  approval of run {run_id} refused: {answer}")
     if out.chaos is not None:
         print(f"chaos (seed {args.seed}): done {out.chaos.done}, backends ended", end=" ")
         print(f"{out.chaos.backends_ended}; processes that died by themselves: {out.fleet.died}")

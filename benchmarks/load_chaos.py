@@ -1,11 +1,12 @@
-"""The processes of ``benchmarks/load.py`` and the chaos done to them.
+"""The processes of ``benchmarks/load.py``, the chaos done to them, and what the database says.
 
 ``Fleet`` starts ``resolveflow serve`` and ``resolveflow worker`` as real subprocesses on one
 database, restarts one that was killed (or that died by itself, counted apart), and stops them
 all at the end (SIGTERM, then SIGKILL after a bound). ``Chaos`` is a thread that, at moments drawn
 from a seeded RNG, SIGKILLs a worker, SIGKILLs a web process, or ends a random share of the
 application's database backends with ``pg_terminate_backend``. Only processes this module started
-are ever signalled, by their pid.
+are ever signalled, by their pid. ``snapshot`` reads the outcome from the database, read-only
+(as the superuser: every tenant's rows).
 """
 
 from __future__ import annotations
@@ -243,6 +244,26 @@ FROM runs r LEFT JOIN executions e ON e.id::text = r.detail->>'execution_id'
 WHERE r.status = 'failed' GROUP BY 1 ORDER BY 2 DESC
 """
 
+# Why a run is missing or stuck, for the report's closing lines.
+DIAGNOSIS = {
+    "issues with no run, delivery claimed (lost between claim and start, by design)": """
+        SELECT count(DISTINCT d.issue_number) FROM webhook_deliveries d
+        WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.issue_number = d.issue_number)
+          AND EXISTS (SELECT 1 FROM webhook_run_claims c WHERE c.delivery_id = d.delivery_id)""",
+    "issues with no run, delivery never claimed": """
+        SELECT count(DISTINCT d.issue_number) FROM webhook_deliveries d
+        WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.issue_number = d.issue_number)
+          AND NOT EXISTS (SELECT 1 FROM webhook_run_claims c
+                          JOIN webhook_deliveries o ON o.delivery_id = c.delivery_id
+                          WHERE o.issue_number = d.issue_number)""",
+    "runs running or executing whose run lease has expired or is gone": """
+        SELECT count(*) FROM runs r LEFT JOIN run_leases l ON l.run_id = r.id
+        WHERE r.status IN ('running', 'executing')
+          AND (l.expires_at IS NULL OR l.expires_at < clock_timestamp())""",
+    "queue jobs left 'doing' (their worker was killed)": """
+        SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'""",
+}
+
 
 @dataclass
 class Snapshot:
@@ -297,3 +318,21 @@ def snapshot(url: str) -> Snapshot:
             ),
             webhook_jobs_todo=one(_WEBHOOK_JOBS),
         )
+
+
+def wait_paused(url: str, issues: int, seconds: float, fleet: Fleet) -> None:
+    """Until every issue has a run past triage; or, when some never will (a worker killed between
+    a run's claim and its start loses that run, by design), until nothing has moved for 15 s
+    with no webhook job left to do."""
+    deadline, last, since = time.monotonic() + seconds, None, time.monotonic()
+    while time.monotonic() < deadline:
+        fleet.supervise()
+        now = snapshot(url)
+        if now.runs_paused(issues):
+            return
+        key = (tuple(sorted(now.runs.items())), now.webhook_jobs_todo)
+        if key != last:
+            last, since = key, time.monotonic()
+        elif now.webhook_jobs_todo == 0 and time.monotonic() - since > 15:
+            return
+        time.sleep(0.5)
