@@ -22,14 +22,17 @@ approved through the API (GET the run page, POST its digest) from 4 threads, unt
 execution is settled or the bound (--converge-seconds) passes.
 
 Measures: webhook acknowledgement p50/p95/p99 (client side, first tries), runs/s (first delivery
-to the last run paused), approvals/s, approval -> posted p50/p95 (approval's decided_at to the
-comment attempt's sent outcome, from the database), duplicates on the forge (comments carrying
+to the last run paused), approvals/s, approval -> posted p50/p95 (approval's decided_at to its first
+write the forge acknowledged, from the database), duplicates on the forge (comments carrying
 one execution's marker beyond the first: target 0), runs per issue beyond one (target 0),
 executions by state, forge writes applied vs executions sent; with --chaos the kills done,
-backends ended, runs by final status, executions still ``sending`` past their lease (target 0).
+backends ended, runs by final status, executions still ``sending`` past their lease (target 0),
+and why an issue has no run or a run is stuck. ``--kills`` (3) of each kind happen at seeded
+moments within ``--chaos-window`` seconds (90) of the first delivery.
 
-Runtime on a shared 2-core machine: about 2-4 minutes at 500 issues without chaos; with chaos
-add the convergence (the worker's maintenance runs once a minute).
+Runtime on a shared 2-core machine at 500 issues: about 1-1.5 minutes without chaos; with chaos
+2 minutes when everything converges, else the bound (--converge-seconds, default 300) on top.
+The client threads share this process with the fake forge, so the figures include its share.
 """
 
 from __future__ import annotations
