@@ -55,6 +55,12 @@ class RunHandle(Protocol):
         """Resume the paused run with this decision; the caller holds the run's lease."""
         ...
 
+    def reach_pause(self, tenant_id: UUID, run_id: UUID) -> bool:
+        """Drive on to its pause a run whose process died after recording its proposal but
+        before the pause was checkpointed; the caller holds the run's lease. True when it
+        waits at the pause now."""
+        ...
+
 
 @dataclass(frozen=True)
 class Target:
@@ -118,7 +124,10 @@ def _paused(
     try:
         with db.tenant(tenant_id) as conn:
             status = RunStatus(run_store.run_by_id(conn, tenant_id, target.run_id)["status"])
-        if status is not RunStatus.AWAITING_APPROVAL or not runs.at_pause(target.run_id):
+        paused = status is RunStatus.AWAITING_APPROVAL and (
+            runs.at_pause(target.run_id) or runs.reach_pause(tenant_id, target.run_id)
+        )
+        if not paused:
             raise InvalidTransition(
                 f"run {target.run_id} is not waiting for a decision (status {status}); "
                 "see `resolveflow runs show`"

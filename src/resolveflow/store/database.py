@@ -9,6 +9,7 @@ user of a pooled connection.
 from __future__ import annotations
 
 import logging
+import select
 import time
 import weakref
 from collections.abc import Iterator
@@ -72,8 +73,10 @@ class IdleCheck:
     """Ping a pooled connection before handing it out only when it has sat idle for a while.
 
     A connection returned moments ago is almost certainly alive, and the ping is a round trip on
-    every checkout (about 5% of the executor's throughput). One that did die since is still
-    caught: its statement fails with ``StoreUnavailable`` and the pool drops it on return.
+    every checkout (about 5% of the executor's throughput). One whose socket has something to
+    read is pinged too: that is how a terminated backend shows (load and chaos, issue 17). One
+    that dies after checkout is still caught: its statement fails with ``StoreUnavailable`` and
+    the pool drops it on return.
     """
 
     def __init__(self, idle_seconds: float) -> None:
@@ -87,8 +90,23 @@ class IdleCheck:
 
     def check(self, conn: psycopg.Connection[Any]) -> None:
         returned_at = self._returned_at.get(conn)
-        if returned_at is None or time.monotonic() - returned_at > self._idle_seconds:
+        if (
+            returned_at is None
+            or time.monotonic() - returned_at > self._idle_seconds
+            or _has_unread_input(conn)
+        ):
             ConnectionPool.check_connection(conn)
+
+
+def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
+    """An idle connection has nothing to read; one that does was most likely told it is being
+    terminated (``pg_terminate_backend``, a server shutting down, a failover). Asking the
+    socket costs a system call, not a round trip, so every checkout can afford it."""
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.OperationalError):
+        return True  # no usable socket: let the ping find out
+    return bool(readable)
 
 
 class Database:

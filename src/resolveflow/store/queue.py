@@ -9,6 +9,7 @@ as the owner, and lets the runtime role use it.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 import procrastinate
@@ -107,3 +108,27 @@ def setup_queue(conn: Connection) -> None:
 
 def jobs_by_task(conn: Connection, task: str) -> list[dict[str, Any]]:
     return conn.execute(q("queue", "jobs_by_task"), {"task_name": task}).fetchall()
+
+
+def requeue_stalled_jobs(conn: Connection, seconds_since_heartbeat: float) -> int:
+    """Put back in the queue the jobs left ``doing`` by workers that stopped sending heartbeats
+    (killed, or their machine gone), with procrastinate's own queries. Returns how many."""
+    from procrastinate import sql
+
+    stalled = conn.execute(
+        sql.queries["select_stalled_jobs_by_heartbeat"],
+        {"queue": QUEUE, "task_name": None, "seconds_since_heartbeat": seconds_since_heartbeat},
+    ).fetchall()
+    for job in stalled:
+        conn.execute(
+            sql.queries["retry_job"],
+            {
+                "job_id": job["id"],
+                "retry_at": datetime.now(UTC),
+                "new_priority": None,
+                "new_queue_name": None,
+                "new_lock": None,
+            },
+        )
+        logger.warning("stalled job requeued", extra={"job": job["id"], "task": job["task_name"]})
+    return len(stalled)

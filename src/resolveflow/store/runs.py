@@ -140,3 +140,13 @@ def stalled_runs(
         q("runs", "stalled_runs"),
         {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
     ).fetchall()
+
+
+def interrupted_runs(
+    conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Runs a dead process left ``running``: no live lease, untouched this long."""
+    return conn.execute(
+        q("runs", "interrupted_runs"),
+        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
+    ).fetchall()

@@ -36,7 +36,13 @@ from psycopg import AsyncConnection
 
 from resolveflow.domain.records import Execution
 from resolveflow.domain.refine import RefineDocument
-from resolveflow.errors import InvalidInput, NotFound, ResolveFlowError, RunBusy
+from resolveflow.errors import (
+    InvalidInput,
+    NotFound,
+    ResolveFlowError,
+    RunBusy,
+    StoreUnavailable,
+)
 from resolveflow.execution.credentials import due_credentials, no_credential_message
 from resolveflow.service import webhooks
 from resolveflow.store import queue
@@ -50,9 +56,15 @@ from resolveflow.worker.report import WorkReport
 logger = logging.getLogger(__name__)
 
 STALLED_AFTER_SECONDS = 30.0
+STALLED_WORKER_SECONDS = 60.0  # procrastinate's workers beat every 10 s; 6 missed beats: dead
 _SAFE_RETRY = procrastinate.RetryStrategy(max_attempts=6, exponential_wait=2)
 _BUSY_RETRY = procrastinate.RetryStrategy(
-    max_attempts=10, exponential_wait=2, retry_exceptions={RunBusy}
+    max_attempts=10, exponential_wait=2, retry_exceptions={RunBusy, StoreUnavailable}
+)
+# Claimed jobs (a run per delivery, a refine per issue): a database that went away before the
+# claim leaves nothing done, so they are tried again; after the claim a retry finds it taken.
+_STORE_RETRY = procrastinate.RetryStrategy(
+    max_attempts=6, exponential_wait=2, retry_exceptions={StoreUnavailable}
 )
 
 
@@ -202,6 +214,8 @@ class Jobs:
             "reconciled": lambda: len(self.app.reconciler().run(min_age_seconds=interval)),
             "executed": drain,
             "resumed": self.resume_stalled,
+            "restarted": self.restart_interrupted,
+            "requeued": self.requeue_stalled_jobs,
             "pruned": self.prune_webhook_deliveries,
         }
         for name, step in steps.items():
@@ -220,6 +234,33 @@ class Jobs:
         could still be ``unknown`` never loses its record."""
         days = self.app.settings.webhooks.retention_days
         return webhooks.prune_deliveries(self.app.db, days)
+
+    def requeue_stalled_jobs(self) -> int:
+        """Jobs a killed worker left ``doing`` (its heartbeat stopped) go back to the queue: every
+        task is safe to run again (claims, leases, upserts, the gate)."""
+        with self.app.db.unscoped() as conn:
+            return queue.requeue_stalled_jobs(conn, STALLED_WORKER_SECONDS)
+
+    def restart_interrupted(self) -> int:
+        """Runs a dead process left ``running`` (its run lease lapsed) are driven on from their
+        last checkpoint, as `resolveflow runs resume` would."""
+        min_age = self.app.settings.triage.run_lease_seconds
+        restarted = 0
+        for tenant_id in self._tenant_ids():
+            with self.app.db.tenant(tenant_id) as conn:
+                rows = run_store.interrupted_runs(conn, tenant_id, min_age)
+            for row in rows:
+                try:
+                    outcome = self.resume_run(
+                        str(tenant_id), str(row["id"]), str(row["requested_by"])
+                    )
+                except RunBusy:
+                    continue
+                except ResolveFlowError:  # recorded on the run (failed, with its reason)
+                    logger.exception("could not restart a run", extra={"run": str(row["id"])})
+                    continue
+                restarted += outcome == "resumed"
+        return restarted
 
     def resume_stalled(self, min_age_seconds: float = STALLED_AFTER_SECONDS) -> int:
         """Runs decided long enough ago that their resume job must have been lost."""
@@ -284,8 +325,8 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
         return register
 
     task(queue.HANDLE_DELIVERY, _SAFE_RETRY)(body.handle_delivery)
-    task(queue.START_WEBHOOK_RUN)(body.start_webhook_run)
-    task(queue.REFINE_NEW_ISSUE)(body.refine_new_issue)
+    task(queue.START_WEBHOOK_RUN, _STORE_RETRY)(body.start_webhook_run)
+    task(queue.REFINE_NEW_ISSUE, _STORE_RETRY)(body.refine_new_issue)
     task(queue.UPDATE_INDEX, _SAFE_RETRY)(body.update_index)
     task(queue.RESUME_RUN, _BUSY_RETRY)(body.resume_run)
     task(queue.EXECUTE)(body.execute)

@@ -19,6 +19,7 @@ from resolveflow.errors import (
     NotAuthorized,
     ResolveFlowError,
     RunBusy,
+    StoreUnavailable,
     category_class,
 )
 from resolveflow.execution.lease import new_owner_id
@@ -100,6 +101,12 @@ class RunController:
         leaves it ``running`` with none."""
         try:
             self.graph.invoke(value, self._config(run_id))
+        except StoreUnavailable:
+            # The database went away under the run (a cut connection, a failover): nothing says
+            # the run failed. It stays as it is, its lease lapses, and a retry or maintenance
+            # drives it on from its last checkpoint.
+            logger.warning("triage run interrupted by the database", extra={"run": str(run_id)})
+            raise
         except Exception as exc:
             reason = (
                 exc.message
@@ -154,6 +161,12 @@ class RunController:
     def at_pause(self, run_id: UUID) -> bool:
         snapshot = self.graph.get_state(self._config(run_id))
         return tuple(snapshot.next) == ("await_approval",)
+
+    def reach_pause(self, tenant_id: UUID, run_id: UUID) -> bool:
+        if not tuple(self.graph.get_state(self._config(run_id)).next):
+            return False  # finished: nothing to reach
+        self._drive(tenant_id, run_id, None)  # on from the last checkpoint (proposal reused)
+        return self.at_pause(run_id)
 
     def continue_with(self, tenant_id: UUID, run_id: UUID, approval_id: UUID) -> None:
         self._resume(tenant_id, run_id, approval_id)

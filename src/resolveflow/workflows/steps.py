@@ -77,7 +77,12 @@ def create_run_proposal(
     with db.tenant(tenant_id) as conn:
         existing = run_store.latest_proposal_for_run(conn, tenant_id, run_id)
         if existing is not None:
-            # The node is re-running after a crash between its commit and the checkpoint.
+            # The node is re-running after a crash between its commit and the checkpoint (the
+            # status may not have been written yet either: a run at its pause must say so).
+            if run_store.run_by_id(conn, tenant_id, run_id)["status"] == "running":
+                run_store.set_status(
+                    conn, tenant_id, run_id, "awaiting_approval", {"proposal_id": str(existing.id)}
+                )
             return existing
         run_store.insert_classification(
             conn,
