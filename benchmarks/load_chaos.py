@@ -246,7 +246,7 @@ WHERE r.status = 'failed' GROUP BY 1 ORDER BY 2 DESC
 
 # Why a run is missing or stuck, for the report's closing lines.
 DIAGNOSIS = {
-    "issues with no run, delivery claimed (lost between claim and start, by design)": """
+    "issues with no run, delivery claimed (a worker killed between claim and start; maintenance requeues its job)": """
         SELECT count(DISTINCT d.issue_number) FROM webhook_deliveries d
         WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.issue_number = d.issue_number)
           AND EXISTS (SELECT 1 FROM webhook_run_claims c WHERE c.delivery_id = d.delivery_id)""",
@@ -321,9 +321,9 @@ def snapshot(url: str) -> Snapshot:
 
 
 def wait_paused(url: str, issues: int, seconds: float, fleet: Fleet) -> None:
-    """Until every issue has a run past triage; or, when some never will (a worker killed between
-    a run's claim and its start loses that run, by design), until nothing has moved for 15 s
-    with no webhook job left to do."""
+    """Until every issue has a run past triage; or until nothing has moved for 15 s with no
+    webhook job left to do (a run whose worker was killed comes back only when maintenance
+    requeues its job, a minute or two later: the approval loop picks it up then)."""
     deadline, last, since = time.monotonic() + seconds, None, time.monotonic()
     while time.monotonic() < deadline:
         fleet.supervise()

@@ -18,6 +18,7 @@ from resolveflow.domain.triage_policy import DEFAULT_POLICY
 from resolveflow.errors import StoreUnavailable
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.service import runs as run_service
+from resolveflow.service import webhooks
 from resolveflow.store import queue
 from resolveflow.store.database import Database
 from resolveflow.wiring import App
@@ -82,8 +83,14 @@ def test_a_job_a_dead_worker_left_doing_goes_back_to_the_queue(
     assert status == {dead: "todo", alive: "doing"}
 
 
+@pytest.mark.parametrize("checkpointed", [True, False], ids=["mid-graph", "before-any-checkpoint"])
 def test_a_run_a_dead_process_left_running_is_driven_on_by_maintenance(
-    db: Database, world: World, fake_github_ci: FakeGitHubServer, github_client: Any
+    db: Database,
+    world: World,
+    fake_github_ci: FakeGitHubServer,
+    github_client: Any,
+    superuser: psycopg.Connection[Any],
+    checkpointed: bool,
 ) -> None:
     pool = db.autocommit_pool()
     try:
@@ -95,6 +102,8 @@ def test_a_run_a_dead_process_left_running_is_driven_on_by_maintenance(
         pool.close()
     [run] = run_service.list_runs(db, world.requester(db))
     assert run["status"] == "running"  # and nobody is driving it
+    if not checkpointed:  # killed right after the run's row, before LangGraph wrote anything
+        superuser.execute("DELETE FROM checkpoints WHERE thread_id = %s", [run["run_id"]])
 
     settings = Settings(triage=TriageSettings(run_lease_seconds=0.01))  # its lease has lapsed
     app = App(settings=settings, db=db, _github=github_client)
@@ -196,3 +205,41 @@ def test_claimed_jobs_are_tried_again_when_the_database_went_away(
             assert strategy is not None and StoreUnavailable in strategy.retry_exceptions, name
     finally:
         app.close()
+
+
+def test_a_webhook_run_claimed_by_a_worker_killed_before_it_started_is_started_once(
+    db: Database,
+    world: World,
+    fake_github_ci: FakeGitHubServer,
+    github_client: Any,
+    superuser: psycopg.Connection[Any],
+) -> None:
+    superuser.execute(
+        "INSERT INTO webhook_deliveries (delivery_id, event, action, repository, issue_number,"
+        " tenant_id, queued) VALUES ('d-1', 'issues', 'opened', %s, %s, %s, true)",
+        [REPO, PR_NUMBER, world.tenant.id],
+    )
+
+    def killed_at_start(*args: Any) -> Any:
+        raise Killed("start")
+
+    with pytest.raises(Killed):
+        webhooks.start_webhook_run(
+            db, killed_at_start, delivery_id="d-1", tenant_id=world.tenant.id, runs_per_day=100
+        )
+    assert run_service.list_runs(db, world.requester(db)) == []  # claimed, and no run
+
+    pool = db.autocommit_pool()
+    try:
+        start = controller(db, github_client, pool).start
+        again = [
+            webhooks.start_webhook_run(
+                db, start, delivery_id="d-1", tenant_id=world.tenant.id, runs_per_day=100
+            )
+            for _ in range(2)  # the requeued job, then once more
+        ]
+    finally:
+        pool.close()
+    assert again[0] is not None and again[1] is None
+    [run] = run_service.list_runs(db, world.requester(db))
+    assert run["run_id"] == str(again[0]) and run["status"] == "awaiting_approval"

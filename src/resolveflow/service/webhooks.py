@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -289,44 +290,55 @@ def _webhook_principal(db: Database, tenant_id: UUID) -> Principal:
 
 def start_webhook_run(
     db: Database,
-    start: Callable[[Principal, str, int], UUID],
+    start: Callable[[Principal, str, int, UUID], UUID],
     *,
     delivery_id: str,
     tenant_id: UUID,
     runs_per_day: int,
 ) -> UUID | None:
-    """At most one run per (delivery, tenant): the claim is committed before the run starts, so a
-    crash in between loses that run rather than starting two (the next delivery starts one)."""
+    """At most one run per (delivery, tenant): the claim names the run's id and is committed
+    before the run starts. A worker killed in between leaves a claim with no run: the job, run
+    again (maintenance requeues it), starts that run under that id, so it exists once."""
     with db.tenant(tenant_id) as conn:  # the global hook's deliveries, and this tenant's own
         row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None or row["repository"] is None or row["issue_number"] is None:
         return None
+    run_id = uuid.uuid4()
     with db.tenant(tenant_id) as conn:
-        if not webhook_store.claim_webhook_run(conn, delivery_id, tenant_id):
+        claimed = webhook_store.claim_webhook_run(conn, delivery_id, tenant_id, run_id)
+        unstarted = None if claimed else webhook_store.unstarted_claim(conn, delivery_id, tenant_id)
+    principal = webhook_principal(db, tenant_id)
+    if not claimed:
+        if unstarted is None:
             logger.info("webhook run already claimed", extra={"delivery": delivery_id})
             return None
-    principal = webhook_principal(db, tenant_id)
-    try:
-        consume(
-            db,
-            principal,
-            LimitKind.RUNS,
-            runs_per_day,
-            setting="RESOLVEFLOW_LIMIT_WEBHOOK_RUNS_PER_DAY",
-        )
-    except LimitExceeded as exc:
-        with db.tenant(tenant_id) as conn:
-            audit.record(
-                conn,
-                tenant_id=tenant_id,
-                actor=WEBHOOK_ACTOR,
-                event=AuditEvent.WEBHOOK_RUN_REFUSED,
-                subject_type="webhook_delivery",
-                subject_id=delivery_id,
-                details={"reason": exc.message},
+        run_id = unstarted  # counted with its claim (or not at all, if the worker died first)
+    else:
+        try:
+            consume(
+                db,
+                principal,
+                LimitKind.RUNS,
+                runs_per_day,
+                setting="RESOLVEFLOW_LIMIT_WEBHOOK_RUNS_PER_DAY",
             )
+        except LimitExceeded as exc:
+            with db.tenant(tenant_id) as conn:
+                audit.record(
+                    conn,
+                    tenant_id=tenant_id,
+                    actor=WEBHOOK_ACTOR,
+                    event=AuditEvent.WEBHOOK_RUN_REFUSED,
+                    subject_type="webhook_delivery",
+                    subject_id=delivery_id,
+                    details={"reason": exc.message},
+                )
+            return None
+    try:
+        return start(principal, row["repository"], row["issue_number"], run_id)
+    except AlreadyExists:  # another job started the same claim's run meanwhile
+        logger.info("webhook run started elsewhere", extra={"run": str(run_id)})
         return None
-    return start(principal, row["repository"], row["issue_number"])
 
 
 def index_issue(

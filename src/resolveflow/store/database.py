@@ -35,6 +35,7 @@ _CONSTRAINT_ERRORS: dict[str, type[ResolveFlowError]] = {
     "principals_subject_unique": domain_errors.AlreadyExists,
     "principals_token_unique": domain_errors.AlreadyExists,
     "repositories_unique": domain_errors.AlreadyExists,
+    "runs_pkey": domain_errors.AlreadyExists,  # a run id chosen beforehand (a webhook's claim)
     "approvals_one_decision": domain_errors.AlreadyDecided,
     "executions_one_per_proposal": domain_errors.AlreadyExecuted,
     "executions_one_per_approval": domain_errors.AlreadyExecuted,

@@ -93,12 +93,21 @@ def count_deliveries(conn: Connection) -> int:
     return int(row["n"]) if row else 0
 
 
-def claim_webhook_run(conn: Connection, delivery_id: str, tenant_id: UUID) -> bool:
-    """True for the one caller that may start the delivery's run in this tenant."""
+def claim_webhook_run(conn: Connection, delivery_id: str, tenant_id: UUID, run_id: UUID) -> bool:
+    """True for the one caller that may start the delivery's run (``run_id``) in this tenant."""
     row = conn.execute(
-        q("webhooks", "claim_webhook_run"), {"delivery_id": delivery_id, "tenant_id": tenant_id}
+        q("webhooks", "claim_webhook_run"),
+        {"delivery_id": delivery_id, "tenant_id": tenant_id, "run_id": run_id},
     ).fetchone()
     return row is not None
+
+
+def unstarted_claim(conn: Connection, delivery_id: str, tenant_id: UUID) -> UUID | None:
+    """The run id of a claim whose run was never created, if there is one."""
+    row = conn.execute(
+        q("webhooks", "unstarted_claim"), {"delivery_id": delivery_id, "tenant_id": tenant_id}
+    ).fetchone()
+    return row["run_id"] if row else None
 
 
 def prune_deliveries(conn: Connection, older_than_days: int) -> int:

@@ -59,10 +59,14 @@ class RunController:
     def _config(self, run_id: UUID) -> dict[str, Any]:
         return {"configurable": {"thread_id": str(run_id)}}
 
-    def start(self, principal: Principal, repository: str, number: int) -> UUID:
+    def start(
+        self, principal: Principal, repository: str, number: int, run_id: UUID | None = None
+    ) -> UUID:
+        """``run_id``: chosen beforehand (a webhook's claim names it); a run of that id that
+        exists already is ``AlreadyExists``."""
         if not (principal.has(Role.REQUESTER) or principal.has(Role.APPROVER)):
             raise NotAuthorized(f"{principal.subject} may not start runs")
-        run_id = uuid.uuid4()
+        run_id = run_id or uuid.uuid4()
         with self.db.tenant(principal.tenant_id) as conn:
             if not tenant_store.repository_allowed(conn, principal.tenant_id, repository):
                 raise NotAuthorized(f"repository {repository} is not on this tenant's allowlist")
@@ -85,13 +89,7 @@ class RunController:
                 run_id=run_id,
                 details={"target": f"{repository}#{number}"},
             )
-        state = {
-            "tenant_id": str(principal.tenant_id),
-            "run_id": str(run_id),
-            "repository": repository,
-            "issue_number": number,
-            "requested_by": str(principal.id),
-        }
+        state = _initial_state(principal.tenant_id, run_id, repository, number, principal.id)
         with self._leased(principal.tenant_id, run_id):
             self._drive(principal.tenant_id, run_id, state)
         return run_id
@@ -179,6 +177,17 @@ class RunController:
         with self._leased(principal.tenant_id, run_id):
             snapshot = self.graph.get_state(self._config(run_id))
             waiting = tuple(snapshot.next)
+            if not waiting and snapshot.created_at is None and run["status"] == "running":
+                # Killed before its first checkpoint: the run starts over from its request.
+                state = _initial_state(
+                    principal.tenant_id,
+                    run_id,
+                    run["repository"],
+                    run["issue_number"],
+                    run["requested_by"],
+                )
+                self._drive(principal.tenant_id, run_id, state)
+                return
             if not waiting:
                 raise InvalidInput(f"run {run_id} has finished (status {run['status']})")
             if waiting != ("await_approval",):
@@ -208,3 +217,15 @@ class RunController:
             logger.info("run is not paused; nothing to resume", extra={"run": str(run_id)})
             return
         self._drive(tenant_id, run_id, Command(resume={"approval_id": str(approval_id)}))
+
+
+def _initial_state(
+    tenant_id: UUID, run_id: UUID, repository: str, number: int, requested_by: UUID
+) -> dict[str, Any]:
+    return {
+        "tenant_id": str(tenant_id),
+        "run_id": str(run_id),
+        "repository": repository,
+        "issue_number": number,
+        "requested_by": str(requested_by),
+    }

@@ -35,10 +35,16 @@ FROM webhook_deliveries WHERE delivery_id = %(delivery_id)s
 SELECT count(*) AS n FROM webhook_deliveries
 
 -- name: claim_webhook_run
-INSERT INTO webhook_run_claims (delivery_id, tenant_id)
-VALUES (%(delivery_id)s, %(tenant_id)s)
+INSERT INTO webhook_run_claims (delivery_id, tenant_id, run_id)
+VALUES (%(delivery_id)s, %(tenant_id)s, %(run_id)s)
 ON CONFLICT DO NOTHING
 RETURNING delivery_id
+
+-- name: unstarted_claim
+-- A claim whose run never got its first row (its worker died in between): that run id.
+SELECT c.run_id FROM webhook_run_claims c
+WHERE c.delivery_id = %(delivery_id)s AND c.tenant_id = %(tenant_id)s AND c.run_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.tenant_id = c.tenant_id AND r.id = c.run_id)
 
 -- name: prune_deliveries
 SELECT rf_prune_webhook_deliveries(make_interval(days => %(days)s)) AS pruned
