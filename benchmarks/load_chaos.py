@@ -246,7 +246,7 @@ WHERE r.status = 'failed' GROUP BY 1 ORDER BY 2 DESC
 
 # Why a run is missing or stuck, for the report's closing lines.
 DIAGNOSIS = {
-    "issues with no run, delivery claimed (a worker killed between claim and start; maintenance requeues its job)": """
+    "issues with no run, delivery claimed (its worker killed; the job is requeued)": """
         SELECT count(DISTINCT d.issue_number) FROM webhook_deliveries d
         WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.issue_number = d.issue_number)
           AND EXISTS (SELECT 1 FROM webhook_run_claims c WHERE c.delivery_id = d.delivery_id)""",
