@@ -243,3 +243,48 @@ def test_a_webhook_run_claimed_by_a_worker_killed_before_it_started_is_started_o
     assert again[0] is not None and again[1] is None
     [run] = run_service.list_runs(db, world.requester(db))
     assert run["run_id"] == str(again[0]) and run["status"] == "awaiting_approval"
+
+
+class DiesWhenExecuting:
+    def execute_one(self, *args: Any) -> Any:
+        raise Killed("execute_one")
+
+
+def test_a_run_killed_while_executing_is_settled_by_maintenance(
+    db: Database, world: World, fake_github_ci: FakeGitHubServer, github_client: Any
+) -> None:
+    pool = db.autocommit_pool()
+    try:
+        deps = TriageDeps(
+            db=db,
+            github=github_client,
+            policy=lambda: DEFAULT_POLICY,
+            executor=DiesWhenExecuting,  # after the run says "executing", before any request
+        )
+        runs = RunController(
+            db=db,
+            graph=build_triage_graph(deps, checkpoint_saver(pool)),
+            lease_seconds=60,
+            approval_ttl_seconds=3600,
+        )
+        run_id = runs.start(world.requester(db), REPO, PR_NUMBER)
+        approver = world.approver(db)
+        digest = run_service.describe_run(db, approver, run_id)["digest"]
+        with pytest.raises(Killed):
+            runs.approve(approver, run_id, digest)
+    finally:
+        pool.close()
+    assert run_service.describe_run(db, approver, run_id)["status"] == "executing"
+
+    app = App(
+        settings=Settings(triage=TriageSettings(run_lease_seconds=0.01)),
+        db=db,
+        _github=github_client,
+    )
+    try:
+        assert Jobs(app).restart_interrupted() == 1
+    finally:
+        app.close()
+    done = run_service.describe_run(db, approver, run_id)
+    assert done["status"] == "completed", done
+    assert len(fake_github_ci.comments(REPO, PR_NUMBER)) == 1

@@ -145,7 +145,7 @@ def stalled_runs(
 def interrupted_runs(
     conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
 ) -> list[dict[str, Any]]:
-    """Runs a dead process left ``running``: no live lease, untouched this long."""
+    """Runs a dead process left ``running`` or ``executing``: no live lease, untouched this long."""
     return conn.execute(
         q("runs", "interrupted_runs"),
         {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},

@@ -81,15 +81,16 @@ ORDER BY a.decided_at
 LIMIT %(limit)s
 
 -- name: interrupted_runs
--- Runs whose process died mid-graph (a worker killed, a connection cut): still 'running' with no
--- live lease and untouched for a while. Maintenance drives each on from its last checkpoint:
--- every step is re-checked or idempotent, and the gate sends once.
+-- Runs whose process died mid-graph (a worker killed, a connection cut): still 'running' (or
+-- 'executing': killed between that status and the execution's outcome) with no live lease and
+-- untouched for a while. Maintenance drives each on from its last checkpoint: every step is
+-- re-checked or idempotent, and the gate sends once.
 SELECT r.id, r.requested_by
 FROM runs r
 LEFT JOIN run_leases l ON l.run_id = r.id
 WHERE r.tenant_id = %(tenant_id)s
   AND r.workflow = 'triage'
-  AND r.status = 'running'
+  AND r.status IN ('running', 'executing')
   AND (l.run_id IS NULL OR l.expires_at < clock_timestamp())
   AND r.updated_at < clock_timestamp() - make_interval(secs => %(min_age_seconds)s)
 ORDER BY r.updated_at
