@@ -98,7 +98,10 @@ class RunController:
         """Run the graph; an unexpected failure ends the run ``failed`` with a reason, never
         leaves it ``running`` with none."""
         try:
-            self.graph.invoke(value, self._config(run_id))
+            # "sync": each step's checkpoint is saved before the next step starts. LangGraph's
+            # default ("async") saves them in the background, so a process killed mid-run could
+            # lose every checkpoint of steps whose writes were committed (load and chaos).
+            self.graph.invoke(value, self._config(run_id), durability="sync")
         except StoreUnavailable:
             # The database went away under the run (a cut connection, a failover): nothing says
             # the run failed. It stays as it is, its lease lapses, and a retry or maintenance
@@ -161,9 +164,18 @@ class RunController:
         return tuple(snapshot.next) == ("await_approval",)
 
     def reach_pause(self, tenant_id: UUID, run_id: UUID) -> bool:
-        if not tuple(self.graph.get_state(self._config(run_id)).next):
+        snapshot = self.graph.get_state(self._config(run_id))
+        if tuple(snapshot.next):
+            self._drive(tenant_id, run_id, None)  # on from the last checkpoint (proposal reused)
+        elif snapshot.created_at is None:  # no checkpoint at all: over from the request
+            with self.db.tenant(tenant_id) as conn:
+                run = run_store.run_by_id(conn, tenant_id, run_id)
+            state = _initial_state(
+                tenant_id, run_id, run["repository"], run["issue_number"], run["requested_by"]
+            )
+            self._drive(tenant_id, run_id, state)
+        else:
             return False  # finished: nothing to reach
-        self._drive(tenant_id, run_id, None)  # on from the last checkpoint (proposal reused)
         return self.at_pause(run_id)
 
     def continue_with(self, tenant_id: UUID, run_id: UUID, approval_id: UUID) -> None:

@@ -22,8 +22,10 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 RETURNING *
 
 -- name: insert_snapshot
+-- A step replayed after a crash keeps the evidence its first pass recorded.
 INSERT INTO evidence_snapshots (run_id, tenant_id, raw, facts)
 VALUES (%(run_id)s, %(tenant_id)s, %(raw)s, %(facts)s)
+ON CONFLICT (run_id) DO NOTHING
 
 -- name: snapshot_for_run
 SELECT raw, facts, created_at FROM evidence_snapshots
