@@ -39,8 +39,8 @@ class RecordingGraph:
         self.written: list[dict[str, Any]] = []
         self.interrupts: list[Any] = []
 
-    def invoke(self, value: Any, config: dict[str, Any]) -> None:
-        for state in self.graph.stream(value, config, stream_mode="values"):
+    def invoke(self, value: Any, config: dict[str, Any], **options: Any) -> None:
+        for state in self.graph.stream(value, config, stream_mode="values", **options):
             if "__interrupt__" in state:
                 self.interrupts.extend(state["__interrupt__"])
             else:
