@@ -47,12 +47,13 @@ class DiesOnFirstRead:
         return killed
 
 
-def controller(db: Database, github: Any, pool: Any) -> RunController:
+def controller(db: Database, github: Any, pool: Any, executor: Any = None) -> RunController:
+    """The triage workflow on this database; ``executor`` (a factory) replaces the real gate."""
     deps = TriageDeps(
         db=db,
         github=github,
         policy=lambda: DEFAULT_POLICY,
-        executor=lambda: make_executor(db, github),
+        executor=executor or (lambda: make_executor(db, github)),
     )
     return RunController(
         db=db,
@@ -175,18 +176,7 @@ def test_a_run_the_database_went_away_under_is_not_called_failed(
 
     pool = db.autocommit_pool()
     try:
-        deps = TriageDeps(
-            db=db,
-            github=github_client,
-            policy=lambda: DEFAULT_POLICY,
-            executor=executor_unreachable,
-        )
-        runs = RunController(
-            db=db,
-            graph=build_triage_graph(deps, checkpoint_saver(pool)),
-            lease_seconds=60,
-            approval_ttl_seconds=3600,
-        )
+        runs = controller(db, github_client, pool, executor_unreachable)
         run_id = runs.start(world.requester(db), REPO, PR_NUMBER)
         approver = world.approver(db)
         digest = run_service.describe_run(db, approver, run_id)["digest"]
@@ -261,18 +251,9 @@ def test_a_run_killed_while_executing_is_settled_by_maintenance(
 ) -> None:
     pool = db.autocommit_pool()
     try:
-        deps = TriageDeps(
-            db=db,
-            github=github_client,
-            policy=lambda: DEFAULT_POLICY,
-            executor=DiesWhenExecuting,  # after the run says "executing", before any request
-        )
-        runs = RunController(
-            db=db,
-            graph=build_triage_graph(deps, checkpoint_saver(pool)),
-            lease_seconds=60,
-            approval_ttl_seconds=3600,
-        )
+        runs = controller(
+            db, github_client, pool, DiesWhenExecuting
+        )  # after the run says "executing", before any request
         run_id = runs.start(world.requester(db), REPO, PR_NUMBER)
         approver = world.approver(db)
         digest = run_service.describe_run(db, approver, run_id)["digest"]

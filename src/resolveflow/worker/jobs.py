@@ -245,41 +245,35 @@ class Jobs:
         """Runs a dead process left ``running`` (its run lease lapsed) are driven on from their
         last checkpoint, as `resolveflow runs resume` would."""
         min_age = self.app.settings.triage.run_lease_seconds
-        restarted = 0
-        for tenant_id in self._tenant_ids():
-            with self.app.db.tenant(tenant_id) as conn:
-                rows = run_store.interrupted_runs(conn, tenant_id, min_age)
-            for row in rows:
-                try:
-                    outcome = self.resume_run(
-                        str(tenant_id), str(row["id"]), str(row["requested_by"])
-                    )
-                except RunBusy:
-                    continue
-                except ResolveFlowError:  # recorded on the run (failed, with its reason)
-                    logger.exception("could not restart a run", extra={"run": str(row["id"])})
-                    continue
-                restarted += outcome == "resumed"
-        return restarted
+        return self._resume_each(
+            lambda conn, tenant_id: run_store.interrupted_runs(conn, tenant_id, min_age),
+            acting="requested_by",
+        )
 
     def resume_stalled(self, min_age_seconds: float = STALLED_AFTER_SECONDS) -> int:
         """Runs decided long enough ago that their resume job must have been lost."""
-        db = self.app.db
-        with db.unscoped() as conn:
-            tenants = tenant_store.list_tenants(conn)
+        return self._resume_each(
+            lambda conn, tenant_id: run_store.stalled_runs(conn, tenant_id, min_age_seconds),
+            acting="decided_by",
+        )
+
+    def _resume_each(
+        self, find: Callable[[Any, UUID], list[dict[str, Any]]], *, acting: str
+    ) -> int:
+        """Resume every run ``find`` lists in each tenant, as the principal in column
+        ``acting``; one that is busy is left to its holder, one that fails has it recorded on
+        the run and does not stop the others. Returns how many were resumed."""
         resumed = 0
-        for tenant in tenants:
-            with db.tenant(tenant.id) as conn:
-                stalled = run_store.stalled_runs(conn, tenant.id, min_age_seconds)
-            for row in stalled:
+        for tenant_id in self._tenant_ids():
+            with self.app.db.tenant(tenant_id) as conn:
+                rows = find(conn, tenant_id)
+            for row in rows:
                 try:
-                    outcome = self.resume_run(
-                        str(tenant.id), str(row["id"]), str(row["decided_by"])
-                    )
+                    outcome = self.resume_run(str(tenant_id), str(row["id"]), str(row[acting]))
                 except RunBusy:
                     continue
-                except ResolveFlowError:  # one run's failure is its own (recorded on the run)
-                    logger.exception("could not resume a stalled run", extra={"run": row["id"]})
+                except ResolveFlowError:
+                    logger.exception("could not resume a run", extra={"run": str(row["id"])})
                     continue
                 resumed += outcome == "resumed"
         return resumed
