@@ -36,7 +36,7 @@ def reserve_slot(conn: Connection, pace_key: str, pace: Pace) -> tuple[datetime,
 
 
 def database_now(conn: Connection) -> datetime:
-    row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
+    row = conn.execute(q("pace", "database_now")).fetchone()
     assert row is not None
     now: datetime = row["now"]
     return now

@@ -28,3 +28,6 @@ RETURNING *
 -- name: use_held_slot
 UPDATE executions SET pace_slot_at = NULL
 WHERE tenant_id = %(tenant_id)s AND id = %(id)s AND lease_owner = %(owner)s
+
+-- name: database_now
+SELECT clock_timestamp() AS now
