@@ -6,12 +6,14 @@
 Embeds the same N real texts (title and body of hf-datasets issues and SeaMonkey reports from
 shared/data beside the checkout, half from each) in one run, with the current torch int8 path
 (``LocalMiniLM()``) and with ONNX Runtime int8 (``OnnxMiniLM``, the model shipped in the package),
-batch 16, on every core of this machine. Prints texts/s (median of the repetitions, after a
-warm-up that loads the model) next to the target (ONNX >= torch int8), and the agreement of the
-ONNX vectors with torch int8 and torch fp32 (cosine per text: min, p1, p5, median; the space is
-kept when p1 >= 0.99). ``--variants`` adds other builds of the ONNX model (directories written by
-``scripts/build_onnx_embedder.py --out DIR``) to the same table. ``--venv DIR`` prints the size of
-that directory (as ``du`` counts it) next to the 600 MB target for a default install.
+each as the product runs it (int8: one text per run, so that a vector does not depend on its batch;
+``--batch-size`` is the float torch reference's batch), on every core of this machine. Prints
+texts/s (median of the repetitions, after a warm-up that loads the model) next to the target (ONNX
+>= torch int8), and the agreement of the ONNX vectors with torch int8 and torch fp32 (cosine per
+text: min, p1, p5, median; the space is kept when p1 >= 0.99). ``--variants`` adds other builds of
+the ONNX model (directories written by ``scripts/build_onnx_embedder.py --out DIR``) to the same
+table. ``--venv DIR`` prints the size of that directory (as ``du`` counts it) next to the 600 MB
+target for a default install.
 
 ``--first-run`` does what a new user does: clones this checkout's HEAD into a temporary directory,
 runs ``./scripts/demo`` there (install, then the demo) with a clean environment, and prints the
@@ -187,16 +189,17 @@ def main() -> None:
 
 def print_embedders(args: argparse.Namespace) -> None:
     texts = real_texts(args.texts)
-    print(f"{len(texts)} real texts, batch {args.batch_size}, {os.cpu_count()} cores")
+    print(
+        f"{len(texts)} real texts, one per run (fp32 reference: batch {args.batch_size}), "
+        f"{os.cpu_count()} cores"
+    )
     batch = args.batch_size
     embedders: dict[str, Embedder] = {
         "torch int8 (current)": LocalMiniLM(batch_size=batch),
-        "onnx int8 (shipped)": OnnxMiniLM(batch_size=batch),
+        "onnx int8 (shipped)": OnnxMiniLM(),
     }
     for directory in filter(None, args.variants.split(",")):
-        embedders[f"onnx {Path(directory).name}"] = OnnxMiniLM(
-            batch_size=batch, model_dir=Path(directory)
-        )
+        embedders[f"onnx {Path(directory).name}"] = OnnxMiniLM(model_dir=Path(directory))
     measured = throughputs(embedders, texts, args.repeats)
     torch_fp32 = LocalMiniLM(quantize=False, batch_size=batch).embed_documents(texts)
     torch_rate, torch_int8 = measured.pop("torch int8 (current)")

@@ -75,7 +75,7 @@ def minilm(
     if which == "onnx":
         if not quantize:
             raise SystemExit("the ONNX model is int8 only: use --embedder torch for fp32")
-        return OnnxMiniLM(max_seq_length=max_seq_length, batch_size=batch_size)
+        return OnnxMiniLM(max_seq_length=max_seq_length)
     from resolveflow.adapters.embedder.local import LocalMiniLM
 
     return LocalMiniLM(max_seq_length=max_seq_length, quantize=quantize, batch_size=batch_size)

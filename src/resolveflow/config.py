@@ -254,6 +254,7 @@ class EmbeddingSettings(_Group):
     max_seq_length: int = Field(default=128, ge=16, le=512)
     quantize: bool = True  # local-torch only: the ONNX model is int8 as shipped
     threads: int | None = Field(default=None, ge=1, le=256)  # local: unset = this process's cores
+    # local-torch with quantize off only: int8 models embed one text per run (docs/retrieval.md)
     batch_size: int = Field(default=16, ge=1, le=1024)
     timeout_seconds: float = Field(default=30.0, gt=0)
     openai_base_url: str | None = Field(

@@ -48,8 +48,4 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 
-    return OnnxMiniLM(
-        max_seq_length=embedding.max_seq_length,
-        batch_size=embedding.batch_size,
-        threads=embedding.threads,
-    )
+    return OnnxMiniLM(max_seq_length=embedding.max_seq_length, threads=embedding.threads)

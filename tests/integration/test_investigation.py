@@ -222,10 +222,13 @@ def test_none_provider_proposes_related_issues_with_links_and_citations(
     assert comment.startswith(f"ResolveFlow found {len(cited)} earlier report(s)")
     assert "No language model was used" in comment
     assert "reviewed by a person" in comment and "resolveflow:action" not in comment
-    for snippet in cited:  # each citation is a link to the cited issue, and nothing else is
-        assert f"[#{snippet['external_id']}]({issue_url(snippet['external_id'])})" in comment
-    linked = set(re.findall(r"/issues/(\d+)\)", comment))
-    assert linked == {s["external_id"] for s in cited}
+    for snippet in cited:  # each citation is a link to the cited issue or pull request
+        assert snippet["url"] == issue_url(snippet["external_id"]).replace(
+            "/issues/", "/pull/" if snippet["kind"] == "pull" else "/issues/"
+        )
+        assert f"- [#{snippet['external_id']}]({snippet['url']})" in comment
+    heads = re.findall(r"^- \[#(\d+)\]\(", comment, re.MULTILINE)
+    assert heads == [s["external_id"] for s in cited]  # and nothing else is listed
     assert f"fixed by [#3840](https://github.com/{REPO}/pull/3840)" in comment
     assert action["labels"] == ["bug"]  # what the related reports carry, allowed by the policy
     assert view["proposal"]["author_kind"] == "workflow"

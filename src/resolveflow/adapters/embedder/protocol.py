@@ -7,6 +7,11 @@ Implementations: ``embedder_local.LocalMiniLM`` (all-MiniLM-L6-v2, weights shipp
 Every vector is L2-normalised, so cosine similarity is a dot product and pgvector's cosine
 distance is ``1 - dot``. A space is (provider, model, dimensions): vectors of two spaces are never
 compared, and the index records the space its vectors were made in.
+
+A text's vector depends on that text alone, never on the texts embedded with it: an index built in
+batches, a document re-ingested on its own and a query must meet in one space. Int8 models with
+dynamic quantization pick one activation scale per run for the whole batch, padding included, so
+they embed one text per run (docs/retrieval.md, "One text per run").
 """
 
 from __future__ import annotations
