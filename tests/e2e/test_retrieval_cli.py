@@ -250,3 +250,47 @@ def test_search_with_another_embedding_space_names_the_fix(cli: Cli, tmp_path: P
     assert len(lines) == 1
     assert "resolveflow index rebuild" in lines[0]
     assert "fake/hashing-v1/256" in lines[0] and "all-MiniLM-L6-v2:onnx-int8/384" in lines[0]
+
+
+MINI = Path(__file__).parents[1] / "data" / "runbooks-mini"
+
+
+def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path: Path) -> None:
+    # The fixture's four questions, then two labelled wrong on purpose: the clock alert said to be
+    # answered by TargetDown (its own runbook comes first), and the TargetDown alert said to have
+    # no source (it is answered).
+    lines = (MINI / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    clock = json.loads(lines[2])
+    target = json.loads(lines[1])
+    lines.append(json.dumps({**clock, "id": "mislabelled", "answers": ["general/TargetDown.md"]}))
+    lines.append(json.dumps({**target, "id": "said-unanswerable", "answers": []}))
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ("eval", "answers", "--corpus", str(MINI / "corpus"), "--questions", str(questions))
+
+    result = cli.json(*args)
+    by_id = {m["id"]: m for m in result["misses"]}
+    assert set(by_id) == {"mislabelled", "said-unanswerable"}
+    assert by_id["mislabelled"]["kind"] in {"not_first", "not_in_top_5"}
+    assert by_id["mislabelled"]["first"] == "node/NodeClockSkewDetected.md"
+    assert by_id["mislabelled"]["right"] == ["general/TargetDown.md"]
+    assert by_id["said-unanswerable"] == {
+        "id": "said-unanswerable",
+        "kind": "answered_without_source",
+        "what": "answered; no document answers it",
+        "rank": None,
+        "right": [],
+        "first": "general/TargetDown.md",
+    }
+    shown = cli.run(*args).stdout
+    assert "misses" in shown and "mislabelled" in shown and "said-unanswerable" in shown
+
+    clean = cli.json(
+        "eval",
+        "answers",
+        "--corpus",
+        str(MINI / "corpus"),
+        "--questions",
+        str(MINI / "questions.jsonl"),
+    )
+    assert clean["misses"] == [] and clean["mrr_at_5"] == 1.0

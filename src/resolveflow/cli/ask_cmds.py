@@ -10,7 +10,7 @@ from rich.text import Text
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table, targets_table
 from resolveflow.domain.answers import Answer
-from resolveflow.evals.answers import evaluate_answers
+from resolveflow.evals.answers import evaluate_answers, misses
 from resolveflow.service import admin
 from resolveflow.service.ask import AskService
 from resolveflow.service.ask import ask as ask_question
@@ -56,7 +56,7 @@ def eval_answers(
 ) -> None:
     """Answers on a scratch tenant: MRR@5, R@5, cited right, abstention precision and recall."""
     with common.app() as opened:
-        result, _ = evaluate_answers(
+        result, outcomes = evaluate_answers(
             opened.db,
             build_embedder(opened.settings),
             corpus,
@@ -64,11 +64,22 @@ def eval_answers(
             search_params(opened.settings),
             opened.model(),
         )
-    data = {**result.as_json(), "targets": result.checks()}
+    missed = misses(outcomes)
+    data = {
+        **result.as_json(),
+        "targets": result.checks(),
+        "misses": [m.as_json() for m in missed],
+    }
 
     def render() -> None:
         fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
         targets_table(result.checks())
+        if missed:
+            table(
+                "misses",
+                ["question", "what", "rank", "right", "first"],
+                [(m.id, m.kind.value, m.rank, ", ".join(m.right), m.top) for m in missed],
+            )
 
     emit(data, as_json, render)
 

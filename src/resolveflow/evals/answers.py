@@ -9,7 +9,8 @@ the share of answered questions whose citations include a right document (every 
 question counts, so answering an unanswerable one costs here too), and the stricter share whose
 first citation is right (a close runner-up quoted as well does not count); abstention precision and
 recall (an abstention is right when no document answers), and the share of answerable questions
-wrongly abstained. Each with its dev target.
+wrongly abstained. Each with its dev target. ``misses`` lists the questions that cost a figure,
+with what came first instead, so that a team evaluating its own corpus sees which pages to fix.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from resolveflow.adapters.embedder.protocol import Embedder
@@ -59,6 +61,36 @@ class Outcome:
     abstained: bool
     cited_right: bool
     first_cited_right: bool = False  # the first citation (the top document's) is a right one
+    top: str | None = None  # the path of the first document of the ranking
+
+
+class MissKind(StrEnum):
+    """How a question cost a figure (one per question, the first that applies)."""
+
+    ANSWERED_WITHOUT_SOURCE = "answered; no document answers it"
+    ABSTAINED = "abstained; a document answers it"
+    NOT_IN_TOP_5 = "right document not in the top 5"
+    NOT_FIRST = "right document not first"
+    FIRST_CITATION_WRONG = "first citation not a right document"
+
+
+@dataclass(frozen=True)
+class Miss:
+    id: str
+    kind: MissKind
+    rank: int | None
+    right: tuple[str, ...]
+    top: str | None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "kind": self.kind.name.lower(),
+            "what": self.kind.value,
+            "rank": self.rank,
+            "right": list(self.right),
+            "first": self.top,
+        }
 
 
 @dataclass(frozen=True)
@@ -119,7 +151,31 @@ def outcome(question: Question, answer: Answer) -> Outcome:
     rank = next((i for i, p in enumerate(paths, start=1) if p in right), None)
     cited = any(c.path in right for c in answer.citations)
     first = bool(answer.citations) and answer.citations[0].path in right
-    return Outcome(question, rank if right else None, answer.abstained, cited, first)
+    top = paths[0] if paths else None
+    return Outcome(question, rank if right else None, answer.abstained, cited, first, top)
+
+
+def miss(outcome: Outcome) -> Miss | None:
+    """What this question cost, if anything."""
+    question = outcome.question
+    kind: MissKind | None = None
+    if not question.answers:
+        kind = None if outcome.abstained else MissKind.ANSWERED_WITHOUT_SOURCE
+    elif outcome.abstained:
+        kind = MissKind.ABSTAINED
+    elif outcome.rank is None or outcome.rank > 5:
+        kind = MissKind.NOT_IN_TOP_5
+    elif outcome.rank > 1:
+        kind = MissKind.NOT_FIRST
+    elif not outcome.first_cited_right:
+        kind = MissKind.FIRST_CITATION_WRONG
+    if kind is None:
+        return None
+    return Miss(question.id, kind, outcome.rank, question.answers, outcome.top)
+
+
+def misses(outcomes: Sequence[Outcome]) -> list[Miss]:
+    return [m for m in map(miss, outcomes) if m is not None]
 
 
 def report(outcomes: Sequence[Outcome]) -> AnswerReport:
