@@ -142,6 +142,7 @@ def test_eval_duplicates_matches_the_hand_computed_figures(cli: Cli, tmp_path: P
     result = cli.json("eval", "duplicates", "--corpus", str(corpus), "--pairs", str(pairs))
     # Ranks by hand: pair 1 -> 1, pair 2 -> 2, pair 3 -> none in the top 10, pair 4 -> 1.
     # MRR@5 = (1 + 1/2 + 0 + 1) / 4 = 0.625; R@1 = 2/4; R@5 = 3/4; R@10 = 3/4.
+    misses = result.pop("misses")
     assert result == {
         "n": 4,
         "mrr_at_5": 0.625,
@@ -149,6 +150,13 @@ def test_eval_duplicates_matches_the_hand_computed_figures(cli: Cli, tmp_path: P
         "recall_at_5": 0.75,
         "recall_at_10": 0.75,
     }
+    # The two queries whose duplicate did not come first, and what did.
+    assert misses[0] == {"query": "203", "duplicate": "201", "rank": 2, "first": "202"}
+    assert misses[1]["query"] == "302" and misses[1]["rank"] is None
+    assert misses[1]["first"] in {f"3{10 + i}" for i in range(12)}
+    assert len(misses) == 2
+    shown = cli.run("eval", "duplicates", "--corpus", str(corpus), "--pairs", str(pairs)).stdout
+    assert "misses" in shown and "203" in shown and "302" in shown
     # The scratch tenant is gone: a fresh installation is left as it was.
     assert cli.json("tenants", "list") == []
 

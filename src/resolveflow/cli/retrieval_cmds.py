@@ -273,8 +273,19 @@ def eval_duplicates(
             pairs,
             search_params(opened.settings),
         )
-    data = result.report.as_json()
-    emit(data, as_json, lambda: fields([(k.replace("_", " "), v) for k, v in data.items()]))
+    figures = result.report.as_json()
+    data = {**figures, "misses": [m.as_json() for m in result.misses]}
+
+    def render() -> None:
+        fields([(k.replace("_", " "), v) for k, v in figures.items()])
+        if result.misses:
+            table(
+                "misses (the duplicate did not come first)",
+                ["query", "duplicate", "rank", "first"],
+                [(m.query, m.duplicate, m.rank, m.first) for m in result.misses],
+            )
+
+    emit(data, as_json, render)
 
 
 @eval_app.command("labels")

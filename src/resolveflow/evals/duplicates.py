@@ -2,7 +2,8 @@
 
 Protocol: each pair's later-created report is the query; only reports created before it are
 candidates (the search's as-of filter), and the query itself is excluded. The query text is the
-report's title and body, exactly what triage would search with.
+report's title and body, exactly what triage would search with. ``misses`` names each query whose
+duplicate did not come first, with its rank and what came first instead.
 """
 
 from __future__ import annotations
@@ -28,11 +29,28 @@ DEPTH = 10  # R@10 needs the top ten
 
 
 @dataclass(frozen=True)
+class DuplicateMiss:
+    query: str  # the later report's id
+    duplicate: str  # the earlier report it duplicates
+    rank: int | None  # of the duplicate in the top ten; None: not there
+    first: str | None  # what came first instead
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "query": self.query,
+            "duplicate": self.duplicate,
+            "rank": self.rank,
+            "first": self.first,
+        }
+
+
+@dataclass(frozen=True)
 class DuplicateResult:
     report: RankingReport
     ranks: list[int | None]
     pairs_skipped: int
     ingest: IngestStats
+    misses: tuple[DuplicateMiss, ...] = ()
 
 
 def read_pairs(path: Path) -> list[tuple[str, str]]:
@@ -79,6 +97,7 @@ def evaluate_duplicates(
         ingest = Indexer(db, embedder).upsert(tenant_id, documents.values())
         searcher = Searcher(db, embedder, params)
         ranks: list[int | None] = []
+        misses: list[DuplicateMiss] = []
         for query, target in queries:
             hits = searcher.search(
                 tenant_id,
@@ -88,9 +107,11 @@ def evaluate_duplicates(
                 exclude=(SOURCE, query.external_id),
             )
             found = [hit.external_id for hit in hits]
-            ranks.append(
-                found.index(target.external_id) + 1 if target.external_id in found else None
-            )
+            rank = found.index(target.external_id) + 1 if target.external_id in found else None
+            ranks.append(rank)
+            if rank != 1:
+                first = found[0] if found else None
+                misses.append(DuplicateMiss(query.external_id, target.external_id, rank, first))
     report = ranking_report(ranks)
     logger.info("duplicates evaluated", extra=report.as_json())
-    return DuplicateResult(report, ranks, len(pairs) - len(queries), ingest)
+    return DuplicateResult(report, ranks, len(pairs) - len(queries), ingest, tuple(misses))
