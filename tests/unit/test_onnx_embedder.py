@@ -106,6 +106,13 @@ def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(onnx: Onnx
     assert cosines(together, np.roll(together, 1, axis=0)).min() < 0.9
 
 
+def test_texts_run_side_by_side_give_the_same_vectors_in_the_same_order() -> None:
+    # Parallel runs over one session: the same bytes as one at a time, each row its own text.
+    one_at_a_time = OnnxMiniLM(threads=1).embed_documents(TEXTS)
+    side_by_side = OnnxMiniLM(threads=3).embed_documents(TEXTS)
+    assert np.array_equal(one_at_a_time, side_by_side)
+
+
 def test_truncates_at_128_tokens(onnx: OnnxMiniLM) -> None:
     # "x" is one word piece: 126 of them plus [CLS] and [SEP] fill the 128 tokens, so what
     # follows is cut; with 100 the tails are read and the vectors differ.
