@@ -32,7 +32,7 @@ def test_each_outcome_gets_the_first_miss_that_applies(
     found = miss(outcome)
     assert (found.kind if found else None) == kind
     if found:
-        assert found.id == outcome.question.id and found.top == outcome.top
+        assert found.id == outcome.question.id and found.first == outcome.top
         assert found.as_json()["kind"] == kind.name.lower()  # type: ignore[union-attr]
 
 

@@ -78,7 +78,7 @@ def eval_answers(
             table(
                 "misses",
                 ["question", "what", "rank", "right", "first"],
-                [(m.id, m.kind.value, m.rank, ", ".join(m.right), m.top) for m in missed],
+                [(m.id, m.kind.value, m.rank, ", ".join(m.right), m.first) for m in missed],
             )
 
     emit(data, as_json, render)

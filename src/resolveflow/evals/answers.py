@@ -80,7 +80,7 @@ class Miss:
     kind: MissKind
     rank: int | None
     right: tuple[str, ...]
-    top: str | None
+    first: str | None  # the first document of the ranking instead
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -89,7 +89,7 @@ class Miss:
             "what": self.kind.value,
             "rank": self.rank,
             "right": list(self.right),
-            "first": self.top,
+            "first": self.first,
         }
 
 

@@ -9,7 +9,7 @@ duplicate did not come first, with its rank and what came first instead.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from resolveflow.adapters.embedder.protocol import Embedder
@@ -36,12 +36,7 @@ class DuplicateMiss:
     first: str | None  # what came first instead
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "query": self.query,
-            "duplicate": self.duplicate,
-            "rank": self.rank,
-            "first": self.first,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ The model file ships inside this package (``minilm_onnx/``, built reproducibly f
 weights by ``scripts/build_onnx_embedder.py``, with its Apache-2.0 licence and ``SHA256SUMS``); the
 tokenizer runs through ``tokenizers``. Nothing is downloaded and neither torch nor transformers is
 imported. It computes what ``LocalMiniLM`` computes (truncation at 128 tokens including [CLS] and
-[SEP], mean pooling over the attention mask, L2 normalisation); agreement and speed figures are in
+[SEP], mean pooling over the text's tokens, L2 normalisation); agreement and speed figures are in
 docs/retrieval.md ("The ONNX embedder").
 
 One text per run: the model quantizes activations dynamically, with one scale per run over the
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
 from resolveflow.errors import ConfigError
@@ -142,9 +141,11 @@ class OnnxMiniLM:
 
     def _embed_one(self, loaded: _Loaded, token_ids: list[int]) -> Vectors:
         ids = np.asarray([token_ids], dtype=np.int64)
-        mask = np.ones_like(ids)
-        (hidden,) = loaded.session.run(None, {"input_ids": ids, "attention_mask": mask})
-        pooled: Vectors = mean_pool(np.asarray(hidden, dtype=np.float32), mask)[0]
+        (hidden,) = loaded.session.run(
+            None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        )
+        # Unpadded, every token is the text's own: the mean over all of them is the masked mean.
+        pooled: Vectors = np.asarray(hidden, dtype=np.float32)[0].mean(axis=0)
         return pooled
 
     def embed_query(self, text: str) -> Vectors:
@@ -157,12 +158,3 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
-
-
-def mean_pool(hidden: Vectors, mask: npt.NDArray[np.int64]) -> Vectors:
-    """Mean of the token vectors the attention mask keeps (padding excluded), per text."""
-    weights = mask[:, :, None].astype(np.float32)
-    summed = (hidden * weights).sum(axis=1)
-    counts = np.clip(weights.sum(axis=1), 1e-9, None)
-    pooled: Vectors = (summed / counts).astype(np.float32)
-    return pooled
