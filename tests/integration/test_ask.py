@@ -227,10 +227,10 @@ def test_runbook_dev_targets(db: Database, shared_data: Path) -> None:
     assert checks["abstention_recall"]["met"], checks
     assert checks["answerable_abstained"]["met"], checks
     assert result.recall_at_5 == 1.0
-    # Measured here (docs/ask.md): MRR@5 0.9405 (target 0.95, not met), cited right 0.909 (40 of
-    # 44, target 0.90), first citation right 0.818. Vectors no longer depend on the batch, but
-    # int8 kernels differ between CPUs, and one question moving one place is 0.004 of MRR and
-    # 0.023 of cited right, so the floors sit one question below what was measured.
-    assert result.mrr_at_5 >= 0.935, checks
+    # Measured here (docs/ask.md): MRR@5 0.964 (target 0.95), cited right 0.909 (40 of 44, target
+    # 0.90), first citation right 0.864. Vectors no longer depend on the batch, but int8 kernels
+    # differ between CPUs: one question moving from first to second is 0.012 of MRR, and one
+    # answer's citations 0.023 of cited right, so those floors sit one question below the measure.
+    assert checks["mrr_at_5"]["met"], checks
     assert result.cited_right >= 0.88, checks
-    assert result.first_cited_right >= 0.79, checks
+    assert result.first_cited_right >= 0.84, checks

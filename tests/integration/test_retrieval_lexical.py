@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import math
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
+import psycopg
+import pytest
+from psycopg.rows import dict_row
 from tests.integration.test_retrieval_index import doc
 
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams
+from resolveflow.schema_setup import migrate
 from resolveflow.service import admin
 from resolveflow.store import documents as store
+from resolveflow.store import migrate as migrations
 from resolveflow.store.database import Database
 
 WORDS_ONLY = SearchParams(fusion=FusionParams("weighted", 0.0, 1.0))
@@ -83,3 +91,111 @@ def test_the_postings_budget_keeps_the_rarest_terms_and_always_the_rarest_one(
         assert terms(100) == ["cabl", "printer", "quokka"]
         assert terms(3) == ["cabl", "quokka"]
         assert terms(0) == ["quokka"]
+
+
+# --- durations: "24h" in a runbook and "24 hours" in an alert are the same words -----------------
+
+
+def test_durations_are_read_as_the_number_and_the_units_word(superuser) -> None:  # type: ignore[no-untyped-def]
+    def lexemes(text: str) -> set[str]:
+        row = superuser.execute(
+            "SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', rf_lexical_text(%s))))",
+            [text],
+        ).fetchone()
+        return set(row[0])
+
+    assert {"24h", "24", "hour"} <= lexemes("warning if less than 24h")
+    assert {"5m", "5", "minut"} <= lexemes("rate(errors_total[5m])")
+    assert {"1.5", "hour"} <= lexemes("within 1.5h")
+    assert {"250", "millisecond"} <= lexemes("p99 above 250ms")
+    assert "minut" not in lexemes("p99 above 250ms")  # milliseconds are not minutes
+    assert {"30", "second", "2", "day", "week", "year"} <= lexemes("30s, 2d, 1w and 1y")
+    # A unit letter inside a word is not a duration.
+    assert lexemes("k8s sda1 eth0 v1s 3rd") == {"k8s", "sda1", "eth0", "v1s", "3rd"}
+
+
+def test_a_question_in_hours_finds_the_runbook_written_in_h_and_back(db: Database) -> None:
+    tenant = admin.add_tenant(db, "acme").id
+    docs = [
+        doc(
+            "short", "Disk filling", "Warning when the disk fills in less than 24h.", kind="runbook"
+        ),
+        doc("inodes", "Inodes filling", "The disk runs out of inodes within days.", kind="runbook"),
+        doc("slow", "Slow queries", "Queries slower than 5 minutes are logged.", kind="runbook"),
+    ]
+    Indexer(db, HashingEmbedder()).upsert(tenant, docs)
+    searcher = Searcher(db, HashingEmbedder(), WORDS_ONLY)
+    hits = searcher.search(tenant, "disk predicted to fill within the next 24 hours", k=3)
+    assert hits[0].external_id == "short"
+    assert hits[0].scores.lexical > 1.5 * hits[1].scores.lexical
+    hits = searcher.search(tenant, "queries over 5m", k=3)
+    assert hits[0].external_id == "slow"
+    assert hits[0].scores.lexical > 1.5 * hits[1].scores.lexical
+
+
+@pytest.fixture
+def pre_0023_url(pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A database with only the migrations before 0023 applied: chunks read the old way."""
+    name = f"t_pre_{uuid.uuid4().hex[:10]}"
+    root = pg_server.get_uri()
+    with psycopg.connect(root, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    url = pg_server.get_uri(name)
+    earlier = [m for m in migrations.available_migrations() if m.version < "0023"]
+    with (
+        monkeypatch.context() as patch,
+        psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,
+    ):
+        patch.setattr(migrations, "available_migrations", lambda: earlier)
+        migrations.upgrade(conn)
+    yield url
+    with psycopg.connect(root, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+def _index_state(conn: psycopg.Connection[Any], tenant: uuid.UUID) -> tuple[Any, ...]:
+    """Everything the full-text branch reads, by document and chunk position (not by id)."""
+    postings = conn.execute(
+        "SELECT d.external_id, c.ordinal, t.lexeme, t.impact FROM chunk_terms t"
+        " JOIN chunks c ON c.id = t.chunk_id JOIN documents d ON d.id = c.document_id"
+        " WHERE t.tenant_id = %s ORDER BY 1, 2, 3",
+        [tenant],
+    ).fetchall()
+    vectors = conn.execute(
+        "SELECT d.external_id, c.ordinal, c.tsv::text FROM chunks c"
+        " JOIN documents d ON d.id = c.document_id WHERE c.tenant_id = %s ORDER BY 1, 2",
+        [tenant],
+    ).fetchall()
+    counts = conn.execute(
+        "SELECT lexeme, chunks FROM term_stats WHERE tenant_id = %s AND chunks > 0 ORDER BY 1",
+        [tenant],
+    ).fetchall()
+    return postings, vectors, counts
+
+
+def test_the_migration_reads_chunks_indexed_before_it_as_a_fresh_index_would(
+    pre_0023_url: str,
+) -> None:
+    docs = [
+        doc("short", "Disk filling in 4h", "Warning at less than 24h, critical under 4h."),
+        doc("window", "Error rate", "rate(errors_total[5m]) over 0.05 for 15 minutes."),
+        doc("plain", "Printer", "The printer jams on every page."),
+    ]
+    with Database(pre_0023_url) as db:
+        old = admin.add_tenant(db, "old").id
+        Indexer(db, HashingEmbedder()).upsert(old, docs)
+    with psycopg.connect(pre_0023_url, autocommit=True) as conn:
+        before = _index_state(conn, old)
+    assert "hour" not in str(before[2])  # the old reading: "24h" is one word
+
+    migrate(pre_0023_url)
+    with Database(pre_0023_url) as db:
+        fresh = admin.add_tenant(db, "fresh").id
+        Indexer(db, HashingEmbedder()).upsert(fresh, docs)
+        hits = Searcher(db, HashingEmbedder(), WORDS_ONLY).search(old, "within 24 hours", k=3)
+    with psycopg.connect(pre_0023_url, autocommit=True) as conn:
+        migrated, rebuilt = _index_state(conn, old), _index_state(conn, fresh)
+    assert migrated == rebuilt
+    assert migrated != before
+    assert ("hour", 1) in migrated[2]  # the one chunk that holds hours, counted once
+    assert hits[0].external_id == "short"
