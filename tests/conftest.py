@@ -63,6 +63,24 @@ def _data_tier() -> DataTier:
 # Markers by folder; --strict-markers makes pyproject.toml declare each.
 _FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "web": "web"}
 _SKIPPED_DATA_TESTS = pytest.StashKey[int]()
+_DESELECTED_FUZZ_TESTS = pytest.StashKey[int]()
+_COUNT_NAMES = {_SKIPPED_DATA_TESTS: "data_skipped", _DESELECTED_FUZZ_TESTS: "fuzz_deselected"}
+
+
+def _count(config: pytest.Config, key: pytest.StashKey[int], n: int) -> None:
+    """Keep a tier's count for the summary line. Under pytest-xdist (scripts/test runs a worker
+    per core) the workers collect and the controller prints, so a worker also sends it back."""
+    config.stash[key] = n
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[_COUNT_NAMES[key]] = n
+
+
+def _gather(node: Any, key: pytest.StashKey[int]) -> None:
+    """On the controller: every worker collects the whole suite, so each sends the same count."""
+    n = getattr(node, "workeroutput", {}).get(_COUNT_NAMES[key], 0)
+    config = node.config
+    config.stash[key] = max(config.stash.get(key, 0), n)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,10 +123,14 @@ class _DataTierPlugin:
         if skipped:
             items[:] = [item for item in items if not item.get_closest_marker("data")]
             config.hook.pytest_deselected(items=skipped)
-        config.stash[_SKIPPED_DATA_TESTS] = len(skipped)
+        _count(config, _SKIPPED_DATA_TESTS, len(skipped))
 
     def pytest_report_header(self) -> str | None:
         return f"data tier: runs ({SHARED_DATA_SHOWN} found)" if SHARED_DATA.is_dir() else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        _gather(node, _SKIPPED_DATA_TESTS)
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         skipped = config.stash.get(_SKIPPED_DATA_TESTS, 0)
@@ -119,9 +141,6 @@ class _DataTierPlugin:
                 yellow=True,
                 bold=True,
             )
-
-
-_DESELECTED_FUZZ_TESTS = pytest.StashKey[int]()
 
 
 class _FuzzTierPlugin:
@@ -138,7 +157,11 @@ class _FuzzTierPlugin:
         if fuzz:
             items[:] = [item for item in items if not item.get_closest_marker("fuzz")]
             config.hook.pytest_deselected(items=fuzz)
-        config.stash[_DESELECTED_FUZZ_TESTS] = len(fuzz)
+        _count(config, _DESELECTED_FUZZ_TESTS, len(fuzz))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        _gather(node, _DESELECTED_FUZZ_TESTS)
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         deselected = config.stash.get(_DESELECTED_FUZZ_TESTS, 0)
@@ -219,16 +242,22 @@ class ExternalPostgres:
 
 @pytest.fixture(scope="session")
 def template_db(pg_server: object) -> str:
-    name = "rf_template"
-    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:  # type: ignore[attr-defined]
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    with psycopg.connect(
-        pg_server.get_uri(name),  # type: ignore[attr-defined]
-        autocommit=True,
-        row_factory=psycopg.rows.dict_row,
-    ) as conn:
-        upgrade(conn, after=setup_libraries)
+    # One template per pytest-xdist worker: on a shared server (RESOLVEFLOW_TEST_POSTGRES_URL) a
+    # worker must not drop the template another is copying.
+    # Roles are the whole server's: templates are upgraded one at a time (the migrations create
+    # the runtime role), under a lock taken in the postgres database every worker connects to.
+    name = f"rf_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as root:  # type: ignore[attr-defined]
+        root.execute("SELECT pg_advisory_lock(729301)")
+        root.execute(f"DROP DATABASE IF EXISTS {name}")
+        root.execute(f"CREATE DATABASE {name}")
+        with psycopg.connect(
+            pg_server.get_uri(name),  # type: ignore[attr-defined]
+            autocommit=True,
+            row_factory=psycopg.rows.dict_row,
+        ) as conn:
+            upgrade(conn, after=setup_libraries)
+        root.execute("SELECT pg_advisory_unlock(729301)")
     return name
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+from tests.integration.test_managed_postgres import as_user
 from tests.integration.test_retrieval_index import doc
 
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
@@ -134,23 +135,38 @@ def test_a_question_in_hours_finds_the_runbook_written_in_h_and_back(db: Databas
 
 
 @pytest.fixture
-def pre_0023_url(pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A database with only the migrations before 0023 applied: chunks read the old way."""
-    name = f"t_pre_{uuid.uuid4().hex[:10]}"
+def pre_0023(pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """A database with only the migrations before 0023 applied (chunks read the old way), owned
+    by a migrator that is no superuser, so row-level security binds it (FORCE) as it binds a
+    managed service's: (the migrator's URL, a superuser's URL to inspect it)."""
+    suffix = uuid.uuid4().hex[:10]
+    role, name = f"rf_migrator_{suffix}", f"t_pre_{suffix}"
     root = pg_server.get_uri()
     with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
-    url = pg_server.get_uri(name)
+        conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS CREATEROLE")  # type: ignore[arg-type]
+        conn.execute(f"CREATE DATABASE {name} OWNER {role}")  # type: ignore[arg-type]
+        conn.execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'resolveflow_app')"
+            " THEN CREATE ROLE resolveflow_app NOLOGIN NOSUPERUSER NOBYPASSRLS; END IF; END $$"
+        )
+        conn.execute(f"GRANT resolveflow_app TO {role} WITH ADMIN OPTION")  # type: ignore[arg-type]
+    superuser_url = pg_server.get_uri(name)
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    owner_url = as_user(superuser_url, role)
     earlier = [m for m in migrations.available_migrations() if m.version < "0023"]
     with (
         monkeypatch.context() as patch,
-        psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,
+        psycopg.connect(owner_url, autocommit=True, row_factory=dict_row) as conn,
     ):
         patch.setattr(migrations, "available_migrations", lambda: earlier)
         migrations.upgrade(conn)
-    yield url
+    yield owner_url, superuser_url
     with psycopg.connect(root, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+        conn.execute(f"DROP OWNED BY {role}")  # type: ignore[arg-type]
+        conn.execute(f"REVOKE resolveflow_app FROM {role} CASCADE")  # type: ignore[arg-type]
+        conn.execute(f"DROP ROLE IF EXISTS {role}")  # type: ignore[arg-type]
 
 
 def _index_state(conn: psycopg.Connection[Any], tenant: uuid.UUID) -> tuple[Any, ...]:
@@ -174,26 +190,27 @@ def _index_state(conn: psycopg.Connection[Any], tenant: uuid.UUID) -> tuple[Any,
 
 
 def test_the_migration_reads_chunks_indexed_before_it_as_a_fresh_index_would(
-    pre_0023_url: str,
+    pre_0023: tuple[str, str],
 ) -> None:
+    owner_url, superuser_url = pre_0023
     docs = [
         doc("short", "Disk filling in 4h", "Warning at less than 24h, critical under 4h."),
         doc("window", "Error rate", "rate(errors_total[5m]) over 0.05 for 15 minutes."),
         doc("plain", "Printer", "The printer jams on every page."),
     ]
-    with Database(pre_0023_url) as db:
+    with Database(owner_url) as db:
         old = admin.add_tenant(db, "old").id
         Indexer(db, HashingEmbedder()).upsert(old, docs)
-    with psycopg.connect(pre_0023_url, autocommit=True) as conn:
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
         before = _index_state(conn, old)
     assert "hour" not in str(before[2])  # the old reading: "24h" is one word
 
-    migrate(pre_0023_url)
-    with Database(pre_0023_url) as db:
+    migrate(owner_url)  # as the migrator, whom row-level security binds
+    with Database(owner_url) as db:
         fresh = admin.add_tenant(db, "fresh").id
         Indexer(db, HashingEmbedder()).upsert(fresh, docs)
         hits = Searcher(db, HashingEmbedder(), WORDS_ONLY).search(old, "within 24 hours", k=3)
-    with psycopg.connect(pre_0023_url, autocommit=True) as conn:
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
         migrated, rebuilt = _index_state(conn, old), _index_state(conn, fresh)
     assert migrated == rebuilt
     assert migrated != before
