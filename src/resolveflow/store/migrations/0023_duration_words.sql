@@ -2,21 +2,23 @@
 -- hours" and runbooks "less than 24h": Prometheus writes durations as a number and a unit letter
 -- (alert thresholds, PromQL ranges such as [5m]), and the English parser keeps "24h" as one word
 -- that shares nothing with "24 hours". A number followed by a unit (ms, s, m, h, d, w, y, and the
--- abbreviations sec, min, hr) is now also read as the number and the unit's word, in every chunk
--- and in every query, and the original token is kept, so "24h" still matches "24h".
--- Measured on the dev sets (docs/ask.md, "Durations").
+-- abbreviations sec, min, hr) is now read as the number and the unit's word, in every chunk and
+-- in every query, so "24h" still matches "24h" (both sides read "24 hours"). Replacing the token
+-- rather than adding the words beside it keeps a title's share of words honest: a title saying
+-- "4h" is fully covered by a question saying "4 hours". Measured on the dev sets (docs/ask.md,
+-- "Durations").
 CREATE FUNCTION rf_lexical_text(p_text text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     SELECT regexp_replace(regexp_replace(regexp_replace(regexp_replace(
            regexp_replace(regexp_replace(regexp_replace(p_text,
-        '\m(\d+(?:\.\d+)?)(ms|msecs?)\M', '\1\2 \1 milliseconds', 'g'),
-        '\m(\d+(?:\.\d+)?)(s|secs?)\M', '\1\2 \1 seconds', 'g'),
-        '\m(\d+(?:\.\d+)?)(m|mins?)\M', '\1\2 \1 minutes', 'g'),
-        '\m(\d+(?:\.\d+)?)(h|hrs?)\M', '\1\2 \1 hours', 'g'),
-        '\m(\d+(?:\.\d+)?)(d)\M', '\1\2 \1 days', 'g'),
-        '\m(\d+(?:\.\d+)?)(w)\M', '\1\2 \1 weeks', 'g'),
-        '\m(\d+(?:\.\d+)?)(y)\M', '\1\2 \1 years', 'g')
+        '\m(\d+(?:\.\d+)?)(ms|msecs?)\M', '\1 milliseconds', 'g'),
+        '\m(\d+(?:\.\d+)?)(s|secs?)\M', '\1 seconds', 'g'),
+        '\m(\d+(?:\.\d+)?)(m|mins?)\M', '\1 minutes', 'g'),
+        '\m(\d+(?:\.\d+)?)(h|hrs?)\M', '\1 hours', 'g'),
+        '\m(\d+(?:\.\d+)?)(d)\M', '\1 days', 'g'),
+        '\m(\d+(?:\.\d+)?)(w)\M', '\1 weeks', 'g'),
+        '\m(\d+(?:\.\d+)?)(y)\M', '\1 years', 'g')
 $$;
 
 CREATE OR REPLACE FUNCTION rf_chunk_tsv(p_title text, p_text text) RETURNS tsvector

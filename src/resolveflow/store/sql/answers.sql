@@ -13,14 +13,16 @@ GROUP BY c.document_id
 -- question holds.
 WITH titles AS (
     SELECT d.id, array(
-               SELECT lexeme FROM unnest(to_tsvector('english',
-                   regexp_replace(d.title, '([a-z])([A-Z])', '\1 \2', 'g')))
+               SELECT lexeme FROM unnest(to_tsvector('english', rf_lexical_text(
+                   regexp_replace(d.title, '([a-z])([A-Z])', '\1 \2', 'g'))))
            ) AS lexemes
     FROM documents d
     WHERE d.tenant_id = %(tenant_id)s AND d.id = ANY(%(document_ids)s::uuid[])
 ),
 question AS (
-    SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(question)s))) AS lexemes
+    SELECT array(
+               SELECT lexeme FROM unnest(to_tsvector('english', rf_lexical_text(%(question)s)))
+           ) AS lexemes
 )
 SELECT t.id AS document_id, cardinality(t.lexemes) AS title_terms,
        (SELECT count(*) FROM unnest(t.lexemes) AS l WHERE l = ANY(q.lexemes)) AS matched
