@@ -6,13 +6,13 @@ schema; the runtime role owns nothing, so row-level security holds. docs/operati
 from __future__ import annotations
 
 import urllib.parse
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+from tests.fixtures_migrator import migrator_database
 
 from resolveflow.service import admin
 from resolveflow.store.database import Database
@@ -20,36 +20,10 @@ from resolveflow.store.migrate import upgrade
 from resolveflow.wiring import setup_libraries
 
 
-def as_user(url: str, user: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return parts._replace(netloc=f"{user}@{host}").geturl()
-
-
 @pytest.fixture
 def migrator_url(pg_server: Any) -> Iterator[str]:
-    suffix = uuid.uuid4().hex[:10]
-    role, database = f"rf_migrator_{suffix}", f"managed_{suffix}"
-    root = pg_server.get_uri()
-    with psycopg.connect(root, autocommit=True) as admin_conn:
-        # What the service's administrator does once: a login role that is no superuser, its
-        # database, and the runtime role for it to administer (created here if this cluster has
-        # none yet; the migration creates it itself when the migrator may create roles).
-        admin_conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS CREATEROLE")
-        admin_conn.execute(f"CREATE DATABASE {database} OWNER {role}")
-        admin_conn.execute(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'resolveflow_app')"
-            " THEN CREATE ROLE resolveflow_app NOLOGIN NOSUPERUSER NOBYPASSRLS; END IF; END $$"
-        )
-        admin_conn.execute(f"GRANT resolveflow_app TO {role} WITH ADMIN OPTION")
-    with psycopg.connect(pg_server.get_uri(database), autocommit=True) as admin_db:
-        admin_db.execute("CREATE EXTENSION IF NOT EXISTS vector")  # the allow-listed extension
-    yield as_user(pg_server.get_uri(database), role)
-    with psycopg.connect(root, autocommit=True) as admin_conn:
-        admin_conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        admin_conn.execute(f"DROP OWNED BY {role}")  # its grants of the runtime role too
-        admin_conn.execute(f"REVOKE resolveflow_app FROM {role} CASCADE")
-        admin_conn.execute(f"DROP ROLE IF EXISTS {role}")
+    with migrator_database(pg_server) as (url, _):
+        yield url
 
 
 def test_a_migrator_that_is_no_superuser_upgrades_and_row_level_security_holds(

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.rows import dict_row
-from tests.integration.test_managed_postgres import as_user
+from tests.fixtures_migrator import migrator_database
 from tests.integration.test_retrieval_index import doc
 
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
@@ -154,34 +154,15 @@ def pre_0023(pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
     """A database with only the migrations before 0023 applied (chunks read the old way), owned
     by a migrator that is no superuser, so row-level security binds it (FORCE) as it binds a
     managed service's: (the migrator's URL, a superuser's URL to inspect it)."""
-    suffix = uuid.uuid4().hex[:10]
-    role, name = f"rf_migrator_{suffix}", f"t_pre_{suffix}"
-    root = pg_server.get_uri()
-    with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS CREATEROLE")  # type: ignore[arg-type]
-        conn.execute(f"CREATE DATABASE {name} OWNER {role}")  # type: ignore[arg-type]
-        conn.execute(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'resolveflow_app')"
-            " THEN CREATE ROLE resolveflow_app NOLOGIN NOSUPERUSER NOBYPASSRLS; END IF; END $$"
-        )
-        conn.execute(f"GRANT resolveflow_app TO {role} WITH ADMIN OPTION")  # type: ignore[arg-type]
-    superuser_url = pg_server.get_uri(name)
-    with psycopg.connect(superuser_url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    owner_url = as_user(superuser_url, role)
     earlier = [m for m in migrations.available_migrations() if m.version < "0023"]
-    with (
-        monkeypatch.context() as patch,
-        psycopg.connect(owner_url, autocommit=True, row_factory=dict_row) as conn,
-    ):
-        patch.setattr(migrations, "available_migrations", lambda: earlier)
-        migrations.upgrade(conn)
-    yield owner_url, superuser_url
-    with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
-        conn.execute(f"DROP OWNED BY {role}")  # type: ignore[arg-type]
-        conn.execute(f"REVOKE resolveflow_app FROM {role} CASCADE")  # type: ignore[arg-type]
-        conn.execute(f"DROP ROLE IF EXISTS {role}")  # type: ignore[arg-type]
+    with migrator_database(pg_server, "t_pre") as (owner_url, superuser_url):
+        with (
+            monkeypatch.context() as patch,
+            psycopg.connect(owner_url, autocommit=True, row_factory=dict_row) as conn,
+        ):
+            patch.setattr(migrations, "available_migrations", lambda: earlier)
+            migrations.upgrade(conn)
+        yield owner_url, superuser_url
 
 
 def _index_state(conn: psycopg.Connection[Any], tenant: uuid.UUID) -> tuple[Any, ...]:
