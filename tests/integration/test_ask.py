@@ -4,6 +4,7 @@ a model that tries to follow a passage's instructions, and the dev targets on th
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -213,6 +214,40 @@ def test_a_near_twin_runner_up_is_quoted_too_and_a_clear_winner_alone(db: Databa
     assert "close match" in answer.text
     clear = ask(_service(db), tenant, ALERT)
     assert {c.path for c in clear.citations} == {"general/TargetDown.md"}
+
+
+STUB = SourceDocument(
+    source="docs",
+    external_id="node/NodeClockDrifting.md",
+    kind="doc",
+    title="Node Clock Drifting",
+    body='# NodeClockDrifting\n\nSee [Node Clock Skew]({{< ref "./NodeClockSkewDetected.md" >}})',
+)
+
+
+def test_a_stub_is_quoted_with_the_page_it_points_to(db: Database) -> None:
+    tenant = _tenant(db, [STUB])
+    answer = ask(_service(db), tenant, "Node clock drifting")
+    assert answer.retrieved[0].path == STUB.external_id
+    paths = [c.path for c in answer.citations]
+    assert paths[0] == STUB.external_id
+    # The page it points to, quoted as a top document is (its actions: Diagnosis is a TODO).
+    pointed = [c for c in answer.citations if c.path == "node/NodeClockSkewDetected.md"]
+    assert [c.section for c in pointed] == ["Mitigation"]
+    assert "From “Node Clock Skew Detected”:" in answer.text
+    assert answer.citations[0].quote == "See [Node Clock Skew](./NodeClockSkewDetected.md)"
+    # Quoted once, not again as a runner-up.
+    assert len(paths) == len(set((c.path, c.section) for c in answer.citations))
+    assert "close match" not in answer.text
+
+
+def test_a_stub_whose_page_is_not_indexed_is_quoted_alone(db: Database) -> None:
+    gone = dataclasses.replace(STUB, body="See [Elsewhere](./NotIndexed.md).")
+    tenant = _tenant(db, [gone])
+    answer = ask(_service(db), tenant, "Node clock drifting")
+    assert answer.retrieved[0].path == STUB.external_id
+    assert answer.citations[0].path == STUB.external_id
+    assert "NotIndexed" in answer.text
 
 
 def test_runbook_dev_targets(db: Database, shared_data: Path) -> None:

@@ -22,10 +22,8 @@ from resolveflow.domain.answers import (
     Answer,
     AnswerabilityRule,
     AnswerFeatures,
-    Citation,
     DocumentRef,
     ModelAnswer,
-    runner_up_is_close,
     term_coverage,
     validate_citations,
 )
@@ -33,7 +31,8 @@ from resolveflow.domain.diagnosis import ModelError, ModelOutputInvalid
 from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.records import Hit
 from resolveflow.retrieval.search import LEXICAL_QUERY_CHARS, MIN_TERM_CHUNKS, Searcher
-from resolveflow.service.ask_text import choose_sections, prompt, quote, sections
+from resolveflow.service.ask_extractive import citation, extractive
+from resolveflow.service.ask_text import prompt, quote
 from resolveflow.store import answers as store
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
@@ -44,7 +43,6 @@ DEPTH = 10  # documents retrieved and ranked
 SHOWN = 5  # documents listed as retrieved / related
 TITLE_BONUS = 0.2  # rank bonus per unit of title coverage (docs/ask.md)
 MAX_QUESTION_CHARS = 4000
-RUNNER_UP_SECTIONS = 1  # sections quoted from a close runner-up
 
 
 @dataclass
@@ -220,84 +218,26 @@ def _extractive(
     retrieved: list[DocumentRef],
     features: AnswerFeatures,
 ) -> Answer:
-    """The most useful section(s) of the top document, quoted, each cited to its chunk; and the
-    best-matching section of the runner-up when it scores close to the top (near-twins)."""
-    citations: list[Citation] = []
-    parts: list[str] = []
-    if not _quote_document(service, tenant_id, question, ranked[0].hit, citations, parts):
+    """The most useful section(s) of the top document, quoted, each cited to its chunk; the page
+    a stub points to; and the runner-up's best section when it scores close (near-twins)."""
+    made = extractive(
+        service.db,
+        tenant_id,
+        question,
+        [(r.hit, r.score) for r in ranked],
+        service.runner_up_ratio,
+    )
+    if made is None:
         return _abstention(question, retrieved, features)  # removed since the search
-    if len(ranked) > 1 and runner_up_is_close(
-        ranked[0].score, ranked[1].score, service.runner_up_ratio
-    ):
-        parts.append("A close match; check which of the two fits:")
-        if not _quote_document(
-            service, tenant_id, question, ranked[1].hit, citations, parts, RUNNER_UP_SECTIONS
-        ):
-            parts.pop()
+    text, citations = made
     return Answer(
         question=question,
-        text="\n\n".join(parts),
+        text=text,
         abstained=False,
         citations=citations,
         retrieved=retrieved,
         features=features,
         generator="extractive",
-    )
-
-
-def _quote_document(
-    service: AskService,
-    tenant_id: UUID,
-    question: str,
-    hit: Hit,
-    citations: list[Citation],
-    parts: list[str],
-    limit: int | None = None,
-) -> bool:
-    """Append a document's chosen sections (at most ``limit``; a runner-up gets the sections
-    sharing most words with the question) to the answer; False if the document is gone."""
-    with service.db.tenant(tenant_id) as conn:
-        document = store.document_text(conn, tenant_id, hit.document_id)
-        chunks = store.document_chunks(conn, tenant_id, hit.document_id)
-    if document is None:
-        return False
-    parts.append(f"From “{document['title']}”:")
-    found = sections(document["body"] or "")
-    chosen = choose_sections(question, found, actions_first=limit is None)[:limit]
-    start = len(citations)
-    for n, section in enumerate(chosen, start=start + 1):
-        chunk_id = _chunk_of(chunks, section.heading, section.text, hit.chunk_id)
-        passage = quote(section.text)
-        citations.append(_citation(n, chunk_id, document, section.heading, passage))
-        label = f"{section.heading}: " if section.heading else ""
-        parts.append(f"{label}{passage} [{n}]")
-    if len(citations) == start:  # no text worth quoting: cite the matched passage
-        citations.append(_citation(start + 1, hit.chunk_id, document, "", hit.snippet))
-        parts.append(f"{hit.snippet} [{start + 1}]")
-    return True
-
-
-def _chunk_of(chunks: list[dict[str, Any]], heading: str, text: str, fallback: int) -> int:
-    """The chunk that holds a section: the first one containing its heading, else the start of
-    its text."""
-    probes = [p for p in (heading and f"# {heading}", text[:80].strip()) if p]
-    for probe in probes:
-        for chunk in chunks:
-            if probe in chunk["text"]:
-                return int(chunk["id"])
-    return fallback
-
-
-def _citation(n: int, chunk_id: int, document: dict[str, Any], section: str, text: str) -> Citation:
-    return Citation(
-        n=n,
-        chunk_id=chunk_id,
-        document_id=str(document.get("document_id") or document.get("id")),
-        title=document["title"],
-        path=document["external_id"],
-        url=document.get("url"),
-        section=section,
-        quote=text,
     )
 
 
@@ -332,7 +272,7 @@ def _generated(
             logger.warning("model unavailable for ask", extra={"reason": str(exc)})
             break
         citations = [
-            _citation(
+            citation(
                 n,
                 cid,
                 passages[cid],

@@ -3,6 +3,7 @@ sections, and the prompt that fences retrieved passages as data. Pure."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,9 +15,15 @@ _WORD = re.compile(r"[a-z0-9]{3,}")
 # Sections an on-call engineer acts on, in this order, when a runbook has them.
 ACTION_SECTIONS = ("diagnosis", "mitigation")
 QUOTE_CHARS = 1200
+SNIPPET_CHARS = 300
 MAX_SECTIONS = 2
 PASSAGE_CHARS = 1500
 _FENCE = "<<<passage"  # the fence's opening; its text is never taken from the passage
+# Hugo's cross-reference shortcode, {{< ref "./Other.md" >}} (or relref, or the {{% %}} form).
+_HUGO_REF = r'\{\{[<%]\s*(?:rel)?ref\s+"([^"]+)"\s*[>%]\}\}'
+# A Markdown link, its target a plain path or a Hugo reference.
+_LINK = re.compile(r"\[[^\]]*\]\(\s*(?:" + _HUGO_REF + r"|<?([^)\s>]+)>?)\s*\)")
+STUB_WORDS = 12  # a stub says little besides its link ("See", "Moved to", "Same as")
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,31 @@ def choose_sections(
 
 
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    text = text.strip()
+    """A passage as a reader sees it: Hugo's reference shortcodes become their paths."""
+    text = re.sub(_HUGO_REF, r"\1", text.strip())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def pointed_page(body: str, own_path: str) -> str | None:
+    """The page a stub points to, as a path beside ``own_path`` (the documents' external ids are
+    paths relative to their folder): a body that is one link to another Markdown page of the same
+    folder, and at most ``STUB_WORDS`` words besides its headings and that link, such as
+    "See [Node RAID Degraded]({{< ref "./NodeRAIDDegraded.md" >}})". None for anything else:
+    a page with content, a link to the web, several pages, or a path out of the folder."""
+    text = "\n".join(line for line in body.splitlines() if not _HEADING.match(line))
+    targets = {(m.group(1) or m.group(2)).split("#", 1)[0] for m in _LINK.finditer(text)}
+    if len(targets) != 1 or len(re.findall(r"\w+", _LINK.sub(" ", text))) > STUB_WORDS:
+        return None
+    target = targets.pop()
+    if "://" in target or not target.lower().endswith((".md", ".markdown")):
+        return None
+    if target.startswith("/"):  # Hugo: from the content folder's root
+        path = posixpath.normpath(target.lstrip("/"))
+    else:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(own_path), target))
+    if path.startswith("../") or path == own_path:
+        return None
+    return path
 
 
 SYSTEM_PROMPT = (

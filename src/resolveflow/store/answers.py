@@ -48,6 +48,16 @@ def document_text(conn: Connection, tenant_id: UUID, document_id: UUID) -> dict[
     return dict(row) if row else None
 
 
+def document_by_path(
+    conn: Connection, tenant_id: UUID, source: str, external_id: str
+) -> dict[str, Any] | None:
+    row = conn.execute(
+        q("answers", "document_by_path"),
+        {"tenant_id": tenant_id, "source": source, "external_id": external_id},
+    ).fetchone()
+    return dict(row) if row else None
+
+
 def document_chunks(conn: Connection, tenant_id: UUID, document_id: UUID) -> list[dict[str, Any]]:
     rows = conn.execute(
         q("answers", "document_chunks"), {"tenant_id": tenant_id, "document_id": document_id}

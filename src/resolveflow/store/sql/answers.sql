@@ -32,6 +32,12 @@ FROM titles t, question q
 SELECT id, source, external_id, kind, title, url, body FROM documents
 WHERE tenant_id = %(tenant_id)s AND id = %(document_id)s AND mailbox IS NULL
 
+-- name: document_by_path
+-- The page a stub points to: same tenant, same source (a docs folder), by its path.
+SELECT id, source, external_id, kind, title, url, body FROM documents
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = %(external_id)s
+  AND mailbox IS NULL
+
 -- name: document_chunks
 SELECT id, ordinal, text FROM chunks
 WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s AND mailbox IS NULL
