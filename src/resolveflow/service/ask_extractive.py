@@ -68,12 +68,12 @@ def _follow_stub(
     if path is None:
         return None
     with db.tenant(tenant_id) as conn:
-        target = store.document_by_path(conn, tenant_id, stub["source"], path)
-    if target is None or target["id"] == stub["id"]:
+        target = store.document_id_by_path(conn, tenant_id, stub["source"], path)
+    if target is None or target == stub["id"]:
         return None
-    if _quote(db, tenant_id, question, target["id"], None, citations, parts) is None:
+    if _quote(db, tenant_id, question, target, None, citations, parts) is None:
         return None
-    return UUID(str(target["id"]))
+    return target
 
 
 def _quote(

@@ -48,14 +48,14 @@ def document_text(conn: Connection, tenant_id: UUID, document_id: UUID) -> dict[
     return dict(row) if row else None
 
 
-def document_by_path(
+def document_id_by_path(
     conn: Connection, tenant_id: UUID, source: str, external_id: str
-) -> dict[str, Any] | None:
+) -> UUID | None:
     row = conn.execute(
-        q("answers", "document_by_path"),
+        q("answers", "document_id_by_path"),
         {"tenant_id": tenant_id, "source": source, "external_id": external_id},
     ).fetchone()
-    return dict(row) if row else None
+    return row["id"] if row else None
 
 
 def document_chunks(conn: Connection, tenant_id: UUID, document_id: UUID) -> list[dict[str, Any]]:

@@ -32,9 +32,9 @@ FROM titles t, question q
 SELECT id, source, external_id, kind, title, url, body FROM documents
 WHERE tenant_id = %(tenant_id)s AND id = %(document_id)s AND mailbox IS NULL
 
--- name: document_by_path
+-- name: document_id_by_path
 -- The page a stub points to: same tenant, same source (a docs folder), by its path.
-SELECT id, source, external_id, kind, title, url, body FROM documents
+SELECT id FROM documents
 WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND external_id = %(external_id)s
   AND mailbox IS NULL
 
