@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import platformdirs
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,101 +24,58 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
+# The outside systems' groups live in config_systems; they are re-exported from here.
+from resolveflow.config_systems import (
+    DAY_SECONDS,
+    PREFIX,
+    DatabaseSettings,
+    EmbeddingSettings,
+    GitHubSettings,
+    GitLabSettings,
+    MailSettings,
+    ModelSettings,
+    SettingsGroup,
+    http_url,
+)
 from resolveflow.errors import ConfigError
 from resolveflow.execution.lease import GateSettings
 from resolveflow.retrieval import loaders
+from resolveflow.retrieval.document_bounds import TextLimits as _Text
+from resolveflow.retrieval.extraction import ExtractionLimits as _Ex
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
 from resolveflow.service.investigation_config import InvestigationConfig
 
-PREFIX = "RESOLVEFLOW_"
-DAY_SECONDS = 86_400
+__all__ = [
+    "DAY_SECONDS",
+    "PREFIX",
+    "ApprovalSettings",
+    "CliSettings",
+    "DatabaseSettings",
+    "EmbeddingSettings",
+    "ExecutorSettings",
+    "GitHubSettings",
+    "GitLabSettings",
+    "InvestigationSettings",
+    "LimitSettings",
+    "MailSettings",
+    "ModelSettings",
+    "PaceConfig",
+    "RetrievalSettings",
+    "Settings",
+    "TriageSettings",
+    "WebSettings",
+    "WebhookSettings",
+    "WorkerSettings",
+    "env_name",
+    "env_names",
+    "load_settings",
+]
 
 
-def _default_home() -> Path:
-    return Path(platformdirs.user_data_dir("resolveflow", appauthor=False))
-
-
-def _http_url(value: str | None) -> str | None:
-    if value is not None and not value.startswith(("http://", "https://")):
-        raise ValueError("must start with http:// or https://")
-    return value.rstrip("/") if value else value
-
-
-class _Group(BaseSettings):
-    """One group of settings; subclasses set ``env_prefix``. ``validate_by_name`` lets code and
-    tests pass aliased fields by their field name."""
-
-    model_config = SettingsConfigDict(
-        env_prefix=PREFIX,
-        env_file=".env",
-        extra="ignore",
-        # VAR= means unset, as `${VAR:-}` in a compose file or an exported empty variable do:
-        # an empty secret or URL is never a value.
-        env_ignore_empty=True,
-        hide_input_in_errors=True,
-        validate_by_name=True,
-        frozen=True,
-    )
-
-
-class DatabaseSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}DB_")
-
-    # The embedded Postgres keeps its data here.
-    home: Path = Field(default_factory=_default_home, validation_alias="RESOLVEFLOW_HOME")
-    # Postgres 15+ with pgvector; unset starts the embedded server.
-    url: SecretStr | None = Field(default=None, validation_alias="RESOLVEFLOW_DATABASE_URL")
-    pool_max_size: int = Field(default=10, ge=1, le=200)
-    connect_timeout_seconds: float = Field(default=10.0, gt=0)
-    statement_timeout_ms: int = Field(default=30_000, ge=100)
-
-
-class GitHubSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}GITHUB_")
-
-    api_url: str = "https://api.github.com"
-    web_url: str = "https://github.com"  # the OAuth pages
-    token: SecretStr | None = None  # the service token
-    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    oauth_client_id: str | None = None
-    oauth_client_secret: SecretStr | None = None
-    oauth_scope: str = "public_repo"
-
-    @field_validator("api_url", "web_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _http_url(value) or value
-
-
-class GitLabSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}GITLAB_")
-
-    url: str | None = None  # unset: no GitLab; each tenant's token is stored (gitlab token set)
-    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        return _http_url(value) or None
-
-
-class MailSettings(_Group):
-    """Sending from a tenant's mailboxes (docs/email.md); where each sends is in the policy file."""
-
-    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}MAIL_")
-
-    timeout_seconds: float = Field(default=30.0, gt=0, le=300)  # each SMTP reply
-    deadline_seconds: float = Field(default=120.0, gt=0, le=900)  # one whole SMTP connection
-    retries: int = Field(default=2, ge=0, le=5)  # a 4xx before DATA: new connections after it
-    retry_delay_seconds: float = Field(default=10.0, ge=0, le=300)
-    ca_file: str | None = None  # a CA bundle to trust instead of the system's
-    imap_timeout_seconds: float = Field(default=30.0, gt=0, le=300)  # reconciliation's search
-
-
-class ExecutorSettings(_Group):
+class ExecutorSettings(SettingsGroup):
     """The executor gate (``execution.lease.GateSettings``) and how often it is driven."""
 
     lease_seconds: float = Field(default=GateSettings.lease_seconds, gt=0)
@@ -134,7 +90,7 @@ class ExecutorSettings(_Group):
     reconcile_interval_seconds: float = Field(default=300.0, ge=0)
 
 
-class PaceConfig(_Group):
+class PaceConfig(SettingsGroup):
     """Write pacing per credential (``execution/pace.py``): at least ``*_min_interval_seconds``
     between writes, ``*_burst`` at once, never more than ``*_per_hour`` in an hour. GitHub's:
     its secondary limits (80 a minute, 500 an hour, a second apart)."""
@@ -163,19 +119,19 @@ class PaceConfig(_Group):
         return self
 
 
-class ApprovalSettings(_Group):
+class ApprovalSettings(SettingsGroup):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}APPROVAL_")
 
     # How long a proposal may wait for approval, and how long an approval stays valid.
     ttl_seconds: int = Field(default=7 * DAY_SECONDS, ge=1)
 
 
-class TriageSettings(_Group):
+class TriageSettings(SettingsGroup):
     policy_file: Path | None = None  # per-repository policy (TOML); unset: the built-in one
     run_lease_seconds: float = Field(default=300.0, gt=0)
 
 
-class WebSettings(_Group):
+class WebSettings(SettingsGroup):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}WEB_")
 
     host: str = "127.0.0.1"  # where ``serve`` listens
@@ -194,11 +150,14 @@ class WebSettings(_Group):
     token_encryption_key: SecretStr | None = Field(
         default=None, validation_alias="RESOLVEFLOW_TOKEN_ENCRYPTION_KEY"
     )
+    # Any body but a document's or a webhook's (own caps), 413 past it; fits a 2 MB mail twice.
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, le=100 * 1024 * 1024)
+    max_json_depth: int = Field(default=32, ge=4, le=500)  # deeper JSON is 400; ours nest 3
 
     @field_validator("public_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        return _http_url(value)
+        return http_url(value)
 
     @field_validator("users", mode="before")
     @classmethod
@@ -208,7 +167,7 @@ class WebSettings(_Group):
         return json.loads(value) if isinstance(value, str) else value
 
 
-class WebhookSettings(_Group):
+class WebhookSettings(SettingsGroup):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}WEBHOOK_")
 
     secret: SecretStr | None = Field(
@@ -223,14 +182,20 @@ class WebhookSettings(_Group):
     retention_days: int = Field(default=30, ge=3, le=3650)
 
 
-class WorkerSettings(_Group):
+class WorkerSettings(SettingsGroup):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}WORKER_")
 
     concurrency: int = Field(default=2, ge=1, le=64)
     reconcile_cron: str = "* * * * *"
+    # Riding out a database outage (worker/supervise.py): the wait before the first reconnect,
+    # doubled after each failed one up to the cap (which also caps the first), each shortened by
+    # up to ``jitter`` of itself so that many workers do not reconnect in step.
+    reconnect_initial_seconds: float = Field(default=1.0, gt=0, le=60)
+    reconnect_max_seconds: float = Field(default=30.0, gt=0, le=600)
+    reconnect_jitter: float = Field(default=0.5, ge=0, le=1)
 
 
-class LimitSettings(_Group):
+class LimitSettings(SettingsGroup):
     """Per UTC day."""
 
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}LIMIT_")
@@ -244,34 +209,7 @@ class LimitSettings(_Group):
     )
 
 
-class EmbeddingSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}EMBEDDING_")
-
-    provider: Literal["local", "local-torch", "openai", "fake"] = Field(
-        default="local", validation_alias="RESOLVEFLOW_EMBEDDER"
-    )
-    # The local model: chosen on the dev sets; figures and reasons in docs/retrieval.md.
-    max_seq_length: int = Field(default=128, ge=16, le=512)
-    quantize: bool = True  # local-torch only: the ONNX model is int8 as shipped
-    threads: int | None = Field(default=None, ge=1, le=256)  # local: unset = this process's cores
-    # local-torch with quantize off only: int8 models embed one text per run (docs/retrieval.md)
-    batch_size: int = Field(default=16, ge=1, le=1024)
-    timeout_seconds: float = Field(default=30.0, gt=0)
-    openai_base_url: str | None = Field(
-        default=None, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
-    )
-    openai_api_key: SecretStr | None = Field(
-        default=None, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_API_KEY"
-    )
-    openai_model: str = Field(
-        default="text-embedding-3-small", validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_MODEL"
-    )
-    openai_dimensions: int | None = Field(
-        default=None, ge=1, le=2000, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_DIMENSIONS"
-    )
-
-
-class RetrievalSettings(_Group):
+class RetrievalSettings(SettingsGroup):
     """Hybrid search (``retrieval.search.SearchParams``), label suggestions and crawling."""
 
     fusion_method: Literal["rrf", "weighted"] = FusionParams.method
@@ -291,31 +229,17 @@ class RetrievalSettings(_Group):
     document_max_bytes: int = Field(
         default=loaders.DEFAULT_MAX_BYTES, ge=1024, le=200 * 1024 * 1024
     )
+    # Extracting a document's text (docs/retrieval.md#bounds): past one, refused in one line.
+    document_max_chars: int = Field(default=_Text.max_chars, ge=1000)
+    document_page_max_chars: int = Field(default=_Text.page_max_chars, ge=100)
+    document_page_max_stream_bytes: int = Field(default=_Text.page_max_stream_bytes, ge=65536)
+    document_max_depth: int = Field(default=_Text.max_depth, ge=8, le=400)  # 3 frames a level
+    document_extract_timeout_seconds: float = Field(default=_Ex.timeout_seconds, gt=0, le=600)
+    document_extract_memory_bytes: int = Field(default=_Ex.memory_bytes, ge=128 * 1024 * 1024)
+    document_extract_workers: int = Field(default=_Ex.workers, ge=1, le=32)
 
 
-class ModelSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}MODEL_")
-
-    provider: Literal["none", "openai", "scripted"] = "none"  # none: retrieval alone proposes
-    name: str = Field(default="gpt-4o-mini", validation_alias="RESOLVEFLOW_MODEL")
-    timeout_seconds: float = Field(default=60.0, gt=0, le=600)
-    max_retries: int = Field(default=2, ge=0, le=10)  # 429 / 5xx / timeouts, per call
-    max_wait_seconds: float = Field(default=30.0, ge=0)  # a longer Retry-After fails the call
-    invalid_output_attempts: int = Field(default=2, ge=1, le=5)
-    # Unset: the client's default (api.openai.com).
-    openai_base_url: str | None = Field(
-        default=None, validation_alias="RESOLVEFLOW_OPENAI_BASE_URL"
-    )
-    openai_api_key: SecretStr | None = Field(
-        default=None, validation_alias="RESOLVEFLOW_OPENAI_API_KEY"
-    )
-    # Provider "scripted": a JSON list of answers.
-    scripted_file: Path | None = Field(
-        default=None, validation_alias="RESOLVEFLOW_SCRIPTED_MODEL_FILE"
-    )
-
-
-class InvestigationSettings(_Group):
+class InvestigationSettings(SettingsGroup):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}INVESTIGATION_")
 
     # Calibrated on dev data for the local MiniLM space: docs/review.md.
@@ -325,7 +249,7 @@ class InvestigationSettings(_Group):
     top_k: int = Field(default=InvestigationConfig.top_k, ge=1, le=20)
 
 
-class CliSettings(_Group):
+class CliSettings(SettingsGroup):
     # The acting principal's API token (``--token`` and the environment variable win; this also
     # reads it from ``.env``).
     token: SecretStr | None = None
@@ -355,15 +279,15 @@ class Settings(BaseModel):
     cli: CliSettings = Field(default_factory=CliSettings)
 
 
-def _groups() -> dict[str, type[_Group]]:
-    groups: dict[str, type[_Group]] = {}
+def _groups() -> dict[str, type[SettingsGroup]]:
+    groups: dict[str, type[SettingsGroup]] = {}
     for name, info in Settings.model_fields.items():
-        assert isinstance(info.annotation, type) and issubclass(info.annotation, _Group)
+        assert isinstance(info.annotation, type) and issubclass(info.annotation, SettingsGroup)
         groups[name] = info.annotation
     return groups
 
 
-def env_name(group: type[_Group], field: str) -> str:
+def env_name(group: type[SettingsGroup], field: str) -> str:
     """The environment variable that sets ``field`` of ``group``."""
     alias = group.model_fields[field].validation_alias
     if isinstance(alias, str):

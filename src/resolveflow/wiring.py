@@ -25,6 +25,8 @@ from resolveflow.config import Settings
 from resolveflow.domain.triage_policy import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.errors import ConfigError
 from resolveflow.execution.lease import GateSettings
+from resolveflow.retrieval.document_bounds import TextLimits
+from resolveflow.retrieval.extraction import ExtractionLimits
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
 from resolveflow.store.database import Connection, Database
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from resolveflow.execution.reconcile import Reconciler
     from resolveflow.retrieval.ingest import Indexer
     from resolveflow.retrieval.search import Searcher
+    from resolveflow.service.health import WorkerStatus
     from resolveflow.service.investigation import InvestigationConfig
     from resolveflow.service.sessions import UserGrant
     from resolveflow.store.token_cipher import TokenCipher
@@ -121,6 +124,23 @@ def search_params(settings: Settings) -> SearchParams:
     )
 
 
+def extraction_limits(settings: Settings) -> ExtractionLimits:
+    """How ``index docs`` and ``POST /api/v1/documents`` bound a document's text extraction."""
+    retrieval = settings.retrieval
+    return ExtractionLimits(
+        max_bytes=retrieval.document_max_bytes,
+        text=TextLimits(
+            max_chars=retrieval.document_max_chars,
+            page_max_chars=retrieval.document_page_max_chars,
+            page_max_stream_bytes=retrieval.document_page_max_stream_bytes,
+            max_depth=retrieval.document_max_depth,
+        ),
+        timeout_seconds=retrieval.document_extract_timeout_seconds,
+        memory_bytes=retrieval.document_extract_memory_bytes,
+        workers=retrieval.document_extract_workers,
+    )
+
+
 def build_model(settings: Settings) -> ChatModel | None:
     """The configured chat model; None for provider ``none`` (the default)."""
     model = settings.model
@@ -181,6 +201,8 @@ class App:
     _github: GitHub | None = field(default=None, repr=False)  # tests pass their own
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Set by a worker running in this process (``serve --with-worker``); /readyz reads it.
+    worker_status: WorkerStatus | None = field(default=None, repr=False)
 
     def _once(self, name: str, build: Callable[[], T]) -> T:
         # Re-entrant: building the run controller asks for the searcher and the model.
@@ -328,6 +350,7 @@ class App:
             lease_seconds=self.settings.triage.run_lease_seconds,
             approval_ttl_seconds=self.settings.approval.ttl_seconds,
             mailboxes=mailbox_lookup(self),
+            aliases=self.gitlab().project_aliases,
         )
 
     def close(self) -> None:

@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.adapters.gitlab.protocol import GitLab
 from resolveflow.config import Settings
-from resolveflow.domain.triage_policy import PolicyFile
+from resolveflow.domain.triage_policy import PolicyFile, ProjectAlias
 from resolveflow.errors import ConfigError, NotFound
 from resolveflow.store import gitlab_tokens
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import KEY_SETTING, TokenCipher
+
+if TYPE_CHECKING:
+    from resolveflow.service.approvals import AliasLookup
+    from resolveflow.wiring import App
+
+
+def alias_lookup(app: App) -> AliasLookup:
+    """Tenant id -> its GitLab project aliases in the policy file, for the approval checks."""
+    return app.gitlab().project_aliases
 
 
 def _python_gitlab(url: str, token: str, timeout_seconds: float) -> GitLab:
@@ -71,9 +81,9 @@ class TenantGitLab:
         with self._lock:
             return self._clients.setdefault(tenant_id, client)
 
-    def allowed_projects(self, tenant_id: UUID) -> frozenset[str]:
+    def project_aliases(self, tenant_id: UUID) -> tuple[ProjectAlias, ...]:
         projects = self.policy().projects(self.tenant_name(tenant_id))
-        return frozenset(a.project.lower() for a in projects.values() if a.forge == "gitlab")
+        return tuple(alias for alias in projects.values() if alias.forge == "gitlab")
 
     def close(self) -> None:
         with self._lock:

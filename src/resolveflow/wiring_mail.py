@@ -120,6 +120,20 @@ class TenantMail:
         with self.db.tenant(tenant_id) as conn:
             return mail_grants.approver_holds_grant(conn, tenant_id, approval_id, mailbox)
 
+    def allowed_domains(self, tenant_id: UUID, mailbox: str) -> tuple[str, ...]:
+        return self._policy_of(tenant_id, mailbox).allowed_domains
+
+    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> frozenset[str] | None:
+        from resolveflow.store import mail_drafts
+        from resolveflow.store import proposals as proposal_store
+
+        with self.db.tenant(tenant_id) as conn:
+            proposal = proposal_store.proposal_by_id(conn, tenant_id, proposal_id)
+            draft_id = mail_drafts.draft_of_lineage(conn, tenant_id, proposal.lineage_id)
+            if draft_id is None:
+                return None
+            return mail_drafts.draft_by_id(conn, tenant_id, draft_id).request.participants()
+
     def _secret(self, tenant_id: UUID, mailbox: str, policy: MailboxPolicy) -> MailboxSecret:
         from resolveflow.store import mail_credentials
         from resolveflow.store.token_cipher import KEY_SETTING

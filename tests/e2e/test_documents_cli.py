@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from document_bombs import nested_html, pdf_bomb
 from documents_data import DOCUMENTS, MANUAL_PAGES, encrypted, tiny_pdf
 
 
@@ -113,3 +114,57 @@ def test_index_docs_mixed_folder_reindex_prune_and_remove(cli: Cli, tmp_path: Pa
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     assert "no document 'manual.pdf' in source 'docs'" in missing.stderr
+
+
+def test_index_docs_skips_bombs_links_and_pipes_and_goes_on(cli: Cli, tmp_path: Path) -> None:
+    """Before: 30,000 nested table cells stopped the whole folder ("unexpected RecursionError",
+    exit 1), and a link out of the folder was indexed."""
+    cli.json("tenants", "add", "acme")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("The vault code is kumquat.", encoding="utf-8")
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nThe aardvark runbook.", encoding="utf-8")
+    (root / "tables.html").write_bytes(nested_html(30_000, "<table><tr><td>"))
+    (root / "divs.html").write_bytes(nested_html(800))  # under the 4096-byte cap of this CLI
+    (root / "page.pdf").write_bytes(pdf_bomb(5_000_000))
+    (root / "leak.txt").symlink_to(outside / "secret.txt")
+    os.mkfifo(root / "pipe.md")
+    (root / "z.txt").write_text("The zebra notes.", encoding="utf-8")
+    cli.env["RESOLVEFLOW_DOCUMENT_MAX_BYTES"] = str(512 * 1024)
+
+    done = cli.run("index", "docs", str(root), "--json")
+    report = json.loads(done.stdout)
+    assert (report["written"], report["skipped"]) == (2, 5), report
+    reasons = {item["path"]: item["reason"] for item in report["skipped_files"]}
+    assert "nested more than 200 deep" in reasons["tables.html"]
+    assert "nested more than 200 deep" in reasons["divs.html"]
+    assert "RESOLVEFLOW_DOCUMENT_PAGE_MAX_STREAM_BYTES" in reasons["page.pdf"]
+    assert reasons["leak.txt"] == "leak.txt: a symbolic link, not followed"
+    assert "not a regular file" in reasons["pipe.md"]
+    assert len(done.stderr.strip().splitlines()) == 5 and "Traceback" not in done.stderr
+    assert sorted(cli.found("aardvark zebra")[1]) == ["a.md", "z.txt"]
+    assert cli.found("vault kumquat")[1] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("index", "remove", b"caf\xe9.md"), ("index", "remove", "a.md", "--source", b"s\xff")],
+    ids=["path", "source"],
+)
+def test_index_remove_of_a_name_that_is_not_utf8_is_one_line(
+    cli: Cli, args: tuple[str | bytes, ...]
+) -> None:
+    """An argument that is not UTF-8 arrives as lone surrogates, which Postgres cannot hold."""
+    cli.json("tenants", "add", "acme")
+    result = subprocess.run(
+        [sys.executable, "-m", "resolveflow", *args],
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "unpaired surrogate" in result.stderr

@@ -192,9 +192,11 @@ def test_a_recipient_changed_or_a_bcc_added_after_approval_is_refused(
     change: ActionChanges,
     tamper: list[str],
 ) -> None:
-    # Edited through the product: a new version, which the approval does not cover.
+    # Edited through the product: a new version, which the approval does not cover (an edit of
+    # mail takes the mailbox's grant, as reading it does).
     first = propose(db, mail, email_action())
     approved = approve(db, mail, first)
+    set_grant(db, mail.policy, "acme", "rita", granted=True)
     edited = proposals.edit_proposal(db, world.requester(db), first.id, change)
     assert edited.digest != first.digest and edited.version == 2
     executor(db, mail).run_due()

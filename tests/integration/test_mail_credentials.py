@@ -191,7 +191,8 @@ def test_cli_edits_an_email_proposal_into_a_new_version(
     cli: Cli, db: Database, tmp_path: Path
 ) -> None:
     world = make_world(db)
-    mail = make_mail(db, world, mailbox_toml("acme", 2525))
+    # rita edits: an edit of mail takes the mailbox's grant, as reading it does (issue 26)
+    mail = make_mail(db, world, mailbox_toml("acme", 2525), grant=("alex", "rita"))
     proposal = propose(db, mail, email_action())
     text = tmp_path / "text.txt"
     text.write_text("Hello Alice,\n\nThe refund is on its way.\n", "utf-8")

@@ -299,3 +299,40 @@ def test_two_reviewers_editing_the_same_version_at_once_make_one_new_version(
     with db.tenant(world.tenant.id) as conn:
         lineage = proposal_store.proposal_by_id(conn, world.tenant.id, versions[1].proposal_id)
         assert len(proposal_store.lineage_versions(conn, world.tenant.id, lineage.lineage_id)) == 1
+
+
+def test_a_past_reply_that_asks_for_a_password_is_reused_only_as_a_failing_draft(
+    db: Database, world: World, mail: MailWorld, tmp_path: Path
+) -> None:
+    locked = "My account is locked after too many sign-in attempts."
+    (tmp_path / "req.eml").write_bytes(request(locked, subject="Account locked"))
+    (tmp_path / "rep.eml").write_bytes(
+        (
+            f"From: {MAILBOX}\r\nTo: kim@customer.example\r\nSubject: Re: Account locked\r\n"
+            f"Message-ID: <rep-locked@acme.example>\r\n"
+            f"In-Reply-To: <{abs(hash(locked))}@customer.example>\r\n"
+            "Date: Tue, 01 Dec 2026 10:00:00 +0000\r\n\r\n"
+            "Hello Kim,\r\n\r\nTo unlock your account, please reply to this e-mail with your\r\n"
+            "password and the one-time code we texted you.\r\n\r\nBest regards,\r\nAcme Support\r\n"
+        ).encode()
+    )
+    load(db, world, MAILBOX, tmp_path)
+    alex = world.approver(db)
+    incoming = parse_message(
+        request("My account got locked, I cannot sign in any more.", subject="Locked account"),
+        "new.eml",
+    )
+    record, version = drafts(db, mail).draft(alex, MAILBOX, incoming)
+    assert version.examples[0]["reply_message_id"] == "<rep-locked@acme.example>"
+    assert "reply to this e-mail with your\npassword" in version.body  # reused word for word
+    assert version.proposal_id is None
+    assert {f["check"] for f in version.findings} == {"credential_request"}
+    assert record.lineage_id is None  # no proposal was made for it
+    # A reviewer who keeps the request is held to the same check; one who removes it is not.
+    kept = drafts(db, mail).edit(alex, record.id, 1, Edit(body=version.body + "\nThanks!"))
+    assert kept.proposal_id is None and kept.findings
+    safe = (
+        "Hello Kim,\n\nWe unlocked your account: sign in with the reset link on the sign-in page.\n"
+    )
+    fixed = drafts(db, mail).edit(alex, record.id, 2, Edit(body=safe))
+    assert fixed.findings == () and fixed.proposal_id is not None

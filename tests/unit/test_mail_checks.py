@@ -218,3 +218,91 @@ def test_a_large_hostile_request_is_checked_in_bounded_time(text: str) -> None:
     started = time.perf_counter()
     check_draft(draft("We are on it."), request, MAILBOX, POLICY, Facts())
     assert time.perf_counter() - started < 2.0
+
+
+# --- credential requests ------------------------------------------------------------------------
+
+ASKING = [
+    "Please send us your password so that we can look into it.",
+    "Reply with the code we texted you and we will unlock the account.",
+    "What is your PIN?",
+    "Could you tell me your one-time code?",
+    "We need your 2FA code to proceed.",
+    "I will need your MFA code before I can continue.",
+    "We'll need your passcode to verify the account.",
+    "Please provide the answer to your security question.",
+    "Send me your login and I will check it.",
+    "To verify your identity, reply with your card number and CVV.",
+    "Please e-mail us your API key.",
+    "Kindly share your access token with us.",
+    "Don't forget to send us your password.",
+    "Please send us:\n- your username\n- your password",
+    "Please confirm your PIN in your reply.",
+    "Your passcode, please.",
+    "Give us the 6-digit code from the SMS.",
+    "Can we have your login details?",
+    "Please include your username and\npassword in your reply.",
+    "Forward us the verification code you received.",
+    "Let us know your mother's maiden name.",
+]
+INNOCENT = [
+    # self-service: the customer types it where it belongs and tells us nothing (a judgement:
+    # docs/email.md "The checks")
+    "Reset your password via the link on the site.",
+    "Enter the code we texted you on the sign-in page.",
+    "Please provide your credentials on the login page.",
+    "Enter and confirm your new password on the account page.",
+    'Open the sign-in page, choose "Forgot password" and use the new link within the hour.',
+    # warnings against it
+    "We will never ask for your password.",
+    "Do not share your PIN with anyone.",
+    "Nobody at Acme will ask you to send your password.",
+    # the credential names something about it
+    "Send us a screenshot of the password field.",
+    "The password reset link expired; ask for a new one.",
+    "What is the password policy? At least 12 characters.",
+    # another clause, or not a credential at all
+    "Give us a call if you forgot your password.",
+    "Tell us when you have changed your password.",
+    "Please send us your logs after you reset your password.",
+    "You need your password to sign in.",
+    "Send us the error code and the discount code you used.",
+    "Please send a copy of your card statement.",
+]
+
+
+@pytest.mark.parametrize("sentence", ASKING)
+def test_a_draft_that_asks_for_a_credential_fails(sentence: str) -> None:
+    found = findings(draft(f"Thank you for your message.\n\n{sentence}\n\nWe will reply soon."))
+    checks = [check for check, _ in found]
+    assert DraftCheck.CREDENTIAL_REQUEST in checks, found
+    message = next(m for c, m in found if c is DraftCheck.CREDENTIAL_REQUEST)
+    assert "\n" not in message and "credential" in message
+
+
+def test_a_credential_request_in_the_subject_fails_too() -> None:
+    found = findings(draft("We are on it.", subject="Re: Broken blender - send us your PIN"))
+    assert [c for c, _ in found] == [DraftCheck.CREDENTIAL_REQUEST]
+
+
+@pytest.mark.parametrize("sentence", INNOCENT)
+def test_a_draft_that_mentions_a_credential_without_asking_passes(sentence: str) -> None:
+    assert findings(draft(f"Thank you for your message. {sentence}")) == []
+
+
+def test_the_customers_own_words_about_a_password_are_not_checked() -> None:
+    request = replace(REQUEST, text="I forgot my password. Can you send me my password?")
+    found = check_draft(
+        draft("Use the reset link on the sign-in page."), request, MAILBOX, POLICY, Facts()
+    )
+    assert found == ()
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["send us your " * 80_000, "never " * 150_000, "your password, " * 60_000, "a. " * 300_000],
+)
+def test_a_large_body_is_checked_for_credential_requests_in_bounded_time(body: str) -> None:
+    started = time.perf_counter()
+    check_draft(draft(body), REQUEST, MAILBOX, POLICY, Facts())
+    assert time.perf_counter() - started < 10.0  # about 1 s; generous for a loaded machine

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from resolveflow.errors import InvalidInput
+from resolveflow.retrieval.mail_bounds import MailBounds
 from resolveflow.retrieval.mail_loader import (
     MailSource,
     UnreadableMessage,
@@ -77,14 +78,14 @@ def test_too_large_empty_and_garbage_are_skipped_with_a_reason_never_fatal(
     tmp_path: Path,
 ) -> None:
     with pytest.raises(UnreadableMessage, match="larger than 10"):
-        parse_message(b"x" * 11, "big.eml", max_bytes=10)
+        parse_message(b"x" * 11, "big.eml", MailBounds(message_max_bytes=10))
     with pytest.raises(UnreadableMessage, match="empty"):
         parse_message(b"  \n", "empty.eml")
     with pytest.raises(UnreadableMessage, match="no Message-ID"):
         parse_message(b"\x89PNG\r\n\x1a\n\x00\x00binary", "img.eml")
     (tmp_path / "a.eml").write_bytes(b"")
     (tmp_path / "b.eml").write_bytes(b"From: a@example.org\nMessage-ID: <b@example.org>\n\nok\n")
-    source = MailSource(tmp_path, max_bytes=1000)
+    source = MailSource(tmp_path, MailBounds(message_max_bytes=1000))
     assert [m.message_id for m in source] == ["<b@example.org>"]
     assert [reason for _, reason in source.skipped] == [f"{tmp_path / 'a.eml'}: empty"]
 

@@ -4,24 +4,23 @@ document; every bad file is one clear ``UnreadableDocument`` line; a folder goes
 from __future__ import annotations
 
 import io
-import shutil
-from pathlib import Path
+import time
 
 import pytest
 
+from document_bombs import nested_html, pdf_bomb, surrogate_pdf
 from documents_data import DOCUMENTS, MANUAL_PAGES, encrypted, tiny_pdf
-from resolveflow.errors import InvalidInput
 from resolveflow.retrieval import loaders
 from resolveflow.retrieval.chunking import chunk_document
 from resolveflow.retrieval.loaders import (
     DocumentTooLarge,
+    TextLimits,
     UnreadableDocument,
     UnsupportedMediaType,
     load_document,
     media_type_for,
     page_of,
 )
-from resolveflow.retrieval.sources import DocsFolder
 
 MAX = 1_000_000
 
@@ -135,36 +134,76 @@ def test_size_cap() -> None:
         load_document("big.txt", b"x" * 2049, "text/plain", max_bytes=2048)
 
 
-def test_a_folder_goes_on_past_bad_files(tmp_path: Path) -> None:
-    root = tmp_path / "docs"
-    shutil.copytree(DOCUMENTS, root)
-    (root / "junk.pdf").write_bytes(b"\x00\x01 not a pdf" * 10)
-    (root / "locked.pdf").write_bytes(encrypted(tiny_pdf(MANUAL_PAGES)))
-    (root / "wiki" / "binary.html").write_bytes(bytes(range(256)))
-    (root / "huge.txt").write_bytes(b"word " * 1000)
-    (root / "image.png").write_bytes(b"\x89PNG")  # not a document: not even seen
-    folder = DocsFolder(root, "docs", max_bytes=4096)
-    docs = {doc.external_id: doc for doc in folder}
-    assert set(docs) == {
-        "manual.pdf",
-        "notes.txt",
-        "runbooks/NodeClockNotSynchronising.md",
-        "wiki/disk-pressure.html",
-    }
-    assert docs["wiki/disk-pressure.html"].kind == "doc"
-    reasons = dict(folder.skipped)
-    assert set(reasons) == {"huge.txt", "junk.pdf", "locked.pdf", "wiki/binary.html"}
-    assert "larger than the limit of 4096" in reasons["huge.txt"]
-    assert "encrypted" in reasons["locked.pdf"]
-    assert all(reason.startswith(name + ": ") for name, reason in reasons.items())
-    assert folder.seen == set(docs) | set(reasons)
-    with pytest.raises(InvalidInput, match="is not a directory"):
-        DocsFolder(root / "missing", "docs")
-
-
 def test_the_tiny_pdf_writer_makes_what_pypdf_reads() -> None:
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(tiny_pdf([["a (b) c"]], title="T")))
     assert reader.metadata is not None and reader.metadata.title == "T"
     assert "a (b) c" in reader.pages[0].extract_text()
+
+
+# --- bounds (issue 26): each one line, and quick ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "page",
+    [nested_html(30_000, "<table><tr><td>"), nested_html(440_000)],
+    ids=["30000-nested-table-cells", "2.2MB-of-nested-divs"],
+)
+def test_html_nested_past_the_depth_bound_is_one_line_not_a_recursion_error(page: bytes) -> None:
+    started = time.monotonic()
+    with pytest.raises(UnreadableDocument, match=r"nested more than 200 deep .*MAX_DEPTH\)$"):
+        load_document("deep.html", page, "text/html", max_bytes=len(page))
+    assert time.monotonic() - started < 10  # refused as the parser opens the 201st element
+
+
+def test_html_nested_up_to_the_bound_converts() -> None:
+    page = b"<div>" * 150 + b"<ul><li>" * 20 + b"deep words"
+    assert "deep words" in load("deep.html", page).body
+    with pytest.raises(UnreadableDocument, match="nested more than 20 deep"):
+        load_document(
+            "deep.html", page, "text/html", max_bytes=MAX, limits=TextLimits(max_depth=20)
+        )
+
+
+def test_a_pdf_page_that_inflates_past_the_stream_bound_is_refused_before_parsing() -> None:
+    bomb = pdf_bomb(5_000_000)
+    assert len(bomb) < 20_000
+    started = time.monotonic()
+    with pytest.raises(DocumentTooLarge, match=r"page 1's content inflates to \d+ bytes"):
+        load_document("bomb.pdf", bomb, "application/pdf", max_bytes=MAX)
+    assert time.monotonic() - started < 5  # before: 16 s of pypdf, and the 5 MB of text kept
+
+
+def test_a_pdf_page_with_more_text_than_a_page_holds_is_refused() -> None:
+    with pytest.raises(DocumentTooLarge, match=r"page 1 holds more than 100000 characters"):
+        load("bomb.pdf", pdf_bomb(1_000_000))
+    small = TextLimits(page_max_chars=50)
+    with pytest.raises(DocumentTooLarge, match="PAGE_MAX_CHARS"):
+        load_document("m.pdf", tiny_pdf(MANUAL_PAGES), "application/pdf", max_bytes=MAX,
+                      limits=small)  # fmt: skip
+
+
+def test_a_document_with_more_text_than_the_bound_is_refused() -> None:
+    text = ("word " * 420_000).encode()  # 2.1 million characters
+    with pytest.raises(DocumentTooLarge, match=r"more than 2000000 characters .*MAX_CHARS\)$"):
+        load_document("big.txt", text, "text/plain", max_bytes=len(text))
+    assert load_document("ok.txt", text[:1_000_000], "text/plain", max_bytes=len(text)).body
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["# a" + " " * 2_500 + "b\n\nbody", "---" + "\n" * 20_000 + "x"],
+    ids=["heading-padded-with-spaces", "front-matter-of-blank-lines"],
+)
+def test_markdown_that_made_the_regular_expressions_backtrack_is_quick(text: str) -> None:
+    """Before: 60 s (cubic in the padding) and 10 s (quadratic in the blank lines)."""
+    started = time.monotonic()
+    load("a.md", text.encode())
+    assert time.monotonic() - started < 5
+
+
+def test_a_lone_surrogate_from_a_pdf_font_map_is_replaced() -> None:
+    doc = load("odd.pdf", surrogate_pdf())
+    assert doc.body == "## Page 1\n\n\ufffdB\ufffdB" and doc.title == "\ufffdB\ufffdB"
+    doc.body.encode("utf-8")  # what Postgres needs

@@ -5,6 +5,7 @@ format we do not read 415, junk 400 with one line; never a 500."""
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from fastapi.testclient import TestClient
 from fixtures_web import Web, add_approver, web_settings
 
 from conftest import make_world
+from document_bombs import surrogate_pdf
 from documents_data import DOCUMENTS, MANUAL_PAGES, encrypted, tiny_pdf
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.service import admin
@@ -204,3 +206,75 @@ def test_who_may_add_documents(docs_web: Web) -> None:
     assert accepted.status_code == 201, accepted.text
     hits = web.client.get("/api/v1/search", params={"q": "disk full"}, headers=alex).json()
     assert hits[0]["kind"] == "runbook" and hits[0]["runbook_tag"] == "disk-full"
+
+
+@pytest.mark.parametrize(
+    ("method", "request_args", "words"),
+    [
+        ("DELETE", {"params": {"path": "a\x00b"}}, ["path", "NUL"]),
+        ("DELETE", {"params": {"path": "a.md", "source": "s\x00"}}, ["source", "NUL"]),
+        ("POST", {"json": {"path": "a\ud800.md", "content": "x"}}, ["path"]),
+        ("POST", {"json": {"path": "a.md", "content": "caf\ud800"}}, ["not UTF-8"]),
+        ("POST", {"json": {"path": "a\x00.md", "content": "x"}}, ["path", "NUL"]),
+        # 60,000 fit under this server's body cap (the real-server test sends 100,000)
+        ("POST", {"content": b"[" * 60_000, "headers": {"Content-Type": "application/json"}},
+         ["not a JSON object"]),
+    ],
+    ids=["delete-nul-path", "delete-nul-source", "surrogate-path", "surrogate-content",
+         "nul-path", "open-arrays"],
+)  # fmt: skip
+def test_nul_surrogates_and_deep_json_are_400_never_500(
+    docs_web: Web, method: str, request_args: dict[str, Any], words: list[str]
+) -> None:
+    """Postgres holds neither NUL nor a lone surrogate: refused at the edge (before: 500)."""
+    web = docs_web
+    headers = {**web.api(web.world.requester_token), **request_args.pop("headers", {})}
+    if "json" in request_args:  # httpx refuses to encode a lone surrogate itself
+        request_args = {"content": json.dumps(request_args["json"]).encode()}
+        headers["Content-Type"] = "application/json"
+    response = web.client.request(method, "/api/v1/documents", headers=headers, **request_args)
+    one_line_error(response, 400, *words)
+
+
+def test_nested_html_is_400_and_the_bounds_are_settings(
+    queue_ready: str, oauth_github: FakeGitHubWithOAuth
+) -> None:
+    """30,000 nested table cells (before: RecursionError, 500) and, with the bounds lowered, a
+    page nested 9 deep, a page over 60 characters and a slow extraction: each one clear line."""
+    settings = web_settings(
+        queue_ready,
+        oauth_github.url,
+        document_max_bytes=1024 * 1024,
+        document_max_depth=8,
+        document_max_chars=1000,
+        document_extract_timeout_seconds=1.0,
+    )
+    with open_app(settings, auto_migrate=False) as app:
+        world = make_world(app.db)
+        with TestClient(create_app(app), base_url="https://testserver") as client:
+            rita = {"Authorization": f"Bearer {world.requester_token}"}
+
+            def upload(name: str, data: bytes) -> Any:
+                files = {"file": (name, data, "text/html")}
+                return client.post("/api/v1/documents", files=files, headers=rita)
+
+            table = b"<table><tr><td>" * 30_000 + b"deep"
+            one_line_error(upload("t.html", table), 400, "nested more than 8 deep")
+            one_line_error(upload("d.html", b"<div>" * 9 + b"x"), 400, "MAX_DEPTH")
+            assert upload("ok.html", b"<div>" * 6 + b"fine").status_code == 201
+            long = b"<p>" + b"word " * 300 + b"</p>"
+            one_line_error(upload("l.html", long), 413, "more than 1000 characters")
+            slow = b"<p><b>a</b><i>b</i></p>" * 40_000
+            one_line_error(upload("s.html", slow), 413, "longer than 1 s")
+
+
+def test_a_pdf_whose_font_map_names_a_lone_surrogate_is_indexed_not_500(docs_web: Web) -> None:
+    """pypdf hands out U+D800 for such a font; Postgres cannot store it (before: 500)."""
+    web = docs_web
+    response = web.client.post(
+        "/api/v1/documents",
+        files={"file": ("odd.pdf", surrogate_pdf(), "application/pdf")},
+        headers=web.api(web.world.requester_token),
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["title"] == "\ufffdB\ufffdB"

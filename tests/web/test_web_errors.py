@@ -192,3 +192,18 @@ def test_the_api_docs_and_favicon_come_from_this_server(web: Web) -> None:
     icon = web.client.get("/favicon.ico")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert '<link rel="icon" href="/static/favicon.svg"' in docs.text
+
+
+@pytest.mark.parametrize(
+    "kind", ["text/plain", "application/octet-stream", "text/plain; charset=x"]
+)
+def test_undecodable_bytes_of_another_type_are_422_not_500(web: Web, kind: str) -> None:
+    """Found by the API fuzz: FastAPI's 422 echoes the body, and bytes that are not UTF-8 made
+    the error handler itself fail."""
+    answer = web.client.post(
+        "/api/v1/runs",
+        content=b"\x80",
+        headers={**web.api(web.world.requester_token), "Content-Type": kind},
+    )
+    assert answer.status_code == 422, answer.text[:300]
+    assert answer.json()["error"] == "InvalidInput"

@@ -1,6 +1,7 @@
 """``/healthz`` and ``/readyz`` against the real app and database: ready when every check passes,
-503 naming the check when the schema is not current, the queue cannot be read or the database
-does not answer; neither needs a token."""
+503 naming the check when the schema is not current, the queue cannot be read, the database
+does not answer or the worker in the process cannot work; neither needs a token. (The worker
+across a real Postgres stop: tests/integration/test_worker_outage.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import psycopg
 from fixtures_web import Web
 
-from resolveflow.service.health import readiness
+from resolveflow.service.health import WorkerState, WorkerStatus, readiness
 from resolveflow.store.database import Database
 
 pytest_plugins = ["fixtures_web"]
@@ -27,6 +28,32 @@ def test_readyz_is_ready_when_every_check_passes(web: Web) -> None:
     assert body["status"] == "ready"
     assert set(body["checks"]) == {"database", "migrations", "queue"}
     assert body["checks"]["queue"]["detail"].startswith("0 job(s) waiting")
+    assert body["checks"]["queue"]["detail"].endswith(
+        "0 worker(s) with a heartbeat in the last 30 s"
+    )
+
+
+def test_readyz_is_not_ready_while_the_worker_in_the_process_cannot_work(web: Web) -> None:
+    """Under ``serve --with-worker`` the worker publishes its state and /readyz reads it."""
+    status = WorkerStatus()
+    web.app.worker_status = status
+    try:
+        starting = web.client.get("/readyz")
+        status.set(WorkerState.WORKING)
+        working = web.client.get("/readyz")
+        status.set(WorkerState.RECONNECTING, "OperationalError: connection refused")
+        reconnecting = web.client.get("/readyz")
+    finally:
+        web.app.worker_status = None
+    assert starting.status_code == 503
+    assert starting.json()["checks"]["worker"]["detail"].startswith("starting for")
+    assert working.status_code == 200, working.text
+    assert working.json()["checks"]["worker"]["ok"]
+    assert reconnecting.status_code == 503
+    worker = reconnecting.json()["checks"]["worker"]
+    assert not worker["ok"] and worker["detail"].startswith("reconnecting for")
+    assert worker["detail"].endswith(": OperationalError: connection refused")
+    assert reconnecting.json()["checks"]["database"]["ok"]  # the web itself is fine
 
 
 def test_readyz_names_a_migration_that_is_not_applied(

@@ -4,10 +4,12 @@ through the API that the worker sends once. The /mail pages answer and escape wh
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 from fastapi.testclient import TestClient
@@ -197,3 +199,56 @@ def test_the_mail_pages_answer_and_show_text_as_text(site: MailSite) -> None:
     assert f'data-proposal="{proposal["id"]}"' in inbox.text
     missing = site.client.get("/mail/drafts/00000000-0000-0000-0000-000000000000", headers=headers)
     assert missing.status_code == 404 and "Traceback" not in missing.text
+
+
+UNSTORABLE = {"NUL": "a\x00b", "lone surrogate": "a\ud800b"}
+
+
+@pytest.mark.parametrize("field", ["subject", "body", "to", "cc", "bcc"])
+@pytest.mark.parametrize("kind", sorted(UNSTORABLE))
+def test_text_the_database_cannot_hold_is_a_clear_400_in_every_edited_field(
+    site: MailSite, field: str, kind: str
+) -> None:
+    """NUL (Postgres refuses it) or a lone surrogate (not encodable as UTF-8) in any edited field:
+    one line naming the field, never a 500, and no new version written."""
+    rita = site.world.requester_token
+    draft = post_draft(site, rita).json()
+    text = UNSTORABLE[kind]
+    value: Any = [f"kim{text}@customer.example"] if field in ("to", "cc", "bcc") else text
+    edit = {"version": draft["latest"]["version"], field: value}
+    answer = site.client.post(  # json.dumps escapes the surrogate as JSON text may (\\ud800)
+        f"/api/v1/mail/drafts/{draft['id']}/versions",
+        content=json.dumps(edit),
+        headers={**site.as_(rita), "Content-Type": "application/json"},
+    )
+    assert answer.status_code == 400, answer.text
+    message = answer.json()["message"]
+    assert field in message and ("NUL" in message or "surrogate" in message), message
+    after = site.client.get(f"/api/v1/mail/drafts/{draft['id']}", headers=site.as_(rita)).json()
+    assert len(after["versions"]) == len(draft["versions"])
+
+
+@pytest.mark.parametrize("kind", sorted(UNSTORABLE))
+def test_the_service_refuses_unstorable_text_for_the_cli_and_the_form_too(
+    site: MailSite, kind: str
+) -> None:
+    """``mail edit`` and the /mail form call the same ``MailDrafts.edit``: it says which field,
+    whatever the edge (a command-line argument may carry a lone surrogate: undecodable bytes)."""
+    from resolveflow.errors import InvalidInput
+    from resolveflow.service.mail_drafts import Edit
+    from resolveflow.wiring_drafts import mail_drafts
+
+    draft = post_draft(site, site.world.requester_token).json()
+    rita = site.world.requester(site.app.db)
+    service = mail_drafts(site.app, rita)
+    text = UNSTORABLE[kind]
+    for change in (Edit(subject=text), Edit(body=text), Edit(bcc=(f"x{text}@acme.example",))):
+        with pytest.raises(InvalidInput, match=r"NUL|surrogate"):
+            service.edit(rita, UUID(draft["id"]), draft["latest"]["version"], change)
+    if kind == "NUL":  # a form's percent-decoding turns a surrogate's bytes into U+FFFD
+        form = site.client.post(
+            f"/mail/drafts/{draft['id']}/edit",
+            data={"version": str(draft["latest"]["version"]), "subject": f"Re{text}"},
+            headers=site.as_(site.world.requester_token),
+        )
+        assert form.status_code == 400, form.text[:300]

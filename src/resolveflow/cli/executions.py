@@ -9,19 +9,21 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 import typer
+from rich.text import Text
 
 from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.cli.output import console, emit, err_console, fields, table
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import ConfigError, InvalidInput, ResolveFlowError, Unavailable
 from resolveflow.execution.credentials import check_due_credentials
+from resolveflow.execution.kinds.base import Settled
+from resolveflow.execution.reconcile import Skipped
 from resolveflow.service import admin
 from resolveflow.service import executions as service
 
 if TYPE_CHECKING:
     from resolveflow.execution.gate import Executor
-    from resolveflow.execution.kinds.base import Settled
     from resolveflow.wiring import App
 
 executions_app = typer.Typer(help="Approved actions and what became of them.", no_args_is_help=True)
@@ -105,45 +107,74 @@ def _show_executed(done: list[Execution], total: int) -> None:
 _NOT_DONE = {ExecutionState.FAILED, ExecutionState.PARTIAL, ExecutionState.UNKNOWN}
 
 
-def _fail_unless_done(executions: Sequence[Execution | Settled], verb: str) -> None:
-    """Exit non-zero, naming them, when some executions failed or ended unknown (Unavailable:
-    GitHub refused or did not answer, as ``ProviderError`` is)."""
-    bad = [e for e in executions if _state(e) in _NOT_DONE]
+def _fail_unless_done(executions: Sequence[Execution | Settled | Skipped], verb: str) -> None:
+    """Exit non-zero, naming them, when some executions failed or ended unknown, or were left
+    as they were (Unavailable: GitHub refused or did not answer, as ``ProviderError`` is)."""
+    bad = [e for e in executions if _not_done(e)]
     if bad:
-        named = "; ".join(f"{_id(e)} {_state(e).value}: {e.detail or 'no detail'}" for e in bad)
+        named = "; ".join(f"{_id(e)} {e.state.value}: {_detail(e)}" for e in bad)
         raise Unavailable(
             f"{len(bad)} of {len(executions)} {verb} execution(s) did not complete: {named}; "
             "see `resolveflow executions show ID`"
         )
 
 
-def _state(e: Execution | Settled) -> ExecutionState:
-    return e.state
+def _not_done(e: Execution | Settled | Skipped) -> bool:
+    return e.state in _NOT_DONE or e.state is ExecutionState.SENDING
 
 
-def _id(e: Execution | Settled) -> UUID:
+def _id(e: Execution | Settled | Skipped) -> UUID:
     return e.id if isinstance(e, Execution) else e.execution_id
+
+
+def _detail(e: Execution | Settled | Skipped) -> str:
+    return (e.reason if isinstance(e, Skipped) else e.detail) or "no detail"
+
+
+def _outcome(result: Settled | Skipped) -> dict[str, str]:
+    """One execution reconciliation looked at: settled (a final state), still unknown, given
+    back to the queue (no request had left), or skipped with the reason."""
+    if isinstance(result, Skipped):
+        outcome, detail = "skipped", result.reason
+    else:
+        outcome, detail = _SETTLED_AS.get(result.state, "settled"), result.detail
+    return {
+        "execution_id": str(result.execution_id),
+        "state": result.state.value,
+        "outcome": outcome,
+        "detail": detail,
+    }
+
+
+_SETTLED_AS = {ExecutionState.UNKNOWN: "still_unknown", ExecutionState.PENDING: "requeued"}
 
 
 def reconcile(as_json: bool = common.JsonOption) -> None:
     """Settle unknown and abandoned executions by reading GitHub; never resends."""
     with common.app() as opened:
-        settled = opened.reconciler().run()
-    data = [
-        {"execution_id": str(s.execution_id), "state": s.state.value, "detail": s.detail}
-        for s in settled
-    ]
+        results = opened.reconciler().survey()
+    data = [_outcome(result) for result in results]
     if not as_json:
         if data:
             table(
                 "reconciled",
-                ["execution", "state", "detail"],
-                [(d["execution_id"], d["state"], d["detail"]) for d in data],
+                ["execution", "state", "outcome", "detail"],
+                [(d["execution_id"], d["state"], d["outcome"], d["detail"]) for d in data],
             )
         else:
             console.print("nothing to reconcile")
-    _fail_unless_done(settled, "reconciled")
+        _fail_unless_done(results, "reconciled")
+        return
     emit(data, as_json, lambda: None)
+    try:
+        _fail_unless_done(results, "reconciled")
+    except Unavailable as exc:
+        from resolveflow.cli import exit_code_for
+
+        # The report above is the one JSON document, every execution in it; the exit code and
+        # the error line still say that work is left (docs/cli.md).
+        err_console.print(Text.assemble(("error:", "red"), " ", exc.message), soft_wrap=True)
+        raise typer.Exit(exit_code_for(exc)) from None
 
 
 @executions_app.command("list")

@@ -32,12 +32,14 @@ def _draft_id(value: str) -> UUID:
 
 
 def _read_request(path: Path) -> bytes:
-    try:
-        data = path.read_bytes() if str(path) != "-" else typer.get_binary_stream("stdin").read()
-    except FileNotFoundError:
-        raise InvalidInput(f"no such file: {path}") from None
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    from resolveflow.retrieval.mail_files import read_file
+
+    if str(path) != "-" and not path.exists():
+        raise InvalidInput(f"no such file: {path}")
+    # Never more than the bound, and no FIFO or device: /dev/zero must not fill the memory.
+    if str(path) != "-":
+        return read_file(path, MAX_REQUEST_BYTES, follow=True)
+    data = typer.get_binary_stream("stdin").read(MAX_REQUEST_BYTES + 1)
     if len(data) > MAX_REQUEST_BYTES:
         raise InvalidInput(f"{path} is larger than {MAX_REQUEST_BYTES} bytes")
     return data
@@ -60,7 +62,8 @@ def draft(
     from resolveflow.service.mail_views import draft_view
     from resolveflow.wiring_drafts import mail_drafts
 
-    request = parse_message(_read_request(reply_to), str(reply_to))
+    bounds = common.settings().mail.bounds()
+    request = parse_message(_read_request(reply_to), str(reply_to), bounds)
     facts_text = common.read_text_file(facts) if facts is not None else ""
     with common.app() as opened:
         actor = common.principal(opened, token)

@@ -47,7 +47,7 @@ def mail_import(
 
     with common.app() as opened:
         name, key = _tenant_and_mailbox(opened, tenant, mailbox)
-        source = MailSource(path)
+        source = MailSource(path, opened.settings.mail.bounds())
         tenant_id = admin.find_tenant(opened.db, name).id
         importer = MailImporter(opened.db, Indexer(opened.db, build_embedder(opened.settings)))
         report = importer.run(tenant_id, key, source, source.skipped)

@@ -8,8 +8,9 @@ from typing import Any
 import typer
 
 from resolveflow.cli import common
+from resolveflow.cli.action_view import action_rows, action_texts
 from resolveflow.cli.output import console, emit, exact, fields, table
-from resolveflow.domain.actions import ActionChanges, ActionKind, check_digest_format
+from resolveflow.domain.actions import ActionChanges, check_digest_format, parse_action
 from resolveflow.errors import InvalidInput
 from resolveflow.service import approvals, decisions
 from resolveflow.service import executions as execution_service
@@ -24,18 +25,13 @@ Assignees = typer.Option(None, "--assignee", help="A login to assign (repeat for
 
 
 def _render(view: dict[str, Any]) -> None:
-    action = view["action"]
+    action = parse_action(view["action"])
     rows = [
         ("proposal", view["id"]),
         ("kind", view["kind"]),
         ("version", f"{view['version']} of {view['latest_version']}"),
         ("target", view["summary"]),
-    ]
-    if view["kind"] == ActionKind.GITHUB_ISSUE_CREATE:
-        rows.append(("title", action["title"]))
-        rows.append(("assignees", ", ".join(action["assignees"]) or "(none)"))
-    rows += [
-        ("labels", ", ".join(action["labels"]) or "(none)"),
+        *action_rows(action),
         ("digest", view["digest"]),
         ("decision", view["decision"] or "undecided"),
         (
@@ -48,10 +44,8 @@ def _render(view: dict[str, Any]) -> None:
     if view.get("outcome"):  # what became of it, in words, with the link (as the page says)
         rows.append(("outcome", view["outcome"]["text"]))
     fields(rows)
-    if action.get("comment") is not None:
-        console.print(exact(action["comment"], "comment, exactly as it will be posted"))
-    if action.get("body") is not None:
-        console.print(exact(action["body"], "issue body, exactly as it will be posted"))
+    for text, title in action_texts(action):
+        console.print(exact(text, title))
     if view["decision"] is None and view["version"] == view["latest_version"]:
         console.print(
             f"approve with: resolveflow approve {view['id']} --digest {view['digest']}",

@@ -17,6 +17,7 @@ from resolveflow.cli.output import console, emit, err_console, fields, table
 from resolveflow.errors import InvalidInput, NotFound
 from resolveflow.evals.duplicates import evaluate_duplicates
 from resolveflow.evals.labels import evaluate_labels
+from resolveflow.retrieval.document_bounds import stored_text
 from resolveflow.retrieval.github_crawl import CrawlStats, GitHubCrawler, source_name
 from resolveflow.retrieval.ingest import Indexer, IngestStats
 from resolveflow.retrieval.rebuild import rebuild
@@ -26,7 +27,7 @@ from resolveflow.retrieval.sources import DocsFolder, parse_time, read_corpus
 from resolveflow.service import admin
 from resolveflow.service.admin import normalize_repository
 from resolveflow.store import documents as store
-from resolveflow.wiring import App, search_params
+from resolveflow.wiring import App, extraction_limits, search_params
 from resolveflow.wiring_embedder import build_embedder
 
 index_app = typer.Typer(
@@ -103,8 +104,10 @@ def index_docs(
 ) -> None:
     """Index .md, .txt, .html and .pdf files; front matter `runbook: TAG` marks a runbook."""
     removed: list[str] = []
+    stored_text(source, "--source")
     with common.app() as opened:
-        folder = DocsFolder(directory, source, opened.settings.retrieval.document_max_bytes)
+        # Symbolic links, devices and pipes are skipped; text comes from worker processes.
+        folder = DocsFolder(directory, source, limits=extraction_limits(opened.settings))
         tenant_id = _tenant_id(opened, tenant)
         indexer = Indexer(opened.db, build_embedder(opened.settings))
         with _progress(f"indexing {directory}", None) as advance:
@@ -134,6 +137,8 @@ def index_remove(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Remove a document from the index; searches stop finding it at once."""
+    stored_text(path, "the path")  # an argument that is not UTF-8 arrives as lone surrogates
+    stored_text(source, "--source")
     with common.app() as opened:
         tenant_id = _tenant_id(opened, tenant)
         indexer = Indexer(opened.db, build_embedder(opened.settings))

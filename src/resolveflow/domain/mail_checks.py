@@ -9,7 +9,10 @@ can act on; no findings means the draft passes.
   a name listed as missing whose placeholder was replaced by a value nobody supplied;
 - recipients: at least one To, and every To, Cc and Bcc is the requester, one of the thread's
   participants (the request's From, To and Cc, less the mailbox) or in an allowed domain;
-- the From is the mailbox, and the reply stays in the request's thread.
+- the From is the mailbox, and the reply stays in the request's thread;
+- no credential is asked for ("send us your password", "reply with the code we texted you"):
+  reused from a past reply word for word, written by a model or by a reviewer, such a sentence
+  fails (``mail_credentials``), whatever the customer's own request says.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from enum import StrEnum
 
 from resolveflow.domain.actions.email_fields import mail_address
 from resolveflow.domain.mail import MailMessage
+from resolveflow.domain.mail_credentials import credential_requests
 from resolveflow.domain.mail_draft import MAX_SUBJECT_CHARS, Draft, Facts, placeholders
 from resolveflow.domain.mail_entities import EntityKind, allowed_keys, extract, is_allowed
 from resolveflow.domain.mailbox_policy import MailboxPolicy, mailbox_key
@@ -32,6 +36,7 @@ class DraftCheck(StrEnum):
     SENDER = "sender"
     THREAD = "thread"
     FORM = "form"
+    CREDENTIAL_REQUEST = "credential_request"
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ def check_draft(
         *_missing(draft),
         *_recipients(draft, request, mailbox, policy),
         *_thread(draft, request),
+        *_credentials(draft),
     )
 
 
@@ -180,3 +186,15 @@ def _thread(draft: Draft, request: MailMessage) -> list[CheckFinding]:
             )
         ]
     return []
+
+
+def _credentials(draft: Draft) -> list[CheckFinding]:
+    # The whole text that would be sent: a past reply's words reused as they were are in it.
+    return [
+        CheckFinding(
+            DraftCheck.CREDENTIAL_REQUEST,
+            f"the draft asks the customer for a credential ({one_line(phrase, 80)!r}): support "
+            "never asks for a password, code, PIN, card number or key by e-mail; reword it",
+        )
+        for phrase in credential_requests(f"{draft.subject}\n\n{draft.body}")
+    ]

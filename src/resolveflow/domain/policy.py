@@ -3,9 +3,10 @@
 ``APPROVAL_CHECKS`` is data: ``approve`` runs them in order and refuses with the first failure's
 error; the run and proposal pages evaluate all of them and show each green or red with its
 reason. Both read the same ``ApprovalFacts``, so a page can never show a check as passing that
-``approve`` refuses. ``EXECUTION_CHECKS`` are the executor's re-checks, on rows read again right
-before the write. Kind-specific checks (a GitHub repository on the allowlist, labels that exist)
-come from ``kind_checks``.
+``approve`` refuses. ``check_approval_still_valid`` is the executor's re-check, on rows read
+again right before the write. Kind-specific checks (a GitHub repository on the allowlist, labels
+that exist) come from ``kind_checks``; what a GitLab issue or a drafted reply took from the
+policy file is checked again by ``domain/rechecks.py``, by the kinds' executors.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from resolveflow.domain.actions import (
     action_digest,
     parse_action,
 )
+from resolveflow.domain.rechecks import check_gitlab_fields
 from resolveflow.domain.records import Approval, Principal, Proposal, Role
+from resolveflow.domain.triage_policy import ProjectAlias
 from resolveflow.domain.vocabulary import Decision, ExecutionState
 from resolveflow.errors import (
     AlreadyDecided,
@@ -77,6 +80,9 @@ class ApprovalFacts:
     # email.send: whether this version is a draft version whose checks passed (None: no draft
     # made this lineage, so there is nothing to check it against)
     checked_draft: bool | None = None
+    # gitlab.issue_create: the tenant's GitLab project aliases in the policy file now (None: not
+    # known here, and the executor checks them right before the write)
+    project_aliases: tuple[ProjectAlias, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -171,11 +177,21 @@ def _labels_exist(facts: ApprovalFacts) -> str:
     if facts.repository_labels is None:
         return "checked against the repository right before the write"
     if isinstance(action, GitLabIssueCreateAction):
-        # Only labels the project's alias allows were accepted when it was prepared; whether
-        # they exist on the project is read from GitLab by the executor before the write.
-        return "allowed for this project; checked on GitLab right before the write"
+        # Only labels the project's alias allows were accepted when it was prepared; right
+        # before the write the executor checks them against the alias in force and on GitLab.
+        return "allowed for this project; checked against its alias and GitLab before the write"
     check_labels_exist(action, facts.repository_labels)
     return "every label exists in the repository"
+
+
+def _alias_allows(facts: ApprovalFacts) -> str:
+    action = verified_action(facts.proposal)
+    assert isinstance(action, GitLabIssueCreateAction)
+    if facts.project_aliases is None:
+        return "checked against the project's alias right before the write"
+    # Assignees mapped by username are looked up on GitLab by the executor; ids compare here.
+    check_gitlab_fields(action, facts.project_aliases)
+    return f"its labels and assignees are allowed for {action.target.project}"
 
 
 def _mailbox_configured(facts: ApprovalFacts) -> str:
@@ -226,8 +242,12 @@ GITHUB_CHECKS: tuple[Check, ...] = (
     Check("labels exist", _labels_exist),
 )
 # A GitLab project is reachable only through the tenant's project aliases (resolved by
-# ``service/issues_prepare``); the executor checks the project is still one of them.
-GITLAB_CHECKS: tuple[Check, ...] = (Check("labels exist", _labels_exist),)
+# ``service/issues_prepare``): its labels and assignees must still be the alias's, now and again
+# right before the write.
+GITLAB_CHECKS: tuple[Check, ...] = (
+    Check("allowed by the project alias", _alias_allows),
+    Check("labels exist", _labels_exist),
+)
 # A message leaves from one of the tenant's configured mailboxes, approved by someone who holds
 # the grant for it (the approver role alone is not enough).
 EMAIL_CHECKS: tuple[Check, ...] = (
@@ -315,14 +335,6 @@ def check_labels_exist(action: AnyAction, repository_labels: Iterable[str]) -> N
     missing = [label for label in action.labels if label not in known]
     if missing:
         raise PolicyViolation(f"label(s) {', '.join(missing)} do not exist in {action.repository}")
-
-
-def check_project_allowed(action: GitLabIssueCreateAction, allowed: Iterable[str]) -> None:
-    """The executor's re-check: the project is still one of the tenant's GitLab aliases."""
-    if action.target.project not in {path.lower() for path in allowed}:
-        raise PolicyViolation(
-            f"GitLab project {action.target.project} is not one of the tenant's project aliases"
-        )
 
 
 def check_mailbox_configured(action: EmailSendAction, configured: Iterable[str]) -> None:

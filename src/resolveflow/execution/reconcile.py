@@ -8,6 +8,7 @@ prove is left ``unknown`` for a person.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -30,11 +31,20 @@ from resolveflow.store.context import ExecutionContext, execution_context
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.executions import SentWith
 
-__all__ = ["Reconciler", "Settled"]
+__all__ = ["Reconciler", "Settled", "Skipped"]
 
 logger = logging.getLogger(__name__)
 
 _OPEN = (ExecutionState.SENDING, ExecutionState.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An execution reconciliation looked at and left as it was (``state``), with why."""
+
+    execution_id: UUID
+    state: ExecutionState
+    reason: str
 
 
 class Reconciler:
@@ -61,30 +71,42 @@ class Reconciler:
     ) -> list[Settled]:
         """Settle what can be settled. ``min_age_seconds`` spaces out re-checks of ``unknown``
         executions (a background worker passes its interval; a person running it passes 0)."""
+        return [
+            result
+            for result in self.survey(tenant_ids, min_age_seconds)
+            if isinstance(result, Settled)
+        ]
+
+    def survey(
+        self, tenant_ids: list[UUID] | None = None, min_age_seconds: float = 0
+    ) -> list[Settled | Skipped]:
+        """As ``run``, with every execution looked at: those settled here, and those skipped
+        with the reason (``reconcile --json`` reports both)."""
         if tenant_ids is None:
             with self.db.unscoped() as conn:
                 tenant_ids = [tenant.id for tenant in tenant_store.list_tenants(conn)]
-        results: list[Settled] = []
+        results: list[Settled | Skipped] = []
         for tenant_id in tenant_ids:
             with self.db.tenant(tenant_id) as conn:
                 candidates = store.reconcile_candidates(conn, tenant_id, min_age_seconds)
-            for candidate in candidates:
-                settled = self._one_of_many(candidate)
-                if settled is not None:
-                    results.append(settled)
+            results += [self._one_of_many(candidate) for candidate in candidates]
         return results
 
-    def _one_of_many(self, candidate: Execution) -> Settled | None:
+    def _one_of_many(self, candidate: Execution) -> Settled | Skipped:
         """One candidate's failure (an unreadable token, a store error) is recorded on it and
         never stops the others."""
         try:
-            return self.reconcile_one(candidate)
+            settled = self.reconcile_one(candidate)
         except ResolveFlowError as exc:
             logger.warning(
                 "could not reconcile", extra={"execution": str(candidate.id), "error": exc.message}
             )
             self._record_failure(candidate, exc)
-            return None
+            return Skipped(candidate.id, candidate.state, f"could not reconcile: {exc.message}")
+        if settled is None:
+            reason = "not settled here: another process holds it or settled it meanwhile"
+            return Skipped(candidate.id, candidate.state, reason)
+        return settled
 
     def _record_failure(self, execution: Execution, exc: ResolveFlowError) -> None:
         try:

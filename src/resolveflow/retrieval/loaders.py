@@ -1,37 +1,52 @@
 """Files of any supported kind -> one normalized document: title, sections, source path.
 
 Markdown and text are read as they are (front matter ``runbook: TAG`` / ``title: T``). HTML (an
-exported wiki page) goes through BeautifulSoup: scripts, styles, navigation, headers, footers and
-forms are dropped, the main content (``<main>``, ``<article>``, ``role=main``, else ``<body>``) is
-converted to Markdown by markdownify, so headings, lists, code blocks and tables stay readable and
-the chunker can follow its headings. A PDF goes through pypdf, one section per page under a
-``## Page N`` heading, so every chunk's text says which page it came from (``page_of``).
+exported wiki page) becomes Markdown (``html_text``), so headings, lists, code blocks and tables
+stay readable and the chunker can follow its headings. A PDF goes through pypdf (``pdf_text``), one
+section per page under a ``## Page N`` heading, so every chunk's text says which page it came from
+(``page_of``).
 
-Every failure is one ``UnreadableDocument`` line (junk named .pdf, an encrypted PDF, binary bytes
-named .html, a file past the size cap): a folder goes on with its other files, the API answers
-4xx. Nothing here touches the database.
+Every failure is one line (junk named .pdf, an encrypted PDF, binary bytes named .html, a file past
+a bound of ``document_bounds``): a folder goes on with its other files, the API answers 4xx.
+Nothing here touches the database, and nothing here bounds time or memory: untrusted files go
+through ``retrieval.extraction``, which runs this module in a worker process with a deadline.
 """
 
 from __future__ import annotations
 
-import io
-import logging
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from resolveflow.domain.refine_rules import front_matter_triggers
-from resolveflow.errors import InvalidInput
-from resolveflow.retrieval.chunking import MAX_INPUT_CHARS, normalize_text
+from resolveflow.retrieval.chunking import normalize_text
+from resolveflow.retrieval.document_bounds import (
+    DEFAULT_MAX_BYTES,
+    DocumentTooLarge,
+    ExtractorUnavailable,
+    TextLimits,
+    UnreadableDocument,
+    UnsupportedMediaType,
+    check_text,
+    without_surrogates,
+)
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DocumentTooLarge",
+    "ExtractorUnavailable",
+    "LoadedDocument",
+    "Section",
+    "TextLimits",
+    "UnreadableDocument",
+    "UnsupportedMediaType",
+]
 
 MARKDOWN = "text/markdown"
 TEXT = "text/plain"
 HTML = "text/html"
 PDF = "application/pdf"
 MEDIA_TYPES = (MARKDOWN, TEXT, HTML, PDF)
-DEFAULT_MAX_BYTES = 10 * 1024 * 1024  # RESOLVEFLOW_DOCUMENT_MAX_BYTES
 SUFFIXES = {
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
@@ -42,27 +57,14 @@ SUFFIXES = {
 }
 # Other names clients send for the same formats.
 _ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
-# Never content: the page's chrome, or active content that is not text at all.
-_DROPPED_TAGS = (
-    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",
-    "button", "iframe", "svg", "canvas", "object", "embed", "link", "meta",
-)  # fmt: skip
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
-_HEADING_LINE = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+# Linear on any input: ``[^\S\n]*`` (white space but the newline) cannot also take the newline
+# after it; ``\s*`` could, and backtracked over a run of blank lines once per line after them.
+_FRONT_MATTER = re.compile(r"\A---[^\S\n]*\n(.*?)\n---[^\S\n]*(?:\n|\Z)", re.DOTALL)
+# The heading's text is trimmed in Python (``_heading``): ``(.+?)\s*#*\s*$`` took cubic time on a
+# heading line padded with spaces.
+_HEADING_LINE = re.compile(r"^\s{0,3}(#{1,6})\s+(.+)$")
 _PAGE_MARK = re.compile(r"^## Page (\d+)$", re.MULTILINE)
 _SPACES = re.compile(r"\s+")
-
-
-class UnreadableDocument(InvalidInput):
-    """The file could not be turned into text; the message says why, in one line."""
-
-
-class UnsupportedMediaType(InvalidInput):
-    """Not one of the document formats ResolveFlow reads."""
-
-
-class DocumentTooLarge(InvalidInput):
-    """Larger than ``RESOLVEFLOW_DOCUMENT_MAX_BYTES``."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def media_type_for(path: str, declared: str | None = None) -> str:
             return base
         if base not in ("application/octet-stream", ""):
             raise UnsupportedMediaType(
-                f"{path}: media type {base!r} is not supported (use one of "
+                f"{path}: media type {base[:100]!r} is not supported (use one of "
                 f"{', '.join(MEDIA_TYPES)})"
             )
     suffix = PurePosixPath(path).suffix.lower()
@@ -114,15 +116,25 @@ def check_size(path: str, size: int, max_bytes: int) -> None:
         )
 
 
-def load_document(path: str, data: bytes, media_type: str, *, max_bytes: int) -> LoadedDocument:
+def load_document(
+    path: str,
+    data: bytes,
+    media_type: str,
+    *,
+    max_bytes: int,
+    limits: TextLimits = TextLimits(),  # frozen: one shared default is safe
+) -> LoadedDocument:
     """Convert ``data`` (the file's bytes) of ``media_type`` into a normalized document."""
     check_size(path, len(data), max_bytes)
     if media_type == PDF:
-        return _from_pdf(path, data)
+        return _from_pdf(path, data, limits)
     if media_type == HTML:
-        return _from_html(path, data)
+        from resolveflow.retrieval.html_text import html_text  # bs4: only when a page comes
+
+        title, body = html_text(path, data, limits)
+        return _finish(path, HTML, title, body, limits)
     if media_type in (MARKDOWN, TEXT):
-        return _from_text(path, _decode(path, data), media_type)
+        return _from_text(path, _decode(path, data), media_type, limits)
     raise UnsupportedMediaType(f"{path}: media type {media_type!r} is not supported")
 
 
@@ -161,7 +173,7 @@ def split_sections(body: str) -> tuple[Section, ...]:
         if match:
             if heading or "\n".join(lines).strip():
                 sections.append(Section(heading, level, "\n".join(lines).strip()))
-            heading, level, lines = match.group(2), len(match.group(1)), []
+            heading, level, lines = _heading(match.group(2)), len(match.group(1)), []
         else:
             lines.append(line)
     if heading or "\n".join(lines).strip():
@@ -169,8 +181,20 @@ def split_sections(body: str) -> tuple[Section, ...]:
     return tuple(sections)
 
 
+def _heading(raw: str) -> str:
+    """An ATX heading's text without its closing ``#`` run and the spaces around it (at least
+    its first character stays, as CommonMark keeps ``# #``)."""
+    trimmed = raw.rstrip().rstrip("#").rstrip()
+    return trimmed or raw[:1]
+
+
 def _stem_title(path: str) -> str:
     return PurePosixPath(path).stem.replace("-", " ").replace("_", " ")
+
+
+def _clean(text: str) -> str:
+    # Postgres stores neither NUL (normalize_text drops control characters) nor lone surrogates.
+    return without_surrogates(normalize_text(text))
 
 
 def _finish(
@@ -178,12 +202,14 @@ def _finish(
     media_type: str,
     title: str,
     body: str,
+    limits: TextLimits,
     fields: dict[str, str] | None = None,
     triggers: tuple[str, ...] = (),
 ) -> LoadedDocument:
-    body = normalize_text(body)
+    body = _clean(body)
     if not body:
         raise UnreadableDocument(f"{path}: no text found")
+    check_text(path, body, limits)
     sections = split_sections(body)
     if not title:
         first = next((s.heading for s in sections if s.level == 1), "")
@@ -192,7 +218,7 @@ def _finish(
     return LoadedDocument(
         path=path,
         media_type=media_type,
-        title=normalize_text(title)[:500],
+        title=_clean(title)[:500],
         body=body,
         sections=sections,
         runbook_tag=fields.get("runbook") or None,
@@ -201,69 +227,17 @@ def _finish(
     )
 
 
-def _from_text(path: str, text: str, media_type: str) -> LoadedDocument:
+def _from_text(path: str, text: str, media_type: str, limits: TextLimits) -> LoadedDocument:
     fields, body = front_matter(text)
     triggers = front_matter_triggers(text)
-    return _finish(path, media_type, fields.get("title", ""), body, fields, triggers)
+    return _finish(path, media_type, fields.get("title", ""), body, limits, fields, triggers)
 
 
-def _from_html(path: str, data: bytes) -> LoadedDocument:
-    from bs4 import BeautifulSoup
-    from markdownify import ATX, MarkdownConverter
+def _from_pdf(path: str, data: bytes, limits: TextLimits) -> LoadedDocument:
+    from resolveflow.retrieval.pdf_text import pdf_text  # pypdf: only when a PDF comes
 
-    if b"\x00" in data[:8192]:
-        raise UnreadableDocument(f"{path}: binary content, not HTML")
-    soup = BeautifulSoup(data, "html.parser")  # lenient: broken markup still gives its text
-    page_title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup(_DROPPED_TAGS):
-        tag.decompose()
-    main = soup.find("main") or soup.find("article") or soup.find(True, attrs={"role": "main"})
-    root = main or soup.body or soup
-    heading = root.find("h1")
-    title = heading.get_text(" ", strip=True) if heading else page_title
-    converter = MarkdownConverter(
-        heading_style=ATX,
-        bullets="-",
-        # Escapes would put backslashes into words (max\_connections) that search must match.
-        escape_asterisks=False,
-        escape_underscores=False,
-        escape_misc=False,
-    )
-    body = converter.convert_soup(root)
-    return _finish(path, HTML, title, body)
-
-
-def _from_pdf(path: str, data: bytes) -> LoadedDocument:
-    from pypdf import PasswordType, PdfReader
-
-    # pypdf logs a warning per oddity of a malformed file; our one line per file says enough.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
-    if not data.startswith(b"%PDF-") and b"%PDF-" not in data[:1024]:
-        raise UnreadableDocument(f"{path}: not a PDF (no %PDF header)")
-    # A parser of untrusted files can fail in many ways (pypdf's own errors, but also ValueError,
-    # KeyError or RecursionError on crafted input): each becomes one line for that file.
-    try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
-            raise UnreadableDocument(f"{path}: the PDF is encrypted (it needs a password)")
-        meta_title = (reader.metadata.title if reader.metadata else None) or ""
-        parts: list[str] = []
-        used = 0
-        for number, page in enumerate(reader.pages, start=1):
-            text = normalize_text(page.extract_text())
-            if text:
-                parts.append(f"## Page {number}\n\n{text}")
-                used += len(text)
-            if used > MAX_INPUT_CHARS:  # the chunker indexes no more than this anyway
-                break
-    except UnreadableDocument:
-        raise
-    except Exception as exc:
-        logger.info("unreadable PDF", extra={"path": path, "error": type(exc).__name__})
-        raise UnreadableDocument(f"{path}: not a readable PDF ({_reason(exc)})") from None
-    if not parts:
-        raise UnreadableDocument(f"{path}: the PDF has no text layer (scanned images?)")
-    doc = _finish(path, PDF, str(meta_title), "\n\n".join(parts))
+    meta_title, parts = pdf_text(path, data, limits)
+    doc = _finish(path, PDF, meta_title, "\n\n".join(parts), limits)
     return LoadedDocument(
         path=doc.path,
         media_type=doc.media_type,
@@ -283,11 +257,6 @@ def _with_page(section: Section) -> Section:
     match = _PAGE_MARK.match(f"## {section.heading}")
     page = int(match.group(1)) if match and section.level == 2 else None
     return Section(section.heading, section.level, section.text, page)
-
-
-def _reason(exc: Exception) -> str:
-    text = " ".join(str(exc).split())[:120]
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def page_of(body: str, passage: str) -> int | None:

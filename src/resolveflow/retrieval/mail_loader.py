@@ -1,29 +1,38 @@
 """Reading mail: one ``.eml`` file, a folder of them, an mbox file or a Maildir, into
-``domain.mail.MailMessage`` (stdlib ``email`` with ``policy.default`` and ``mailbox``).
+``domain.mail.MailMessage`` (stdlib ``email`` with ``policy.default``, within ``MailBounds``).
 
-A message that cannot be used (no Message-ID, unparseable, too large) is skipped with its reason;
-the rest go on. Messages are untrusted data: their text is stored and searched, never obeyed.
+A message that cannot be used (no Message-ID, unparseable, over a bound) is skipped with its
+reason; the rest go on. Messages are untrusted data: their text is stored and searched, never
+obeyed. Files are read by ``mail_files`` (no symbolic links, no devices, at most the size bound).
 """
 
 from __future__ import annotations
 
-import email
-import mailbox
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email import policy
 from email.message import EmailMessage, Message
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
 from pathlib import Path
 
 from resolveflow.domain.mail import MailMessage
-from resolveflow.errors import InvalidInput
+from resolveflow.errors import InvalidInput, Unavailable
+from resolveflow.retrieval.extraction import ExtractionLimits, extract
 from resolveflow.retrieval.loaders import HTML, UnreadableDocument, load_document
+from resolveflow.retrieval.mail_bounds import (
+    BoundExceeded,
+    MailBounds,
+    UnreadableMessage,
+    parse_bytes,
+)
+from resolveflow.retrieval.mail_files import raw_messages
 
-MAX_MESSAGE_BYTES = 10 * 1024 * 1024  # one message, attachments included
+MAX_MESSAGE_BYTES = MailBounds.message_max_bytes  # one message, attachments included
 MAX_TEXT_CHARS = 100_000  # the readable body kept (the chunker indexes ~75 kB)
+# A larger HTML body is converted in an extraction worker (a deadline): 64 KB of dense tags
+# takes ~1 s in process, and most mail's HTML is smaller.
+INLINE_HTML_BYTES = 64 * 1024
 MAX_MESSAGE_ID_CHARS = 300  # what a document's external id holds
 
 _ANGLE_ID = re.compile(r"<([^<>\s]+)>")
@@ -31,16 +40,12 @@ _ON_WROTE = re.compile(r"^\s*On\b.*\bwrote:\s*$", re.IGNORECASE)
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(Original Message|Forwarded message)\s*-{2,}\s*$", re.I)
 
 
-class UnreadableMessage(InvalidInput):
-    """A message or file that cannot be read as mail; the message says why, in one line."""
-
-
 @dataclass
 class MailSource:
     """The messages at ``path`` (read lazily); ``skipped`` gathers (name, reason) as it goes."""
 
     path: Path
-    max_bytes: int = MAX_MESSAGE_BYTES
+    bounds: MailBounds = field(default_factory=MailBounds)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -58,63 +63,35 @@ class MailSource:
             return "mbox" if handle.read(5) == b"From " else "eml"
 
     def __iter__(self) -> Iterator[MailMessage]:
-        for name, data in self._raw():
+        limit = self.bounds.message_max_bytes
+        for name, data in raw_messages(self.path, self.form, limit, self.skipped):
             try:
-                yield parse_message(data, name, max_bytes=self.max_bytes)
+                yield parse_message(data, name, self.bounds)
             except UnreadableMessage as exc:
                 self.skipped.append((name, str(exc)))
 
-    def _raw(self) -> Iterator[tuple[str, bytes]]:
-        form = self.form
-        if form == "eml":
-            yield str(self.path), self._read_file(self.path)
-        elif form == "eml-folder":
-            for file in sorted(self.path.rglob("*.eml")):
-                try:
-                    yield str(file), self._read_file(file)
-                except UnreadableMessage as exc:
-                    self.skipped.append((str(file), str(exc)))
-        else:
-            box: mailbox.mbox | mailbox.Maildir = (
-                mailbox.mbox(self.path, create=False)
-                if form == "mbox"
-                else mailbox.Maildir(self.path, create=False)
-            )
-            try:
-                for number, key in enumerate(
-                    sorted(box.keys()) if form == "maildir" else box.keys()
-                ):
-                    yield f"{self.path}#{number + 1}", box.get_bytes(key)
-            finally:
-                box.close()
 
-    def _read_file(self, file: Path) -> bytes:
-        size = file.stat().st_size
-        if size > self.max_bytes:
-            raise UnreadableMessage(f"{file}: {size} bytes is larger than {self.max_bytes}")
-        try:
-            return file.read_bytes()
-        except OSError as exc:
-            raise UnreadableMessage(f"{file}: cannot read ({exc.strerror})") from None
-
-
-def parse_message(data: bytes, name: str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> MailMessage:
+def parse_message(data: bytes, name: str, bounds: MailBounds | None = None) -> MailMessage:
     """One message's bytes as a ``MailMessage``; ``UnreadableMessage`` says why not."""
-    if len(data) > max_bytes:
-        raise UnreadableMessage(f"{name}: {len(data)} bytes is larger than {max_bytes}")
+    bounds = bounds or MailBounds()
+    limit = bounds.message_max_bytes
+    if len(data) > limit:  # before anything copies or scans it
+        raise UnreadableMessage(f"{name}: {len(data)} bytes is larger than {limit}")
     if not data.strip():
         raise UnreadableMessage(f"{name}: empty")
     try:
-        parsed = email.message_from_bytes(data, policy=policy.default)
-        assert isinstance(parsed, EmailMessage)
-        return _message(parsed, name)
+        return _message(parse_bytes(data, bounds), name, bounds)
+    except BoundExceeded as exc:
+        raise UnreadableMessage(f"{name}: {exc}") from None
     except UnreadableMessage:
+        raise
+    except Unavailable:  # no extractor free for an HTML body: try again later, not bad input
         raise
     except Exception as exc:  # whatever a broken message makes the parser raise
         raise UnreadableMessage(f"{name}: not a readable message ({type(exc).__name__})") from None
 
 
-def _message(parsed: EmailMessage, name: str) -> MailMessage:
+def _message(parsed: EmailMessage, name: str, bounds: MailBounds) -> MailMessage:
     message_id = _first_id(_header(parsed, "Message-ID"))
     if message_id is None:
         raise UnreadableMessage(f"{name}: no Message-ID")
@@ -132,7 +109,7 @@ def _message(parsed: EmailMessage, name: str) -> MailMessage:
         cc=_addresses(parsed, "Cc"),
         subject=" ".join(_clean(_header(parsed, "Subject")).split()),
         date=_date(_header(parsed, "Date")),
-        text=_body(parsed, name),
+        text=_body(parsed, name, bounds),
         in_reply_to=_first_id(_header(parsed, "In-Reply-To")),
         references=references,
     )
@@ -141,6 +118,8 @@ def _message(parsed: EmailMessage, name: str) -> MailMessage:
 def _header(parsed: EmailMessage, name: str) -> str:
     try:
         value = parsed.get(name)
+    except BoundExceeded:
+        raise
     except Exception:  # a header the policy cannot parse counts as absent
         return ""
     return str(value) if value is not None else ""
@@ -162,9 +141,12 @@ def _ids(value: str) -> tuple[str, ...]:
 def _addresses(parsed: EmailMessage, name: str) -> tuple[str, ...]:
     try:
         values = [str(v) for v in parsed.get_all(name, [])]
+    except BoundExceeded:
+        raise
     except Exception:
         return ()
-    found = (address.strip().lower() for _, address in getaddresses(values))
+    # A header repeated word for word is read once (each copy costs the address parser again).
+    found = (a.strip().lower() for _, a in getaddresses(list(dict.fromkeys(values))))
     return tuple(dict.fromkeys(a for a in found if "@" in a))
 
 
@@ -178,7 +160,7 @@ def _date(value: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _body(parsed: EmailMessage, name: str) -> str:
+def _body(parsed: EmailMessage, name: str, bounds: MailBounds) -> str:
     """The text part, else the HTML part as text (the docs loader's conversion)."""
     part = parsed.get_body(preferencelist=("plain",))
     if part is not None:
@@ -186,11 +168,21 @@ def _body(parsed: EmailMessage, name: str) -> str:
     part = parsed.get_body(preferencelist=("html",))
     if part is None:
         return ""
-    html = _content(part)
+    data = _content(part).encode("utf-8", "replace")  # a lone surrogate from a bad charset
     try:
-        loaded = load_document(name, html.encode("utf-8"), HTML, max_bytes=MAX_MESSAGE_BYTES)
+        if len(data) <= INLINE_HTML_BYTES:
+            loaded = load_document(name, data, HTML, max_bytes=bounds.message_max_bytes)
+        else:  # BeautifulSoup spends ~25 s on 1 MB of dense tags: a worker with a deadline
+            limits = ExtractionLimits(
+                max_bytes=bounds.message_max_bytes, timeout_seconds=bounds.html_timeout_seconds
+            )
+            loaded = extract(name, data, HTML, limits)
     except UnreadableDocument:  # markup without text
         return ""
+    except InvalidInput as exc:  # past the deadline or the worker's memory ceiling
+        # the extractor's reason, without the name again or its own settings' names
+        reason = str(exc).removeprefix(f"{name}: ").split(" (RESOLVEFLOW_")[0]
+        raise UnreadableMessage(f"{name}: the HTML body: {reason}") from None
     return _clean(loaded.body)[:MAX_TEXT_CHARS]
 
 

@@ -10,21 +10,26 @@ and the folder goes on.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from resolveflow.errors import InvalidInput
 from resolveflow.retrieval import loaders
+from resolveflow.retrieval.extraction import ExtractionLimits, shared_extractor
 from resolveflow.retrieval.loaders import LoadedDocument
 from resolveflow.retrieval.loaders import front_matter as front_matter  # noqa: PLC0414 (re-export)
 from resolveflow.retrieval.records import SourceDocument
 
 DOC_SUFFIXES = tuple(loaders.SUFFIXES)
 DEFAULT_MAX_BYTES = loaders.DEFAULT_MAX_BYTES
+_Read = tuple[bytes, datetime]
 
 
 def parse_time(value: Any, *, where: str) -> datetime | None:
@@ -101,31 +106,25 @@ def source_document(
     )
 
 
-def read_doc_file(
-    path: Path, root: Path, source: str, *, max_bytes: int = DEFAULT_MAX_BYTES
-) -> SourceDocument:
-    """One file of a docs folder, or ``InvalidInput`` saying in one line why it cannot be read."""
-    name = path.relative_to(root).as_posix()
-    media_type = loaders.media_type_for(name)
-    try:
-        stat = path.stat()
-        loaders.check_size(name, stat.st_size, max_bytes)  # before reading a huge file at all
-        data = path.read_bytes()
-    except OSError as exc:
-        raise loaders.UnreadableDocument(f"{name}: cannot read ({exc.strerror or exc})") from None
-    loaded = loaders.load_document(name, data, media_type, max_bytes=max_bytes)
-    return source_document(loaded, source, datetime.fromtimestamp(stat.st_mtime, tz=UTC))
-
-
 @dataclass
 class DocsFolder:
     """The documents of a folder, in path order. Iterating reads them; afterwards ``seen`` holds
     every supported file's external id (read or not) and ``skipped`` each unreadable one with
-    its one-line reason."""
+    its one-line reason.
+
+    Only the folder's own regular files are read: a symbolic link (to a file or a folder, inside
+    the folder or out of it) is skipped with its reason and never followed, and neither is a
+    device, a pipe or a socket. Each file is opened component by component without following
+    links (``O_NOFOLLOW``), so a link swapped in while the folder is read is refused too. A
+    skipped link is not ``seen``: ``--prune`` removes what an earlier run read through one.
+    Text is extracted by ``retrieval.extraction`` (worker processes, ``limits``; without
+    ``limits``, the defaults with ``max_bytes``).
+    """
 
     root: Path
     source: str
     max_bytes: int = DEFAULT_MAX_BYTES
+    limits: ExtractionLimits | None = None
     seen: set[str] = field(default_factory=set)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
@@ -134,15 +133,93 @@ class DocsFolder:
             raise InvalidInput(f"{self.root} is not a directory")
 
     def __iter__(self) -> Iterator[SourceDocument]:
-        for path in sorted(self.root.rglob("*")):
-            if not (path.is_file() and path.suffix.lower() in DOC_SUFFIXES):
-                continue
-            name = path.relative_to(self.root).as_posix()
-            self.seen.add(name)
+        limits = self.limits or ExtractionLimits(max_bytes=self.max_bytes)
+        extractor = shared_extractor(limits.workers)
+        root = self.root.resolve()  # the folder named may itself be a link: the one followed
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for parts, link in _entries(root):
+                name = "/".join(parts)
+                try:
+                    if link:
+                        raise loaders.UnreadableDocument(
+                            f"{_shown(name)}: a symbolic link, not followed"
+                        )
+                    _check_name(name)
+                    self.seen.add(name)
+                    data, modified = _read_inside(root_fd, parts, name, limits.max_bytes)
+                    media_type = loaders.media_type_for(name)
+                    loaded = extractor.extract(name, data, media_type, limits)
+                    del data
+                    yield source_document(loaded, self.source, modified)
+                except InvalidInput as exc:
+                    self.skipped.append((_shown(name), exc.message))
+        finally:
+            os.close(root_fd)
+
+
+def _entries(root: Path) -> list[tuple[tuple[str, ...], bool]]:
+    """Each supported file under ``root`` and each symbolic link to one or to a folder, as its
+    path's parts and whether it is a link, in path order; no link is followed."""
+    found: list[tuple[tuple[str, ...], bool]] = []
+    for top, dirs, files, top_fd in os.fwalk(root, follow_symlinks=False):
+        base = Path(top).relative_to(root).parts
+        for name in [*dirs, *files]:
             try:
-                yield read_doc_file(path, self.root, self.source, max_bytes=self.max_bytes)
-            except InvalidInput as exc:
-                self.skipped.append((name, exc.message))
+                mode = os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode
+            except OSError:
+                continue  # gone since it was listed
+            document = PurePosixPath(name).suffix.lower() in DOC_SUFFIXES
+            if stat.S_ISLNK(mode) and (document or name in dirs):
+                found.append(((*base, name), True))
+            elif document and not stat.S_ISDIR(mode):
+                found.append(((*base, name), False))
+    return sorted(found)
+
+
+def _read_inside(root_fd: int, parts: tuple[str, ...], name: str, max_bytes: int) -> _Read:
+    """The bytes and modification time of the regular file at ``parts`` under the folder."""
+    opened: list[int] = []
+    try:
+        fd = root_fd
+        for part in parts[:-1]:
+            fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            opened.append(fd)
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+        fd = os.open(parts[-1], flags, dir_fd=fd)
+        opened.append(fd)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise loaders.UnreadableDocument(
+                f"{name}: not a regular file (a device, a pipe or a socket); not read"
+            )
+        loaders.check_size(name, info.st_size, max_bytes)  # before reading a huge file at all
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(max_bytes + 1)  # it may have grown since
+        loaders.check_size(name, len(data), max_bytes)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link put where a file or folder was listed
+            raise loaders.UnreadableDocument(f"{name}: a symbolic link, not followed") from None
+        raise loaders.UnreadableDocument(f"{name}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        for opened_fd in opened:
+            os.close(opened_fd)
+    return data, datetime.fromtimestamp(info.st_mtime, tz=UTC)
+
+
+def _check_name(name: str) -> None:
+    """A file name that is not UTF-8 reads as lone surrogates, which Postgres cannot store."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise loaders.UnreadableDocument(
+            f"{_shown(name)}: the file name is not UTF-8; rename the file"
+        ) from None
+
+
+def _shown(name: str) -> str:
+    """The name as printable text: undecodable bytes as ``\\xff``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def read_docs_dir(

@@ -25,6 +25,7 @@ from resolveflow.domain.policy import (
     require_role,
 )
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
+from resolveflow.domain.triage_policy import ProjectAlias
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
 from resolveflow.store import audit, mail_drafts, mail_grants
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 # tenant id -> the tenant's mailboxes in the policy file (lower case); wiring builds it. Without
 # one, "mailbox configured" is left to the executor's check right before sending.
 MailboxLookup = Callable[[UUID], frozenset[str]]
+# tenant id -> the tenant's GitLab project aliases in the policy file now; without one, "allowed by
+# the project alias" is left to the executor's check right before the write.
+AliasLookup = Callable[[UUID], tuple[ProjectAlias, ...]]
 
 
 def actor_of(principal: Principal) -> str:
@@ -128,6 +132,7 @@ def approval_facts(
     ttl_seconds: int,
     read: LabelsRead | None = None,
     configured_mailboxes: frozenset[str] | None = None,
+    project_aliases: tuple[ProjectAlias, ...] | None = None,
 ) -> ApprovalFacts:
     """The records as they are now, inside the viewer's tenant (call under the lineage lock
     when deciding); ``read``: the labels from GitHub when the run's evidence has none."""
@@ -148,6 +153,7 @@ def approval_facts(
         configured_mailboxes=configured_mailboxes,
         granted_mailboxes=_granted(conn, viewer, proposal),
         checked_draft=_checked_draft(conn, viewer, proposal),
+        project_aliases=project_aliases,
     )
 
 
@@ -181,6 +187,7 @@ def checks_for(
     ttl_seconds: int,
     labels: RepositoryLabels | None = None,
     mailboxes: MailboxLookup | None = None,
+    aliases: AliasLookup | None = None,
 ) -> list[CheckResult]:
     """Every approval check for ``viewer`` on this proposal version, each passing or not.
     ``labels``: where to read the repository's labels when no run's evidence has them (without
@@ -196,6 +203,7 @@ def checks_for(
             ttl_seconds=ttl_seconds,
             read=read,
             configured_mailboxes=mailboxes(viewer.tenant_id) if mailboxes else None,
+            project_aliases=aliases(viewer.tenant_id) if aliases else None,
         )
     return evaluate(facts)
 
@@ -208,9 +216,11 @@ def approve(
     ttl_seconds: int,
     labels: RepositoryLabels | None = None,
     mailboxes: MailboxLookup | None = None,
+    aliases: AliasLookup | None = None,
 ) -> ApprovalResult:
     with span("approval", proposal_id=str(proposal_id), tenant_id=str(principal.tenant_id)):
-        return _approve(db, principal, proposal_id, digest, ttl_seconds, labels, mailboxes)
+        lookups = (labels, mailboxes, aliases)
+        return _approve(db, principal, proposal_id, digest, ttl_seconds, *lookups)
 
 
 def _approve(
@@ -221,10 +231,12 @@ def _approve(
     ttl_seconds: int,
     labels: RepositoryLabels | None,
     mailboxes: MailboxLookup | None,
+    aliases: AliasLookup | None,
 ) -> ApprovalResult:
     try:
         read = read_labels(db, principal, proposal_id, labels)
         configured = mailboxes(principal.tenant_id) if mailboxes else None
+        project_aliases = aliases(principal.tenant_id) if aliases else None
         with db.tenant(principal.tenant_id) as conn:
             proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
             proposal_store.lock_lineage(conn, proposal.lineage_id)
@@ -236,6 +248,7 @@ def _approve(
                 ttl_seconds=ttl_seconds,
                 read=read,
                 configured_mailboxes=configured,
+                project_aliases=project_aliases,
             )
             check_can_approve(facts)
             approval = proposal_store.insert_approval(

@@ -188,6 +188,8 @@ class Deciding:
     labels: approvals.RepositoryLabels | None = None
     # The tenant's mailboxes in the policy file, for "mailbox configured" on email.send
     mailboxes: approvals.MailboxLookup | None = None
+    # The tenant's GitLab project aliases, for "allowed by the project alias"
+    aliases: approvals.AliasLookup | None = None
 
 
 def approve(
@@ -195,8 +197,9 @@ def approve(
 ) -> Decided:
     target = find_target(db, principal, run_or_proposal)
     with _paused(db, principal, target, how.runs, how.lease_seconds):
+        lookups = (how.labels, how.mailboxes, how.aliases)
         result = approvals.approve(
-            db, principal, target.proposal_id, digest, how.ttl_seconds, how.labels, how.mailboxes
+            db, principal, target.proposal_id, digest, how.ttl_seconds, *lookups
         )
         job = _follow_up(
             db,

@@ -11,6 +11,7 @@ from resolveflow.domain.records import Execution, ExecutionState, Principal, Rol
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidTransition
 from resolveflow.service.approvals import actor_of
+from resolveflow.service.mail_readers import hidden, mail_reader, mailbox_of
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store
 from resolveflow.store import proposals as proposal_store
@@ -49,12 +50,18 @@ def list_executions(
         state = ExecutionState(state).value
     with db.tenant(principal.tenant_id) as conn:
         rows = execution_store.list_executions(conn, principal.tenant_id, state, limit)
+        reader = mail_reader(conn, principal)
     views = []
     for row in rows:
         view = execution_view(execution_store.to_execution(row))
         action = parse_action(row["action"])
         view["kind"] = action.kind
-        view["target"] = action.summary
+        view["target"] = action.summary  # an email's names no recipient (only their count)
+        mailbox = mailbox_of(row["action"])
+        if not reader.may_read(mailbox):
+            # The row stays (the work exists); a server's answer may quote a recipient.
+            assert mailbox is not None
+            view["detail"] = hidden(mailbox)
         views.append(view)
     return views
 
@@ -63,6 +70,8 @@ def show_execution(db: Database, principal: Principal, execution_id: UUID) -> di
     with db.tenant(principal.tenant_id) as conn:
         execution = execution_store.execution_by_id(conn, principal.tenant_id, execution_id)
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, execution.proposal_id)
+        # As for the proposal (``proposals.describe``): no grant for its mailbox, no email.
+        mail_reader(conn, principal).require(mailbox_of(proposal.action))
         attempts = execution_store.attempts_for_execution(conn, principal.tenant_id, execution.id)
         events = audit.events_for(
             conn, principal.tenant_id, [str(execution.id), str(execution.proposal_id)]

@@ -1,10 +1,19 @@
-"""``/readyz``'s checks: the database answers, its schema is the one this code installs, and
-the job queue can be read. Each is a name, whether it passed, and one line saying why; the
-first failure does not hide the others."""
+"""``/readyz``'s checks: the database answers, its schema is the one this code installs, the job
+queue can be read, and (in a process that runs the worker: ``serve --with-worker``) the worker
+is working. Each is a name, whether it passed, and one line saying why; the first failure does
+not hide the others.
+
+``WorkerStatus`` is what the worker publishes (``worker/supervise.py``) and readiness reads: the
+worker's state and since when. A web process without a worker has none and does not check one;
+its queue line says how many workers anywhere sent a heartbeat lately (docs/operations.md).
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
+from enum import StrEnum
 
 from resolveflow.errors import ResolveFlowError
 from resolveflow.store import health as store
@@ -18,7 +27,57 @@ class Check:
     detail: str
 
 
-def readiness(db: Database) -> list[Check]:
+class WorkerState(StrEnum):
+    STARTING = "starting"  # not connected yet
+    WORKING = "working"  # connected to the queue, taking jobs
+    RECONNECTING = "reconnecting"  # lost the database; waiting to try again
+    STOPPED = "stopped"  # asked to stop, or failed for good
+
+
+@dataclass(frozen=True)
+class WorkerSnapshot:
+    state: WorkerState
+    detail: str
+    seconds: float  # in this state for
+
+
+class WorkerStatus:
+    """The worker's state, set by its thread and read by request threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state, self._detail, self._since = WorkerState.STARTING, "", time.monotonic()
+
+    def set(self, state: WorkerState, detail: str = "") -> bool:
+        """Record ``state``; True when it is a change (the caller logs changes only)."""
+        with self._lock:
+            changed = state is not self._state
+            if changed:
+                self._since = time.monotonic()
+            self._state, self._detail = state, detail
+        return changed
+
+    def snapshot(self) -> WorkerSnapshot:
+        with self._lock:
+            return WorkerSnapshot(self._state, self._detail, time.monotonic() - self._since)
+
+
+def worker_check(status: WorkerStatus) -> Check:
+    now = status.snapshot()
+    if now.state is WorkerState.WORKING:
+        return Check("worker", True, f"working for {now.seconds:.0f} s")
+    why = f": {now.detail}" if now.detail else ""
+    return Check("worker", False, f"{now.state.value} for {now.seconds:.0f} s{why}")
+
+
+def readiness(db: Database, worker: WorkerStatus | None = None) -> list[Check]:
+    checks = _database(db)
+    if worker is not None:
+        checks.append(worker_check(worker))
+    return checks
+
+
+def _database(db: Database) -> list[Check]:
     try:
         with db.unscoped() as conn:
             behind = store.migrations_behind(conn)
@@ -48,5 +107,9 @@ def _queue(db: Database) -> Check:
     except ResolveFlowError as exc:
         return Check("queue", False, f"cannot be read: {exc.message}")
     return Check(
-        "queue", True, f"{backlog.waiting} job(s) waiting, oldest {backlog.oldest_seconds:.0f} s"
+        "queue",
+        True,
+        f"{backlog.waiting} job(s) waiting, oldest {backlog.oldest_seconds:.0f} s; "
+        f"{backlog.live_workers} worker(s) with a heartbeat in the last "
+        f"{store.LIVE_WORKER_SECONDS} s",
     )

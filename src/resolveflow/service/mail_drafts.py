@@ -32,6 +32,7 @@ from resolveflow.domain.mail_draft import (
 from resolveflow.domain.mail_model import PROMPT_VERSION, draft_messages, parse_model_draft
 from resolveflow.domain.mailbox_policy import MailboxPolicy, mailbox_key
 from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.user_text import check_text, check_texts
 from resolveflow.errors import InvalidInput, NotAuthorized
 from resolveflow.service.proposals import create_prepared_proposal, edit_proposal
 from resolveflow.store import mail_drafts as store
@@ -77,6 +78,15 @@ class Edit:
     to: tuple[str, ...] | None = None
     cc: tuple[str, ...] | None = None
     bcc: tuple[str, ...] | None = None
+
+
+def _check_storable(change: Edit) -> None:
+    """Every edge (the API, the /mail form, ``mail edit``) reaches this: text the database cannot
+    hold is one line naming the field, before anything is read or written."""
+    check_text("subject", change.subject)
+    check_text("body", change.body)
+    for name in ("to", "cc", "bcc"):
+        check_texts(name, getattr(change, name))
 
 
 class MailDrafts:
@@ -137,6 +147,7 @@ class MailDrafts:
         self, principal: Principal, draft_id: UUID, seen_version: int, change: Edit
     ) -> VersionRecord:
         """A reviewer's edit of the version they saw: a new version, checked again."""
+        _check_storable(change)
         record, versions = self.load(principal, draft_id)
         self._mailbox(principal, record.mailbox)
         latest = versions[-1]

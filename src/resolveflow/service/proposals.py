@@ -21,6 +21,7 @@ from resolveflow.domain.records import Approval, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.service.approvals import actor_of
+from resolveflow.service.mail_readers import mail_reader, mailbox_of
 from resolveflow.store import audit
 from resolveflow.store import executions as execution_store
 from resolveflow.store import proposals as proposal_store
@@ -131,6 +132,8 @@ def edit_proposal(
     _require_proposer(principal)
     with db.tenant(principal.tenant_id) as conn:
         base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        # An edit reads the mail it changes (and answers with it): the grant holds first.
+        mail_reader(conn, principal).require(mailbox_of(base.action))
         proposal_store.lock_lineage(conn, base.lineage_id)
         latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
@@ -189,6 +192,9 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
     """Everything a reviewer needs to decide: the exact action, its digest, history and state."""
     with db.tenant(principal.tenant_id) as conn:
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        # Like the tenant, the mailbox grant bounds who reads an email (403 without it); every
+        # page, API answer and command that shows a proposal comes through here.
+        mail_reader(conn, principal).require(mailbox_of(proposal.action))
         approval = proposal_store.approval_for_proposal(conn, principal.tenant_id, proposal.id)
         execution = execution_store.execution_for_proposal(conn, principal.tenant_id, proposal.id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)

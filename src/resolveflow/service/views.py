@@ -23,6 +23,7 @@ from resolveflow.service import approvals, mail_views
 from resolveflow.service import executions as execution_service
 from resolveflow.service import proposals as proposal_service
 from resolveflow.service import runs as run_service
+from resolveflow.service.mail_readers import MailReader, hidden, mail_reader, mailbox_of
 from resolveflow.store import executions as execution_store
 from resolveflow.store import inbox as inbox_store
 from resolveflow.store import runs as run_store
@@ -72,7 +73,8 @@ def inbox(
             set(inbox_store.run_repositories(conn, principal.tenant_id))
             | set(inbox_store.proposal_repositories(conn, principal.tenant_id))
         )
-    items = [_run_item(row) for row in rows] + [_proposal_item(row) for row in pending]
+        reader = mail_reader(conn, principal)
+    items = [_run_item(row) for row in rows] + [_proposal_item(row, reader) for row in pending]
     items.sort(key=lambda item: item["created_at"], reverse=True)
     return {
         "items": items[:limit],
@@ -105,8 +107,12 @@ def _run_item(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _proposal_item(row: dict[str, Any]) -> dict[str, Any]:
+def _proposal_item(row: dict[str, Any], reader: MailReader) -> dict[str, Any]:
+    """A standalone proposal's row. An email of a mailbox the reader holds no grant for keeps its
+    row (the work is there, and the row names the grant to ask for) without its subject."""
     action = parse_action(row["action"])
+    mailbox = mailbox_of(row["action"])
+    readable = reader.may_read(mailbox)
     return {
         "type": "proposal",
         "href": f"/proposals/{row['proposal_id']}",
@@ -121,7 +127,10 @@ def _proposal_item(row: dict[str, Any]) -> dict[str, Any]:
         "digest": row["digest"],
         "version": row["version"],
         # a new issue's title (either forge) or an email's subject, as text
-        "title": getattr(action, "title", None) or getattr(action, "subject", None),
+        "title": (getattr(action, "title", None) or getattr(action, "subject", None))
+        if readable
+        else None,
+        "hidden": None if readable or mailbox is None else hidden(mailbox),
         "labels": list(action.labels),
         "assignees": _assignee_names(action),
         "has_comment": bool(getattr(action, "comment", None)),
@@ -144,13 +153,15 @@ def approval_gates(
     ttl_seconds: int,
     labels: approvals.RepositoryLabels | None = None,
     mailboxes: approvals.MailboxLookup | None = None,
+    aliases: approvals.AliasLookup | None = None,
 ) -> list[dict[str, Any]]:
     """The checks an approval by ``viewer`` must pass, from the records as they are now: the same
     checks, on the same facts, that ``approve`` runs (and the executor runs its own again).
     ``labels`` reads the repository's labels when no run's evidence has them (as ``approve``)."""
+    lookups = (labels, mailboxes, aliases)
     return [
         {"name": result.name, "ok": result.ok, "reason": result.reason}
-        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds, labels, mailboxes)
+        for result in approvals.checks_for(db, viewer, proposal_id, ttl_seconds, *lookups)
     ]
 
 
@@ -220,11 +231,12 @@ def proposal_page(
     ttl_seconds: int,
     labels: approvals.RepositoryLabels | None = None,
     mailboxes: approvals.MailboxLookup | None = None,
+    aliases: approvals.AliasLookup | None = None,
 ) -> dict[str, Any]:
     """One proposal version as ``service.proposals.describe`` tells it, with the checks an
     approval by ``viewer`` must pass and, once it was carried out, what the execution made."""
     view = proposal_service.describe(db, viewer, proposal_id)  # NotFound in another tenant
-    view["gates"] = approval_gates(db, viewer, proposal_id, ttl_seconds, labels, mailboxes)
+    view["gates"] = approval_gates(db, viewer, proposal_id, ttl_seconds, labels, mailboxes, aliases)
     view["is_latest"] = view["version"] == view["latest_version"]
     view["latest_id"] = view["versions"][-1]["id"]
     # Once a version of the lineage was carried out, no version is offered for approval.
@@ -273,8 +285,12 @@ def execution_page(db: Database, viewer: Principal, execution_id: UUID) -> dict[
 
 
 def audit_trail(db: Database, viewer: Principal, limit: int = 200) -> list[dict[str, Any]]:
+    """The newest events. Those about an email of a mailbox the viewer holds no grant for keep
+    who, what and when; their details (a rejection's reason, a server's answer naming a
+    recipient) are hidden."""
     with db.tenant(viewer.tenant_id) as conn:
         rows = inbox_store.recent_audit_events(conn, viewer.tenant_id, limit)
+        reader = mail_reader(conn, viewer)
     return [
         {
             "at": row["at"].isoformat(),
@@ -283,7 +299,9 @@ def audit_trail(db: Database, viewer: Principal, limit: int = 200) -> list[dict[
             "subject_type": row["subject_type"],
             "subject_id": row["subject_id"],
             "run_id": str(row["run_id"]) if row["run_id"] else None,
-            "details": row["details"],
+            "details": row["details"]
+            if reader.may_read(row["mailbox"])
+            else {"hidden": hidden(row["mailbox"])},
         }
         for row in rows
     ]

@@ -1,4 +1,5 @@
-"""What readiness reads, as the runtime role: which migrations are missing, and the queue's backlog."""
+"""What readiness reads, as the runtime role: which migrations are missing, the queue's backlog
+and how many workers beat lately."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from resolveflow.store.database import Connection
 from resolveflow.store.migrate import available_migrations
 from resolveflow.store.queries import q
 
+# procrastinate's workers beat every 10 s: three beats missed and a worker no longer counts.
+LIVE_WORKER_SECONDS = 30
+
 
 @dataclass(frozen=True)
 class QueueBacklog:
     waiting: int
     oldest_seconds: float
+    live_workers: int = 0
 
 
 def migrations_behind(conn: Connection) -> list[str]:
@@ -28,5 +33,6 @@ def migrations_behind(conn: Connection) -> list[str]:
 
 def queue_backlog(conn: Connection) -> QueueBacklog:
     row = conn.execute(q("health", "queue_waiting")).fetchone()
-    assert row is not None  # an aggregate always answers one row
-    return QueueBacklog(int(row["waiting"]), float(row["oldest_seconds"]))
+    live = conn.execute(q("health", "live_workers"), {"seconds": LIVE_WORKER_SECONDS}).fetchone()
+    assert row is not None and live is not None  # an aggregate always answers one row
+    return QueueBacklog(int(row["waiting"]), float(row["oldest_seconds"]), int(live["live"]))

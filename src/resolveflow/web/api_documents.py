@@ -10,6 +10,12 @@ takes an approver or admin (docs/web.md says why).
 The body is read as it streams in and refused past a cap (413) before anything is parsed, as the
 webhook does: the cap is ``RESOLVEFLOW_DOCUMENT_MAX_BYTES`` with room for base64 and multipart
 framing, and the decoded document itself must then fit in ``RESOLVEFLOW_DOCUMENT_MAX_BYTES``.
+
+Its text is extracted in a worker process with a deadline (``retrieval.extraction``), waited for
+on a thread, so a PDF or HTML bomb costs its worker and its deadline, never the event loop: other
+requests, ``/healthz`` among them, are answered meanwhile. At most
+``RESOLVEFLOW_DOCUMENT_EXTRACT_WORKERS`` uploads are extracted at once; the others wait for a
+worker in the event loop (not on one of its threads), until the deadline, then get 503.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -30,11 +37,19 @@ from starlette.types import Message
 from resolveflow.domain.records import Principal, Role
 from resolveflow.errors import InvalidInput, NotAuthorized, NotFound
 from resolveflow.retrieval import loaders
-from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
+from resolveflow.retrieval.document_bounds import stored_text
+from resolveflow.retrieval.extraction import ExtractionLimits, extract
+from resolveflow.retrieval.loaders import (
+    DocumentTooLarge,
+    ExtractorUnavailable,
+    LoadedDocument,
+    UnsupportedMediaType,
+)
 from resolveflow.retrieval.sources import source_document
 from resolveflow.web.api import ViewerDep
 from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
+from resolveflow.wiring import extraction_limits
 
 router = APIRouter(prefix="/api/v1", tags=["documents"])
 
@@ -69,8 +84,12 @@ _UPLOAD_SCHEMA: dict[str, Any] = {
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"description": "the file could not be read (one line says why)"},
     403: {"description": "the principal may not add documents"},
-    413: {"description": "larger than RESOLVEFLOW_DOCUMENT_MAX_BYTES"},
+    413: {
+        "description": "larger than RESOLVEFLOW_DOCUMENT_MAX_BYTES, or its text past a bound "
+        "of RESOLVEFLOW_DOCUMENT_* (characters, time, memory)"
+    },
     415: {"description": "not Markdown, text, HTML or PDF"},
+    503: {"description": "every document extractor is busy; try again shortly"},
 }
 
 
@@ -113,7 +132,7 @@ async def add_document(request: Request, who: ViewerDep) -> Any:
     path = document_path(incoming.path)
     media_type = loaders.media_type_for(path, incoming.media_type)
     data = _content_bytes(incoming)
-    loaded = loaders.load_document(path, data, media_type, max_bytes=max_bytes)
+    loaded = await _extracted(request, path, data, media_type, extraction_limits(app.settings))
     may_mark_runbook(who.principal, loaded)
     doc = source_document(loaded, incoming.source)
     stats = await run_in_threadpool(app.indexer().upsert, who.principal.tenant_id, [doc])
@@ -139,18 +158,43 @@ def remove_document(
 ) -> dict[str, Any]:
     """Remove a document of the caller's tenant; searches stop finding it at once."""
     may_ingest(who.principal)
+    stored_text(path, "path")
+    stored_text(source, "source")
     removed = wired(request).indexer().remove(who.principal.tenant_id, source, [path])
     if not removed:
         raise NotFound(f"no document {path[:200]!r} in source {source[:100]!r}")
     return {"source": source, "removed": removed}
 
 
+async def _extracted(
+    request: Request, path: str, data: bytes, media_type: str, limits: ExtractionLimits
+) -> LoadedDocument:
+    """The document's text from a worker process, waited for on a thread (see the docstring)."""
+    state = request.app.state
+    turns = getattr(state, "document_extractions", None)
+    if turns is None:  # no await since the lookup: one event loop, so no other request races
+        turns = state.document_extractions = anyio.Semaphore(limits.workers)
+    acquired = False
+    with anyio.move_on_after(limits.timeout_seconds):  # the wait only, never the extraction
+        await turns.acquire()
+        acquired = True
+    if not acquired:
+        raise ExtractorUnavailable(
+            "every document extractor is busy; try again shortly "
+            "(RESOLVEFLOW_DOCUMENT_EXTRACT_WORKERS)"
+        )
+    try:
+        return await run_in_threadpool(extract, path, data, media_type, limits)
+    finally:
+        turns.release()
+
+
 def document_path(raw: str) -> str:
     """A relative path with ``/``: the document's id within its source, never a place on disk."""
+    stored_text(raw, "path")
     parts = raw.split("/")
     if (
-        "\x00" in raw
-        or "\\" in raw
+        "\\" in raw
         or raw.startswith("/")
         or any(part in ("", ".", "..") for part in parts)
         or len(raw) > _MAX_PATH
@@ -182,6 +226,8 @@ async def _parse(request: Request, body: bytes) -> _Incoming:
 def _from_json(body: bytes) -> _Incoming:
     try:
         doc = DocumentIn.model_validate(json.loads(body))
+    except RecursionError:  # e.g. 100,000 times "[": json recurses once per level
+        raise InvalidInput("the body is not a JSON object with path and content") from None
     except (ValueError, UnicodeDecodeError) as exc:  # json's errors are ValueErrors
         if isinstance(exc, ValidationError) and exc.errors():
             first = exc.errors()[0]

@@ -62,8 +62,8 @@ def drafts_for(request: Request, who: Viewer) -> MailDrafts:
     return mail_drafts(wired(request), who.principal)
 
 
-def parse_request(source: str) -> MailMessage:
-    """The request's source as a parsed message, or one clear reason."""
+def parse_request(request: Request, source: str) -> MailMessage:
+    """The request's source as a parsed message within the mail bounds, or one clear reason."""
     from resolveflow.retrieval.mail_loader import parse_message
 
     if "\x00" in source:
@@ -72,7 +72,7 @@ def parse_request(source: str) -> MailMessage:
         data = source.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput("the request is not valid text (lone surrogates)") from None
-    return parse_message(data, "the request")
+    return parse_message(data, "the request", wired(request).settings.mail.bounds())
 
 
 def view_of(request: Request, who: Viewer, service: MailDrafts, draft_id: UUID) -> dict[str, Any]:
@@ -95,7 +95,9 @@ def create_draft(request: Request, who: ViewerDep, body: DraftIn) -> dict[str, A
     invented commitments, missing information as visible [[placeholders]], recipients only from
     the thread or allowed domains); one that passes is proposed, with its digest."""
     service = drafts_for(request, who)
-    record, _ = service.draft(who.principal, body.mailbox, parse_request(body.request), body.facts)
+    record, _ = service.draft(
+        who.principal, body.mailbox, parse_request(request, body.request), body.facts
+    )
     return view_of(request, who, service, record.id)
 
 

@@ -33,6 +33,7 @@ from resolveflow.web import (
     pages,
     webhooks,
 )
+from resolveflow.web.body_limits import BodyLimits
 from resolveflow.web.markdown import render, reveal
 from resolveflow.wiring import App
 
@@ -77,6 +78,8 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(ask_pages.router)
     app.include_router(mail_pages.router)
+    # Inside the error edge (which renders what it raises), before any route reads a body.
+    app.add_middleware(BodyLimits)
     errors.install(app, templates)  # before the headers middleware: the 500 page gets them too
 
     @app.middleware("http")

@@ -34,6 +34,7 @@ from resolveflow.domain.diagnosis import (
 from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
 from resolveflow.service.limits import LimitExceeded
 from resolveflow.service.webhooks import BodyTooLarge, SignatureInvalid
+from resolveflow.web.body_limits import RequestTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ _STATUS: dict[type[e.ResolveFlowError], int] = {
     e.AuthenticationFailed: 401,
     SignatureInvalid: 401,
     BodyTooLarge: 413,
+    RequestTooLarge: 413,
     DocumentTooLarge: 413,
     UnsupportedMediaType: 415,
     e.ApprovalExpired: 410,
@@ -70,6 +72,7 @@ _TITLES = {
     404: "Page not found",
     409: "That conflicts with what happened since",
     410: "No longer valid",
+    413: "That is too large",
     422: "That address is not valid",
     429: "Too many requests",
     500: "Something went wrong",
@@ -98,6 +101,7 @@ def install(app: FastAPI, templates: Jinja2Templates) -> None:
     app.add_exception_handler(e.ResolveFlowError, render.resolveflow_error)
     app.add_exception_handler(RequestValidationError, render.validation_error)
     app.add_exception_handler(HTTPException, render.http_exception)
+    app.add_exception_handler(RecursionError, render.recursion_error)
     app.add_middleware(_LastResort, render=render)
 
 
@@ -162,7 +166,8 @@ class _Renderer:
         body = {
             "error": "InvalidInput",
             "message": e.one_line(message),
-            "detail": jsonable_encoder(problems),
+            # ``input`` may be the raw body (another content type), which need not be UTF-8.
+            "detail": jsonable_encoder(problems, custom_encoder={bytes: _decoded}),
         }
         # ASCII-escaped: ``detail`` echoes the input, which may hold a lone surrogate (valid in
         # JSON text, not encodable as UTF-8: JSONResponse would fail with a 500).
@@ -181,6 +186,14 @@ class _Renderer:
             request, exc.status_code, phrase.replace(" ", ""), message, exc.headers
         )
 
+    async def recursion_error(self, request: Request, exc: Exception) -> Response:
+        """Input nested deeper than a parser's recursion (a JSON, HTML or MIME tree) is the
+        input's fault: 400, logged with its traceback in case it is ours."""
+        logger.warning("input nested too deeply", exc_info=exc, extra={"path": request.url.path})
+        return self.response(
+            request, 400, "InvalidInput", "the input is nested too deeply to be read"
+        )
+
     def internal(self, request: Request, exc: BaseException) -> Response:
         incident = uuid.uuid4().hex[:12]
         logger.error(
@@ -190,6 +203,10 @@ class _Renderer:
         )
         message = _INTERNAL_MESSAGE.format(incident=incident)
         return self.response(request, INTERNAL, "InternalError", message)
+
+
+def _decoded(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _page_message(problem: Mapping[str, Any]) -> str:
@@ -205,7 +222,8 @@ def _page_message(problem: Mapping[str, Any]) -> str:
 
 class _LastResort:
     """Answers any exception no handler took with the generic 500 page, instead of Starlette's
-    server-error middleware (which re-raises it to the server after answering)."""
+    server-error middleware (which re-raises it to the server after answering); one of ours
+    raised by a middleware inside it (the body limits) with its own status and message."""
 
     def __init__(self, app: ASGIApp, render: _Renderer) -> None:
         self.app = app
@@ -227,5 +245,9 @@ class _LastResort:
         except Exception as exc:
             if started:  # too late for a page: the server closes the connection
                 raise
-            response = self.render.internal(Request(scope, receive), exc)
+            request = Request(scope, receive)
+            if isinstance(exc, e.ResolveFlowError):  # from a middleware (body_limits)
+                response = await self.render.resolveflow_error(request, exc)
+            else:
+                response = self.render.internal(request, exc)
             await response(scope, receive, send)

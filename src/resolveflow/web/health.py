@@ -1,5 +1,6 @@
 """``/healthz`` (the process answers: no database, no outside call) and ``/readyz`` (it can do
-its work: ``service/health.py``), for load balancers and orchestrators. Neither needs a token
+its work, and so can its worker under ``serve --with-worker``: ``service/health.py``), for load
+balancers and orchestrators. Neither needs a token
 and neither says more than a check's name and one line."""
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ def healthz() -> dict[str, str]:
     responses={503: {"description": "a check failed: the body names it"}},
 )
 def readyz(request: Request) -> JSONResponse:
-    """Ready for traffic: the database answers, migrations are current, the queue is readable."""
-    checks = readiness(wired(request).db)
+    """Ready for traffic: the database answers, migrations are current, the queue is readable,
+    and the worker in this process, if it runs one, is working."""
+    app = wired(request)
+    checks = readiness(app.db, app.worker_status)
     ready = all(check.ok for check in checks)
     body: dict[str, Any] = {
         "status": "ready" if ready else "not ready",

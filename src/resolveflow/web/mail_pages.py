@@ -69,7 +69,7 @@ def create_draft(
         raise InvalidInput("the request or the facts are too long")
     reject_nul(mailbox, facts)
     service = drafts_for(request, viewer)
-    record, _ = service.draft(viewer.principal, mailbox, parse_request(source), facts)
+    record, _ = service.draft(viewer.principal, mailbox, parse_request(request, source), facts)
     return RedirectResponse(f"/mail/drafts/{record.id}", status_code=303)
 
 

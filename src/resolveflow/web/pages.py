@@ -23,6 +23,7 @@ from resolveflow.service.approvals import RepositoryLabels
 from resolveflow.service.outcomes import GITLAB_KIND
 from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 from resolveflow.web.words import words
+from resolveflow.wiring_gitlab import alias_lookup
 from resolveflow.wiring_mail import mailbox_lookup
 
 router = APIRouter(include_in_schema=False)
@@ -247,7 +248,7 @@ def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     ttl = app.settings.approval.ttl_seconds
     labels = RepositoryLabels(app.github)  # "labels exist" without a run: read once here
     view = views.proposal_page(
-        app.db, viewer.principal, proposal_id, ttl, labels, mailbox_lookup(app)
+        app.db, viewer.principal, proposal_id, ttl, labels, mailbox_lookup(app), alias_lookup(app)
     )
     state = (view["execution"] or {}).get("state")
     following = view["decision"] == "approved" and state not in _SETTLED_EXECUTION

@@ -19,6 +19,7 @@ from resolveflow.service.approvals import RepositoryLabels
 from resolveflow.service.auth import authenticate
 from resolveflow.service.decisions import Deciding, FollowUp
 from resolveflow.wiring import App
+from resolveflow.wiring_gitlab import alias_lookup
 from resolveflow.wiring_mail import mailbox_lookup
 
 SESSION_COOKIE = "rf_session"
@@ -53,6 +54,7 @@ def deciding(request: Request) -> Deciding:
         lease_seconds=app.settings.triage.run_lease_seconds,
         labels=RepositoryLabels(app.github),  # this request's
         mailboxes=mailbox_lookup(app),
+        aliases=alias_lookup(app),
     )
 
 

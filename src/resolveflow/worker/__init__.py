@@ -1,6 +1,7 @@
 """The background worker: ``resolveflow worker`` (its own process) or ``WorkerThread`` (inside
-``serve --with-worker``, the demo and tests). Jobs are in ``worker.jobs``; the queue's schema and
-deferral in ``store.queue``.
+``serve --with-worker``, the demo and tests), both kept going across database outages by
+``worker.supervise``. Jobs are in ``worker.jobs``; the queue's schema and deferral in
+``store.queue``.
 """
 
 from __future__ import annotations
@@ -8,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import threading
 
 import procrastinate
 
+from resolveflow.service.health import WorkerStatus
 from resolveflow.store.queue import QUEUE, setup_queue
 from resolveflow.wiring import App
 from resolveflow.worker.jobs import Jobs, build_queue
 from resolveflow.worker.report import WorkReport
+from resolveflow.worker.supervise import Backoff, Supervisor, connection_probe
 
 __all__ = ["Jobs", "WorkReport", "WorkerThread", "prepare_queue", "run_once", "run_worker"]
 
@@ -28,41 +32,73 @@ def prepare_queue(app: App) -> None:
         setup_queue(conn)
 
 
-async def _work(proc: procrastinate.App, *, concurrency: int, wait: bool, signals: bool) -> None:
+async def _work(proc: procrastinate.App, *, concurrency: int, wait: bool) -> None:
     async with proc.open_async():
         await proc.run_worker_async(
             queues=[QUEUE],
             concurrency=concurrency,
             wait=wait,
-            install_signal_handlers=signals,
+            # Stopping is the caller's: cancelling the task (WorkerThread.stop, or the signal
+            # handlers of run_worker), which procrastinate turns into its graceful stop.
+            install_signal_handlers=False,
             listen_notify=wait,
             fetch_job_polling_interval=1.0,
             delete_jobs="successful",
         )
 
 
+def supervisor(app: App, status: WorkerStatus, jobs: Jobs | None = None) -> Supervisor:
+    """The long-running worker, run again after every database outage (worker/supervise.py)."""
+    proc = build_queue(app, jobs)
+    concurrency = app.settings.worker.concurrency
+    return Supervisor(
+        work=lambda: _work(proc, concurrency=concurrency, wait=True),
+        probe=connection_probe(app.db.url, app.settings.database.connect_timeout_seconds),
+        backoff=Backoff.of(app.settings.worker),
+        status=status,
+    )
+
+
+async def _until_signalled(work: Supervisor) -> None:
+    """Run until SIGINT or SIGTERM, which cancel the work: running jobs finish first."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await work.run()
+    except asyncio.CancelledError:
+        return  # asked to stop
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
 def run_worker(app: App) -> None:
-    """Work until SIGINT/SIGTERM (the ``resolveflow worker`` command)."""
-    proc = build_queue(app)
-    asyncio.run(_work(proc, concurrency=app.settings.worker.concurrency, wait=True, signals=True))
+    """Work until SIGINT/SIGTERM (the ``resolveflow worker`` command), across outages."""
+    asyncio.run(_until_signalled(supervisor(app, WorkerStatus())))
 
 
 def run_once(app: App, jobs: Jobs | None = None) -> WorkReport:
     """Run every job that is due now, then return what did not get done (tests, ``worker
-    --once``: ``report.raise_if_not_done()`` makes it an error)."""
+    --once``: ``report.raise_if_not_done()`` makes it an error). Not supervised: a database
+    that goes away fails the round, and the command says so."""
     body = jobs or Jobs(app)
     body.report = WorkReport()
     proc = build_queue(app, body)
-    asyncio.run(_work(proc, concurrency=1, wait=False, signals=False))
+    asyncio.run(_work(proc, concurrency=1, wait=False))
     return body.report
 
 
 class WorkerThread:
-    """A worker on its own thread and event loop, stopped gracefully by ``stop()``."""
+    """A worker on its own thread and event loop, stopped gracefully by ``stop()``. It rides out
+    database outages like ``resolveflow worker`` and publishes its state on ``app`` for
+    ``/readyz`` (``app.worker_status``)."""
 
     def __init__(self, app: App, jobs: Jobs | None = None) -> None:
-        self._proc = build_queue(app, jobs)
-        self._concurrency = app.settings.worker.concurrency
+        self.status = WorkerStatus()
+        self._work = supervisor(app, self.status, jobs)
+        app.worker_status = self.status
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = threading.Event()
@@ -71,9 +107,7 @@ class WorkerThread:
     def _main(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
-        self._task = loop.create_task(
-            _work(self._proc, concurrency=self._concurrency, wait=True, signals=False)
-        )
+        self._task = loop.create_task(self._work.run())
         self._ready.set()
         with contextlib.suppress(asyncio.CancelledError):
             loop.run_until_complete(self._task)

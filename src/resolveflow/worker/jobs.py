@@ -202,7 +202,9 @@ class Jobs:
 
     def maintenance(self) -> dict[str, int]:
         """Each step on its own: one that fails is logged and counted, and the others still run
-        (an unreadable token must not stop due executions or stalled resumes)."""
+        (an unreadable token must not stop due executions or stalled resumes). A database that
+        does not answer ends the round instead, in one line: every later step would wait for a
+        connection in turn, and the worker would notice the outage that much later."""
         interval = self.app.settings.executor.reconcile_interval_seconds
         result = {"failed": 0, "waiting": 0}
 
@@ -221,6 +223,11 @@ class Jobs:
         for name, step in steps.items():
             try:
                 result[name] = step()
+            except StoreUnavailable as exc:
+                logger.error("maintenance stopped: %s", exc.message, extra={"step": name})
+                self.job_failed(f"maintenance ({name})", exc)
+                result["failed"] += 1
+                break
             except ResolveFlowError as exc:
                 logger.exception("maintenance step failed", extra={"step": name})
                 self.job_failed(f"maintenance ({name})", exc)

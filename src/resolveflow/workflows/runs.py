@@ -24,7 +24,7 @@ from resolveflow.errors import (
 )
 from resolveflow.execution.lease import new_owner_id
 from resolveflow.service import decisions
-from resolveflow.service.approvals import MailboxLookup, RepositoryLabels
+from resolveflow.service.approvals import AliasLookup, MailboxLookup, RepositoryLabels
 from resolveflow.store import audit
 from resolveflow.store import proposals as proposal_store
 from resolveflow.store import runs as run_store
@@ -43,6 +43,7 @@ class RunController:
     lease_seconds: float
     approval_ttl_seconds: int
     mailboxes: MailboxLookup | None = None  # "mailbox configured" when approving mail
+    aliases: AliasLookup | None = None  # "allowed by the project alias" for a GitLab issue
 
     @contextmanager
     def _leased(self, tenant_id: UUID, run_id: UUID) -> Iterator[None]:
@@ -142,6 +143,7 @@ class RunController:
             ttl_seconds=self.approval_ttl_seconds,
             lease_seconds=self.lease_seconds,
             mailboxes=self.mailboxes,
+            aliases=self.aliases,
         )
 
     def approve(

@@ -18,6 +18,7 @@ from resolveflow.adapters.smtp.protocol import Mailer, OutgoingMessage, SmtpEndp
 from resolveflow.domain.actions import ActionKind, AnyAction, EmailSendAction
 from resolveflow.domain.pace import PaceTarget
 from resolveflow.domain.policy import check_mailbox_configured
+from resolveflow.domain.rechecks import check_recipients_allowed
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
@@ -67,6 +68,15 @@ class MailAccess(Protocol):
         """Whether whoever gave the approval still holds the grant for the mailbox."""
         ...
 
+    def allowed_domains(self, tenant_id: UUID, mailbox: str) -> tuple[str, ...]:
+        """The mailbox's allowed recipient domains in the policy file, as it is now."""
+        ...
+
+    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> frozenset[str] | None:
+        """The addresses of the request a draft made this version reply to (its From, To and
+        Cc); None when no draft made it."""
+        ...
+
     def endpoint(self, tenant_id: UUID, mailbox: str) -> SmtpEndpoint:
         """Where the mailbox sends, with its decrypted secret; ``ConfigError`` when it cannot."""
         ...
@@ -86,6 +96,12 @@ class NoMail:
 
     def approver_granted(self, tenant_id: UUID, approval_id: UUID, mailbox: str) -> bool:
         return False
+
+    def allowed_domains(self, tenant_id: UUID, mailbox: str) -> tuple[str, ...]:
+        return ()
+
+    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> frozenset[str] | None:
+        return None
 
     def endpoint(self, tenant_id: UUID, mailbox: str) -> SmtpEndpoint:
         raise ConfigError("email is not configured in this process")
@@ -125,7 +141,7 @@ class EmailSendExecutor:
         try:
             mailer, message = self._prepare(execution, action)
         except (InvalidInput, Forbidden, Conflict, ConfigError, ProviderError) as exc:
-            return self.record.refused(execution, exc)
+            return self.record.refused(execution, exc)  # PolicyViolation is a Forbidden
         if prepared.prior:
             earlier = self._look_for_earlier(prepared, action)
             if earlier is not None:
@@ -159,12 +175,17 @@ class EmailSendExecutor:
     def _prepare(
         self, execution: Execution, action: EmailSendAction
     ) -> tuple[Mailer, OutgoingMessage]:
-        """Re-checked right before sending: the mailbox is still configured and the approver
-        still holds its grant; then the secret and the bytes."""
+        """Re-checked right before sending: the mailbox is still configured, the approver still
+        holds its grant, and a drafted reply's recipients are still allowed by the mailbox's
+        policy (domain/rechecks.py); then the secret and the bytes."""
         tenant_id = execution.tenant_id
         check_mailbox_configured(action, self.access.configured_mailboxes(tenant_id))
         if not self.access.approver_granted(tenant_id, execution.approval_id, action.mailbox):
             raise NotAuthorized(f"the approver no longer holds the grant for {action.mailbox}")
+        thread = self.access.reply_thread(tenant_id, execution.proposal_id)
+        if thread is not None:
+            domains = self.access.allowed_domains(tenant_id, action.mailbox)
+            check_recipients_allowed(action, thread, domains)
         endpoint = self.access.endpoint(tenant_id, action.mailbox)
         files = self.access.attachments(tenant_id, [item.sha256 for item in action.attachments])
         message = build_message(action, str(execution.id), files)

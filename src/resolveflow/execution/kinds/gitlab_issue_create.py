@@ -1,7 +1,9 @@
 """``gitlab.issue_create``: one new GitLab issue, created by one request.
 
 GitLab is reached per tenant (``GitLabAccess``): the tenant's own token, decrypted from the store,
-and the tenant's project aliases, which the project must still be one of when the issue is sent.
+and the tenant's project aliases. Right before the issue is sent, everything the alias gave it is
+checked against the aliases in force (``domain/rechecks.check_gitlab_fields``): the project is
+still an alias's, every label still allowed there, every assignee still mapped to the same user.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from resolveflow.domain.actions import (
     execution_marker,
 )
 from resolveflow.domain.pace import PaceTarget
-from resolveflow.domain.policy import check_labels_exist, check_project_allowed
+from resolveflow.domain.policy import check_labels_exist
+from resolveflow.domain.rechecks import check_gitlab_fields
 from resolveflow.domain.records import Execution, ExecutionState
+from resolveflow.domain.triage_policy import ProjectAlias
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
     ConfigError,
@@ -65,8 +69,8 @@ class GitLabAccess(Protocol):
         """The tenant's client; ``ConfigError`` when no URL or no token is configured."""
         ...
 
-    def allowed_projects(self, tenant_id: UUID) -> frozenset[str]:
-        """The project paths of the tenant's GitLab aliases."""
+    def project_aliases(self, tenant_id: UUID) -> tuple[ProjectAlias, ...]:
+        """The tenant's GitLab project aliases in the policy file, as it is now."""
         ...
 
 
@@ -74,8 +78,8 @@ class NoGitLab:
     def client_for(self, tenant_id: UUID) -> GitLab:
         raise ConfigError("GitLab is not configured: set RESOLVEFLOW_GITLAB_URL")
 
-    def allowed_projects(self, tenant_id: UUID) -> frozenset[str]:
-        return frozenset()
+    def project_aliases(self, tenant_id: UUID) -> tuple[ProjectAlias, ...]:
+        return ()
 
 
 class GitLabIssueCreateExecutor:
@@ -86,7 +90,7 @@ class GitLabIssueCreateExecutor:
         self.record = record
 
     def step_with_claim(self, action: AnyAction) -> AttemptStep | None:
-        return None  # the client and the alias check come first: they may refuse
+        return None  # the client and the alias checks come first: they may refuse
 
     def send(self, prepared: Prepared) -> Execution:
         execution = prepared.execution
@@ -94,7 +98,8 @@ class GitLabIssueCreateExecutor:
         assert isinstance(action, GitLabIssueCreateAction)
         try:
             gitlab = self.access.client_for(execution.tenant_id)
-            check_project_allowed(action, self.access.allowed_projects(execution.tenant_id))
+            aliases = self.access.project_aliases(execution.tenant_id)
+            check_gitlab_fields(action, aliases, gitlab.user_id)
             if action.labels:
                 check_labels_exist(action, gitlab.project_labels(action.target.project_id))
         except ProviderError as exc:

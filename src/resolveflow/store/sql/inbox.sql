@@ -25,11 +25,31 @@ WHERE tenant_id = %(tenant_id)s AND repository IS NOT NULL
 ORDER BY repository
 
 -- name: recent_audit_events
-SELECT id, at, actor, event, subject_type, subject_id, run_id, details
-FROM audit_events
-WHERE tenant_id = %(tenant_id)s
-ORDER BY id DESC
-LIMIT %(limit)s
+-- With the mailbox of the email an event is about (its proposal's, or its execution's
+-- proposal's; NULL for anything else), so that the mail grant can hold on the details.
+SELECT e.id, e.at, e.actor, e.event, e.subject_type, e.subject_id, e.run_id, e.details,
+       mail.mailbox
+FROM (
+    SELECT * FROM audit_events
+    WHERE tenant_id = %(tenant_id)s
+    ORDER BY id DESC
+    LIMIT %(limit)s
+) e
+LEFT JOIN LATERAL (
+    SELECT p.action ->> 'mailbox' AS mailbox
+    FROM proposals p
+    WHERE p.tenant_id = e.tenant_id AND p.action ->> 'kind' = 'email.send'
+      AND p.id = (
+          CASE e.subject_type
+              WHEN 'proposal' THEN e.subject_id::uuid
+              WHEN 'execution' THEN (
+                  SELECT x.proposal_id FROM executions x
+                  WHERE x.tenant_id = e.tenant_id AND x.id = e.subject_id::uuid
+              )
+          END
+      )
+) mail ON true
+ORDER BY e.id DESC
 
 -- name: pending_proposals
 -- Proposals made without a run whose latest version nobody has decided yet, newest first.

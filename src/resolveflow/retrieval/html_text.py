@@ -1,0 +1,82 @@
+"""HTML (an exported wiki page) to Markdown-like text, with the nesting depth bounded.
+
+BeautifulSoup parses leniently (broken markup still gives its text); scripts, styles, navigation,
+headers, footers and forms are dropped; the main content (``<main>``, ``<article>``,
+``role=main``, else ``<body>``) is converted to Markdown by markdownify, so headings, lists, code
+blocks and tables stay readable and the chunker can follow its headings.
+
+markdownify walks the tree by recursion (three Python frames an element) and looks up every
+element's ancestors, so 30,000 nested ``<td>`` raised RecursionError and a 2 MB nest of ``<div>``
+took 19 s first: the parser refuses to open an element deeper than ``max_depth`` the moment it
+would, before the rest of the file is read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bs4 import BeautifulSoup, Tag
+from markdownify import ATX, MarkdownConverter
+
+from resolveflow.retrieval.document_bounds import TextLimits, UnreadableDocument
+
+# Never content: the page's chrome, or active content that is not text at all.
+_DROPPED_TAGS = (
+    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",
+    "button", "iframe", "svg", "canvas", "object", "embed", "link", "meta",
+)  # fmt: skip
+
+
+class _TooDeep(UnreadableDocument):
+    """Raised from inside the parser (caught, reported with the path and the bound)."""
+
+
+class _BoundedSoup(BeautifulSoup):
+    """BeautifulSoup that refuses to open an element ``max_depth`` elements deep."""
+
+    def __init__(self, markup: bytes, max_depth: int) -> None:
+        self._max_depth = max_depth  # set before parsing starts: __init__ parses
+        super().__init__(markup, "html.parser")
+
+    def pushTag(self, tag: Tag) -> None:
+        # tagStack holds the document root and every open element.
+        if len(self.tagStack) > self._max_depth:
+            raise _TooDeep
+        super().pushTag(tag)
+
+
+def html_text(path: str, data: bytes, limits: TextLimits) -> tuple[str, str]:
+    """The page's title and its main content as Markdown."""
+    if b"\x00" in data[:8192]:
+        raise UnreadableDocument(f"{path}: binary content, not HTML")
+    try:
+        soup = _BoundedSoup(data, limits.max_depth)
+    except _TooDeep:
+        raise _too_deep(path, limits) from None
+    page_title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    for tag in soup(_DROPPED_TAGS):
+        tag.decompose()
+    main = soup.find("main") or soup.find("article") or soup.find(True, attrs={"role": "main"})
+    root: Any = main or soup.body or soup
+    heading = root.find("h1")
+    title = heading.get_text(" ", strip=True) if heading else page_title
+    converter = MarkdownConverter(
+        heading_style=ATX,
+        bullets="-",
+        # Escapes would put backslashes into words (max\_connections) that search must match.
+        escape_asterisks=False,
+        escape_underscores=False,
+        escape_misc=False,
+    )
+    try:
+        body = str(converter.convert_soup(root))
+    except RecursionError:  # the depth bound keeps it away; this is a second guard
+        raise _too_deep(path, limits) from None
+    return title, body
+
+
+def _too_deep(path: str, limits: TextLimits) -> UnreadableDocument:
+    return UnreadableDocument(
+        f"{path}: elements nested more than {limits.max_depth} deep "
+        "(RESOLVEFLOW_DOCUMENT_MAX_DEPTH)"
+    )
