@@ -6,6 +6,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from resolveflow.errors import InvalidInput
+from resolveflow.service.decisions import reject_unstorable
+
 SRC = Path(__file__).parents[2] / "src" / "resolveflow"
 
 
@@ -39,3 +44,12 @@ def test_only_the_policy_defines_approval_checks() -> None:
     assert defining == {"domain/policy.py"}
     pages = (SRC / "service" / "views.py").read_text("utf-8")
     assert "approvals.checks_for" in pages
+
+
+def test_text_the_database_cannot_hold_is_refused_before_a_decision_or_an_edit() -> None:
+    # The CLI's reasons, edits and notes come here: a command-line argument with undecodable
+    # bytes arrives as a lone surrogate, which the database driver cannot encode.
+    reject_unstorable("a fine reason", None, "ünïcödé ✓ 🎉")
+    for bad, said in (("bad\x00", "NUL"), ("bad\udcff", "lone surrogate")):
+        with pytest.raises(InvalidInput, match=said):
+            reject_unstorable("fine", bad)

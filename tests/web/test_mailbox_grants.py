@@ -191,3 +191,22 @@ def test_a_grant_taken_away_takes_the_mail_with_it(mail: Mail) -> None:
     assert refused.status_code == 403
     assert "no grant for the mailbox support@acme.example" in refused.json()["message"]
     assert SECRETS["recipient"] not in refused.text
+
+
+def test_deciding_on_mail_needs_the_grant_too(mail: Mail) -> None:
+    """A rejection is a decision on mail the approver would have to read first; settling an
+    email's outcome too. Without the grant both are 403 and nothing is recorded."""
+    bea = {"Authorization": f"Bearer {mail.tokens['bea']}"}
+    alex = {"Authorization": f"Bearer {mail.tokens['alex']}"}
+    refused = mail.client.post(
+        f"/api/v1/proposals/{mail.pending}/reject", json={"reason": "no"}, headers=bea
+    )
+    assert refused.status_code == 403, refused.text
+    assert "no grant for the mailbox" in refused.json()["message"]
+    shown = mail.client.get(f"/api/v1/proposals/{mail.pending}", headers=alex).json()
+    assert shown["decision"] is None, shown["decision"]  # bea's attempt decided nothing
+    settle = {"was_sent": True}
+    path = f"/api/v1/executions/{mail.execution}/resolve"
+    assert mail.client.post(path, json=settle, headers=bea).status_code == 403
+    # alex may read it: refused for what the execution is (sent), not for the grant.
+    assert mail.client.post(path, json=settle, headers=alex).status_code == 409

@@ -89,8 +89,21 @@ def _job(header: dict[str, Any], data: bytes) -> dict[str, Any]:
         reply = {"error": {"kind": "MemoryError", "message": ""}, "retire": True}
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-    reply["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    reply["maxrss_kb"] = _peak_kb()
     return reply
+
+
+def _peak_kb() -> int:
+    """This process's peak resident memory. Not ``ru_maxrss``: Linux keeps that across exec, so
+    a worker started by a large parent reports the parent's size (the fork's copy) as its own."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:  # no /proc (not Linux)
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from resolveflow.domain.records import Approval, Execution, Principal, Proposal,
 from resolveflow.domain.triage_policy import ProjectAlias
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
+from resolveflow.service.mail_readers import mail_reader, mailbox_of
 from resolveflow.store import audit, mail_drafts, mail_grants
 from resolveflow.store import executions as execution_store
 from resolveflow.store import proposals as proposal_store
@@ -297,6 +298,8 @@ def reject(db: Database, principal: Principal, proposal_id: UUID, reason: str) -
         require_role(principal, Role.APPROVER)
         with db.tenant(principal.tenant_id) as conn:
             proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+            # Deciding on mail one may not read is refused, a rejection as well as an approval.
+            mail_reader(conn, principal).require(mailbox_of(proposal.action))
             proposal_store.lock_lineage(conn, proposal.lineage_id)
             existing = proposal_store.approval_for_proposal(conn, principal.tenant_id, proposal.id)
             if existing is not None:

@@ -24,6 +24,7 @@ from uuid import UUID
 
 from resolveflow.domain.actions import ActionChanges
 from resolveflow.domain.records import Principal, Proposal
+from resolveflow.domain.user_text import unstorable
 from resolveflow.domain.vocabulary import Decision, RunStatus
 from resolveflow.errors import InvalidInput, InvalidTransition, NotFound, RunBusy
 from resolveflow.execution.lease import new_owner_id
@@ -79,10 +80,13 @@ class Decided:
     expires_at: datetime | None = None  # an approval's
 
 
-def reject_nul(*texts: str | None) -> None:
-    """Postgres text and jsonb cannot hold U+0000; say so instead of failing in the database."""
-    if any(text is not None and "\x00" in text for text in texts):
-        raise InvalidInput("text may not contain NUL characters (U+0000)")
+def reject_unstorable(*texts: str | None) -> None:
+    """Postgres text and jsonb cannot hold U+0000, nor UTF-8 a lone surrogate (a command-line
+    argument with undecodable bytes becomes one): say so instead of failing in the database."""
+    for text in texts:
+        reason = unstorable(text) if text is not None else None
+        if reason is not None:
+            raise InvalidInput(f"text {reason}")
 
 
 def find_target(db: Database, principal: Principal, run_or_proposal: UUID) -> Target:
@@ -224,7 +228,7 @@ def approve(
 def reject(
     db: Database, principal: Principal, run_or_proposal: UUID, reason: str, how: Deciding
 ) -> Decided:
-    reject_nul(reason)
+    reject_unstorable(reason)
     target = find_target(db, principal, run_or_proposal)
     with _paused(db, principal, target, how.runs, how.lease_seconds):
         rejection = approvals.reject(db, principal, target.proposal_id, reason)
@@ -236,7 +240,7 @@ def edit(
     db: Database, principal: Principal, run_or_proposal: UUID, changes: ActionChanges
 ) -> Proposal:
     """A new version of the latest proposal; it needs its own approval."""
-    reject_nul(*changes.texts())
+    reject_unstorable(*changes.texts())
     target = find_target(db, principal, run_or_proposal)
     return proposal_service.edit_proposal(db, principal, target.proposal_id, changes)
 
@@ -244,6 +248,6 @@ def edit(
 def resolve(
     db: Database, principal: Principal, execution_id: UUID, *, was_sent: bool, note: str | None
 ) -> str:
-    reject_nul(note)
+    reject_unstorable(note)
     after = execution_service.resolve(db, principal, execution_id, was_sent=was_sent, note=note)
     return after.state.value

@@ -112,6 +112,9 @@ def resolve(
     require_role(principal, Role.APPROVER)
     with db.tenant(principal.tenant_id) as conn:
         current = execution_store.execution_by_id(conn, principal.tenant_id, execution_id)
+        # Settling whether an email went out means reading its mailbox's mail first.
+        proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, current.proposal_id)
+        mail_reader(conn, principal).require(mailbox_of(proposal.action))
         if current.state is not ExecutionState.UNKNOWN:
             raise InvalidTransition(
                 f"only an unknown execution can be resolved; this one is {current.state.value}"

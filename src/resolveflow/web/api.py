@@ -116,7 +116,7 @@ def list_runs(
 def start_run(request: Request, who: ViewerDep, body: StartRun) -> Json:
     """Start a triage run now (counts against the daily cap of runs)."""
     app = wired(request)
-    decisions.reject_nul(body.issue)
+    decisions.reject_unstorable(body.issue)
     repository, number = parse_issue_reference(body.issue)
     runs_per_day = app.settings.limits.runs_per_day
     limits.consume(app.db, who.principal, limits.LimitKind.RUNS, runs_per_day)
@@ -204,7 +204,7 @@ def search(
     k: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> list[Json]:
     """Hybrid search over the tenant's index."""
-    decisions.reject_nul(q)
+    decisions.reject_unstorable(q)
     searcher = wired(request).searcher()
     return [hit.as_json() for hit in searcher.search(who.principal.tenant_id, q, k=k)]
 

@@ -21,7 +21,7 @@ from resolveflow.domain.answers import Answer
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput
 from resolveflow.service import admin, passages
-from resolveflow.service.decisions import reject_nul
+from resolveflow.service.decisions import reject_unstorable
 from resolveflow.service.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.web.api_ask import answer_question, passage_link
 from resolveflow.web.security import Viewer, check_csrf, identify, wired
@@ -183,7 +183,7 @@ def create_issue(
     csrf_token: str = Form(""),
 ) -> Response:
     viewer = _form_viewer(request, csrf_token)
-    reject_nul(alias, title, body, labels)
+    reject_unstorable(alias, title, body, labels)
     if not title.strip():
         raise InvalidInput("the issue needs a title")
     if len(title) > MAX_TITLE or len(body) > MAX_BODY or len(labels) > 2000:

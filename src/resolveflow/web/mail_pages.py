@@ -16,7 +16,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from resolveflow.errors import InvalidInput
-from resolveflow.service.decisions import reject_nul
+from resolveflow.service.decisions import reject_unstorable
 from resolveflow.service.mail_drafts import Edit
 from resolveflow.web.api_mail import (
     MAX_BODY_CHARS,
@@ -67,7 +67,7 @@ def create_draft(
         raise InvalidInput("paste the request's full source (as in a .eml file)")
     if len(source) > MAX_REQUEST_CHARS or len(facts) > MAX_FACTS_CHARS:
         raise InvalidInput("the request or the facts are too long")
-    reject_nul(mailbox, facts)
+    reject_unstorable(mailbox, facts)
     service = drafts_for(request, viewer)
     record, _ = service.draft(viewer.principal, mailbox, parse_request(request, source), facts)
     return RedirectResponse(f"/mail/drafts/{record.id}", status_code=303)
@@ -98,7 +98,7 @@ def edit_draft(
 ) -> Response:
     viewer = identify(request)
     check_csrf(request, viewer, csrf_token)
-    reject_nul(subject, body, to, cc, bcc)
+    reject_unstorable(subject, body, to, cc, bcc)
     if len(body) > MAX_BODY_CHARS:
         raise InvalidInput(f"the body is longer than {MAX_BODY_CHARS} characters")
     change = Edit(
