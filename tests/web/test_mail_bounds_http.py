@@ -7,7 +7,7 @@ from __future__ import annotations
 import resource
 import time
 
-from test_web_mail import MailSite, post_draft, site
+from test_web_mail import MAILBOX, MailSite, post_draft, site
 
 pytest_plugins = ["fixtures_web"]
 __all__ = ["site"]  # the fixture, shared with test_web_mail
@@ -37,3 +37,23 @@ def test_many_mime_parts_are_a_400_and_a_normal_request_still_drafts(site: MailS
     answer = post_draft(site, site.world.requester_token, request=wide)
     assert answer.status_code == 400 and "more than 200 MIME parts" in answer.text
     assert post_draft(site, site.world.requester_token).status_code == 201
+
+
+def test_the_draft_form_refuses_the_bomb_in_one_line_and_makes_no_draft(site: MailSite) -> None:
+    """The /mail/drafts form reaches the same parser as the API, with the same bounds."""
+    bomb = HEAD + "Subject: " + " ".join(["=?utf-8?q?a?="] * 6000) + "\n\nhelp\n"
+    rita = site.as_(site.world.requester_token)
+    before = _drafts(site)
+    answer = site.client.post(
+        "/mail/drafts", data={"mailbox": MAILBOX, "source": bomb}, headers=rita
+    )
+    assert answer.status_code == 400, answer.text[:300]
+    assert "header is over" in answer.text
+    assert _drafts(site) == before
+
+
+def _drafts(site: MailSite) -> int:
+    with site.app.db.owner_connection() as conn:
+        row = conn.execute("SELECT count(*) AS n FROM mail_drafts").fetchone()
+    assert row is not None
+    return int(row["n"])
