@@ -28,8 +28,14 @@ Json = dict[str, Any]
 
 
 def viewer(request: Request) -> Viewer:
+    # A request with a body was authenticated before its body was read (web/body_limits.py):
+    # that answer is kept in the request's state, so the route does not look the token up again.
+    known = getattr(request.state, "viewer", None)
+    if isinstance(known, Viewer):
+        return known
     found = identify(request)
     check_csrf(request, found)
+    request.state.viewer = found
     return found
 
 
