@@ -148,12 +148,15 @@ def test_the_whole_approval_in_the_browser(browser: Any, site: Site) -> None:  #
     _keep(site, page, "run-after-approval")
     visit()
 
-    for path in ("#execution-link",):
-        page.click(path)
-        page.wait_for_selector("#outcome")
-        assert page.get_attribute("#outcome-link", "href") == comments[0]["html_url"]
-        visit()
+    # Each click waits for its own page: the run page has an #outcome too, so waiting for the
+    # selector alone could pass before the navigation, and the next click land on the old page.
+    page.click("#execution-link")
+    page.wait_for_url(re.compile(r"/executions/[0-9a-f-]+$"))
+    page.wait_for_selector("#outcome")
+    assert page.get_attribute("#outcome-link", "href") == comments[0]["html_url"]
+    visit()
     page.click("#proposal-link")
+    page.wait_for_url(re.compile(r"/proposals/[0-9a-f-]+$"))
     page.wait_for_selector("#digest")
     visit()
     for path in ("/executions", "/audit"):
