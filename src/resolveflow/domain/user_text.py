@@ -35,3 +35,9 @@ def check_texts(field: str, texts: Iterable[str] | None) -> None:
     """``check_text`` for each of a list's items (``to[0]``, ``to[1]``...)."""
     for index, text in enumerate(texts or ()):
         check_text(f"{field}[{index}]", text)
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (for text read from a file, which
+    is kept rather than refused)."""
+    return _SURROGATE.sub("\ufffd", text)

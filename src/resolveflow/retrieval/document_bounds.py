@@ -9,13 +9,12 @@ Every refusal is one line that names the file and the setting to raise.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from resolveflow.domain.user_text import unstorable
 from resolveflow.errors import InvalidInput, Unavailable
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024  # RESOLVEFLOW_DOCUMENT_MAX_BYTES
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 class UnreadableDocument(InvalidInput):
@@ -65,11 +64,6 @@ def check_text(path: str, text: str, limits: TextLimits) -> None:
 def stored_text(value: str, what: str) -> str:
     """``value``, if Postgres can hold it: no NUL, no lone surrogate (JSON's ``"\\ud800"`` and a
     command-line argument that is not UTF-8 both decode to one). Else one ``InvalidInput`` line."""
-    if "\x00" in value or _SURROGATES.search(value):
+    if unstorable(value) is not None:
         raise InvalidInput(f"{what} must not contain NUL or unpaired surrogate characters")
     return value
-
-
-def without_surrogates(text: str) -> str:
-    """Extracted text with each lone surrogate (a PDF's font map can name one) replaced."""
-    return _SURROGATES.sub("\ufffd", text)

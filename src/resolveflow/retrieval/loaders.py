@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from resolveflow.domain.refine_rules import front_matter_triggers
+from resolveflow.domain.user_text import without_surrogates
 from resolveflow.retrieval.chunking import normalize_text
 from resolveflow.retrieval.document_bounds import (
     DEFAULT_MAX_BYTES,
@@ -28,7 +29,6 @@ from resolveflow.retrieval.document_bounds import (
     UnreadableDocument,
     UnsupportedMediaType,
     check_text,
-    without_surrogates,
 )
 
 __all__ = [

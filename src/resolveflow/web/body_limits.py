@@ -29,6 +29,7 @@ from resolveflow.config import Settings
 from resolveflow.domain.user_text import unstorable
 from resolveflow.errors import InvalidInput
 from resolveflow.web.api import viewer
+from resolveflow.web.bodies import declared_length
 from resolveflow.web.security import wired
 
 _BACKSTOP = 1024 * 1024  # past a route's own cap: that route refuses first, with its own words
@@ -87,7 +88,7 @@ class BodyLimits:
             _check_query(request)
             if carries_body:  # before one byte of it is read
                 await run_in_threadpool(viewer, request)
-        declared = _declared_length(headers)
+        declared = declared_length(headers)
         if declared is not None and declared > rule.cap and not rule.route_caps:
             raise rule.too_large()
         if carries_body and rule.inspect_json and _is_json(headers):
@@ -140,14 +141,6 @@ class _Counted:
 
 def _carries_body(headers: Headers) -> bool:
     return "transfer-encoding" in headers or headers.get("content-length", "0").strip() != "0"
-
-
-def _declared_length(headers: Headers) -> int | None:
-    declared = headers.get("content-length", "").strip()
-    # isascii: str.isdigit also accepts digits int() refuses; the length bounds int()'s work.
-    if not (declared.isascii() and declared.isdigit()):
-        return None  # no length, or one the server will refuse itself
-    return int(declared) if len(declared) <= 15 else 10**15
 
 
 def _is_json(headers: Headers) -> bool:
