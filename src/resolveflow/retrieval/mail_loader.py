@@ -28,7 +28,6 @@ from resolveflow.retrieval.mail_bounds import (
 )
 from resolveflow.retrieval.mail_files import raw_messages
 
-MAX_MESSAGE_BYTES = MailBounds.message_max_bytes  # one message, attachments included
 MAX_TEXT_CHARS = 100_000  # the readable body kept (the chunker indexes ~75 kB)
 # A larger HTML body is converted in an extraction worker (a deadline): 64 KB of dense tags
 # takes ~1 s in process, and most mail's HTML is smaller.
