@@ -72,18 +72,25 @@ class _Blocks:
         if opened and not (opened.group(2)[0] == "`" and "`" in opened.group(3)):
             self.fence = (opened.group(2)[0], len(opened.group(2)), len(opened.group(1)))
             return "code"
+        return self._html(line) if self._opens_html(line) else "text"
+
+    def _opens_html(self, line: str) -> bool:
         content = _CONTAINER.sub("", line, count=1).lstrip(" \t")
         for start, end in _HTML_BLOCK_ENDS:
             if start.match(content):
                 self.in_html, self.html_end = True, end
-                return self._html(line)
-        return "text"
+                return True
+        return False
 
     def _html(self, line: str) -> str:
         if self.html_end is None:
             self.in_html = bool(line.strip())  # types 6 and 7 end at a blank line
         elif re.search(self.html_end, line, re.IGNORECASE):
             self.in_html = False
+            # The start was taken loosely (an indented "<pre>" is code to CommonMark), so the
+            # line that ends it may itself open a block there ("</pre>" alone is type 7): take
+            # it as opening one, so what follows is scanned rather than taken for code.
+            self._opens_html(line)
         return "html"
 
 
