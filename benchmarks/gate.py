@@ -22,16 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
+from resolveflow.accounts import admin
+from resolveflow.accounts.auth import authenticate
 from resolveflow.adapters.github.client import GitHubKitClient
+from resolveflow.bootstrap.app import migrate
 from resolveflow.domain.records import ExecutionState, Role
-from resolveflow.execution.gate import Executor
-from resolveflow.execution.lease import GateSettings
+from resolveflow.gate import approvals, proposals
+from resolveflow.gate.executor import Executor
+from resolveflow.gate.lease import GateSettings
 from resolveflow.sandbox.forge.server import FakeGitHubServer
-from resolveflow.service import admin, approvals, proposals
-from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring import migrate
 
 REPO = "bench/repo"
 

@@ -41,29 +41,29 @@ from typing import Any
 
 from resolveflow.adapters.embedder.onnx_minilm import MODEL_DIR, TOKENIZER_FILE, OnnxMiniLM
 from resolveflow.adapters.git import GitRepository
-from resolveflow.domain.refine import RefineDocument, Ticket, TicketSource
+from resolveflow.ask import answering as ask_module
+from resolveflow.ask.store import answers as answers_store
+from resolveflow.bootstrap.app import migrate
 from resolveflow.evals import changes as changes_eval
 from resolveflow.evals.answers import read_questions
 from resolveflow.evals.duplicates import query_and_target, read_pairs
 from resolveflow.evals.scratch import scratch_tenant
-from resolveflow.retrieval import search as search_module
-from resolveflow.retrieval.chunking import MAX_CHUNKS, chunk_document, normalize_text
-from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
-from resolveflow.retrieval.ingest import Indexer
-from resolveflow.retrieval.search import Searcher, SearchParams
-from resolveflow.retrieval.sources import read_corpus, read_docs_dir
-from resolveflow.service import ask as ask_module
-from resolveflow.service.refine_changes import (
+from resolveflow.refine.changes import (
     SIMILAR_DEPTH,
     ChangesDeps,
     RepositoryHistory,
     changes_step,
     task_from_hit,
 )
-from resolveflow.store import answers as answers_store
+from resolveflow.refine.domain.document import RefineDocument, Ticket, TicketSource
+from resolveflow.retrieval import search as search_module
+from resolveflow.retrieval.chunking import MAX_CHUNKS, chunk_document, normalize_text
+from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
+from resolveflow.retrieval.ingest import Indexer
+from resolveflow.retrieval.search import Searcher, SearchParams
+from resolveflow.retrieval.sources import read_corpus, read_docs_dir
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring import migrate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SOURCE = "eval"
@@ -226,7 +226,7 @@ def measure_runbooks(db: Database, embedder: OnnxMiniLM, data: Path) -> list[Que
 
 def runbook_rank(query: Query, params: FusionParams, bonus: bool) -> int | None:
     """The first right page's rank in the top 5: plain search, or ask's ranking (the top ten by
-    fused score plus the title bonus, as ``service/ask.py`` ranks them)."""
+    fused score plus the title bonus, as ``ask/answering.py`` ranks them)."""
     docs, cover = refuse(query.rows, params, ask_module.DEPTH), query.extra["cover"]
 
     def score(d: Any) -> float:

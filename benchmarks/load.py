@@ -74,13 +74,13 @@ from load_chaos import (
     wait_paused,
 )
 
+from resolveflow.accounts import admin
+from resolveflow.bootstrap.app import migrate
 from resolveflow.domain.records import Role
 from resolveflow.sandbox.forge.server import FakeGitHubServer
-from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
 from resolveflow.store.queue import setup_queue
-from resolveflow.wiring import migrate
 
 REPO = "bench/load"
 SECRET = "load-benchmark-secret"

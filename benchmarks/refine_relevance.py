@@ -1,4 +1,4 @@
-"""Calibrating refine's relevance thresholds (domain/refine_rules.py) on dev data only, through
+"""Calibrating refine's relevance thresholds (refine/domain/rules.py) on dev data only, through
 the product's own index and search (opt-in; not part of the test suite).
 
 Each dev set is indexed into a scratch tenant; each query is searched as the related step does
@@ -41,22 +41,22 @@ from pathlib import Path
 from typing import Any
 
 from resolveflow.adapters.git import GitRepository
+from resolveflow.bootstrap.app import migrate, search_params
+from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.config import Settings
-from resolveflow.domain import refine_rules as rules
-from resolveflow.domain.refine import RelatedTask, Relevance, Ticket, TicketSource
 from resolveflow.evals.changes import read_fix_links
 from resolveflow.evals.duplicates import query_and_target, read_pairs
 from resolveflow.evals.scratch import scratch_tenant
+from resolveflow.refine.changes import RepositoryHistory, task_from_hit
+from resolveflow.refine.domain import rules
+from resolveflow.refine.domain.document import RelatedTask, Relevance, Ticket, TicketSource
+from resolveflow.refine.steps import JUDGED, RELATED_K
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import read_corpus
-from resolveflow.service.refine import JUDGED, RELATED_K
-from resolveflow.service.refine_changes import RepositoryHistory, task_from_hit
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring import migrate, search_params
-from resolveflow.wiring_embedder import build_embedder
 
 SOURCE = "bench"
 SINCE = datetime(2023, 1, 1, tzinfo=UTC)

@@ -36,18 +36,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
+from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.bootstrap.app import migrate
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus
-from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring import migrate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

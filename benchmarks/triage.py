@@ -21,20 +21,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from resolveflow.accounts import admin
+from resolveflow.accounts.auth import authenticate
 from resolveflow.adapters.github.client import GitHubKitClient
+from resolveflow.bootstrap.app import migrate
 from resolveflow.domain.records import Role
-from resolveflow.domain.triage_policy import DEFAULT_POLICY
-from resolveflow.execution.gate import Executor
-from resolveflow.execution.lease import GateSettings
+from resolveflow.gate.executor import Executor
+from resolveflow.gate.lease import GateSettings
+from resolveflow.policy_file import DEFAULT_POLICY
 from resolveflow.sandbox.forge.server import FakeGitHubServer
-from resolveflow.service import admin
-from resolveflow.service.auth import authenticate
+from resolveflow.store.checkpoints import checkpoint_saver
 from resolveflow.store.database import Database
 from resolveflow.store.embedded import embedded_database_url
-from resolveflow.wiring import migrate
-from resolveflow.workflows.checkpoints import checkpoint_saver
-from resolveflow.workflows.runs import RunController
-from resolveflow.workflows.triage import TriageDeps, build_triage_graph
+from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
+from resolveflow.triage.graph.runs import RunController
 
 REPO = "bench/triage"
 BODY = (
@@ -100,7 +100,7 @@ def run_level(db: Database, fake: FakeGitHubServer, concurrency: int, numbers: l
         def one(number: int) -> None:
             run_id = controller.start(rita, REPO, number)
             _, proposal_id = controller.find(alex, run_id)
-            from resolveflow.service.proposals import describe
+            from resolveflow.gate.proposals import describe
 
             digest = describe(db, alex, proposal_id)["digest"]
             t0 = time.perf_counter()

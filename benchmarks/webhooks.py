@@ -31,11 +31,12 @@ from typing import Any
 
 import httpx
 
+from resolveflow.accounts import admin
+from resolveflow.bootstrap.app import open_app
 from resolveflow.config import DatabaseSettings, Settings, WebhookSettings
-from resolveflow.service import admin, webhooks
 from resolveflow.store.queue import setup_queue
+from resolveflow.triage import webhooks
 from resolveflow.web.server import ServerThread
-from resolveflow.wiring import open_app
 
 SECRET = "benchmark-secret"
 REPO = "bench/webhooks"

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Fail the build when the layering rules of docs/design.md are broken.
 
-1. ``resolveflow.domain`` is pure: it may import only an allowlist of side-effect-free standard
-   modules, pydantic, and other domain modules.
-2. Only ``resolveflow.execution`` may call an adapter method that writes to an outside system.
+1. ``resolveflow.domain`` and every package's ``domain`` (``resolveflow.gate.domain``,
+   ``resolveflow.mail.domain``...) are pure: they may import only an allowlist of side-effect-free
+   standard modules, pydantic, other domain modules, the error tree and the policy file's reader.
+2. Only the executor's kinds (``gate/kinds``, ``mail/kind.py``, with ``gate/executor.py`` and
+   ``gate/reconcile.py``) may call an adapter method that writes to an outside system.
    Write methods are discovered, not listed: every method decorated with ``@writes`` on an
    adapter's class or protocol (and inherited by the classes that subclass one). A call of such a
    method's name is flagged when its receiver is typed or constructed as one of those classes, or
@@ -19,6 +21,7 @@ Usage: check_layers.py [SRC_ROOT]   (default: src/resolveflow next to this scrip
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +57,15 @@ DOMAIN_ALLOWED = {
     "resolveflow",
 }
 # The error tree is the one module outside the domain that the domain may use: it imports nothing.
-DOMAIN_MAY_IMPORT = ("resolveflow.domain", "resolveflow.errors")
-WRITE_CALLERS_ALLOWED = ("execution", "adapters")
+DOMAIN_MAY_IMPORT = re.compile(r"^resolveflow\.(?:errors|policy_file|(?:[a-z_]+\.)?domain)(?:\.|$)")
+# The executor's kinds (the gate's and mail's) and the adapters themselves: paths under src root.
+WRITE_CALLERS_ALLOWED = (
+    "gate/kinds/",
+    "gate/executor.py",
+    "gate/reconcile.py",
+    "mail/kind.py",
+    "adapters/",
+)
 
 
 def _imports(tree: ast.AST, module: str) -> list[tuple[int, str]]:
@@ -74,13 +84,14 @@ def _imports(tree: ast.AST, module: str) -> list[tuple[int, str]]:
 
 def domain_violations(root: Path) -> list[str]:
     problems = []
-    for path in sorted((root / "domain").rglob("*.py")):
+    pure = [root / "domain", *sorted(root.glob("*/domain"))]  # the core's and each package's
+    for path in sorted(p for folder in pure for p in folder.rglob("*.py")):
         module = "resolveflow." + ".".join(path.relative_to(root).with_suffix("").parts)
         for line, name in _imports(ast.parse(path.read_text("utf-8")), module):
             top = name.split(".")[0]
             if top not in DOMAIN_ALLOWED:
                 problems.append(f"{path}:{line}: domain imports {name} (I/O or not allowed)")
-            elif top == "resolveflow" and not name.startswith(DOMAIN_MAY_IMPORT):
+            elif top == "resolveflow" and not DOMAIN_MAY_IMPORT.match(name):
                 problems.append(f"{path}:{line}: domain imports {name} (outside the domain)")
     return problems
 
@@ -297,12 +308,12 @@ def write_call_violations(
     index = _Index.of(trees, writers)
     problems = []
     for path, tree in trees.items():
-        if path.relative_to(root).parts[0] in WRITE_CALLERS_ALLOWED:
+        if path.relative_to(root).as_posix().startswith(WRITE_CALLERS_ALLOWED):
             continue
         calls = _WriteCalls(index, tree)
         calls.visit(tree)
         problems.extend(
-            f"{path}:{line}: calls write method {name}() outside resolveflow.execution"
+            f"{path}:{line}: calls write method {name}() outside resolveflow.gate"
             for line, name in calls.found
         )
     return problems

@@ -11,6 +11,7 @@ import enum
 import json
 import os
 import shutil
+import sys
 import tempfile
 import urllib.parse
 import uuid
@@ -22,16 +23,21 @@ from typing import Any
 import psycopg
 import pytest
 
+from resolveflow.accounts import admin
+from resolveflow.accounts.auth import authenticate
+from resolveflow.bootstrap.app import setup_libraries
 from resolveflow.domain.records import Role, Tenant
-from resolveflow.service import admin
-from resolveflow.service.auth import authenticate
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import upgrade
-from resolveflow.wiring import setup_libraries
 
 pytest_plugins = ["fixtures_github", "fixtures_cli"]
 
 TESTS = Path(__file__).resolve().parent
+# Tests live in tests/<product or core>/<tier>/ (as the code does) and a few import another's
+# helpers by module name (test names are unique across folders): every tier folder is importable.
+for _tier in sorted(TESTS.glob("*/*/")):
+    if _tier.name in {"unit", "integration", "e2e", "web"} and str(_tier) not in sys.path:
+        sys.path.append(str(_tier))
 TEST_DATA = TESTS / "data"  # small fixtures that ship with the repository (tests/data/README.md)
 # Read at import, before any test scrubs RESOLVEFLOW_* from the environment.
 _SHARED_OVERRIDE = os.environ.get("RESOLVEFLOW_TEST_SHARED_DATA", "")
@@ -102,8 +108,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.relative_to(TESTS).parts if item.path.is_relative_to(TESTS) else ()
-        if len(parts) > 1 and parts[0] in _FOLDER_MARKERS:
-            item.add_marker(_FOLDER_MARKERS[parts[0]])
+        # tests/<product or core>/<tier>/test_*.py: the tier folder gives the marker
+        if len(parts) > 2 and parts[1] in _FOLDER_MARKERS:
+            item.add_marker(_FOLDER_MARKERS[parts[1]])
         if item.path.name.startswith("test_browser_"):
             item.add_marker("browser")
         if "shared_data" in getattr(item, "fixturenames", ()):
@@ -358,7 +365,7 @@ def propose_and_approve(
     ttl_seconds: int = 3600,
 ):  # type: ignore[no-untyped-def]
     """Create a proposal as the requester and approve it as the approver; return the result."""
-    from resolveflow.service import approvals, proposals
+    from resolveflow.gate import approvals, proposals
 
     proposal = proposals.create_proposal(
         db,
@@ -374,8 +381,8 @@ def propose_and_approve(
 
 
 def make_executor(db: Database, github, **overrides):  # type: ignore[no-untyped-def]
-    from resolveflow.execution.gate import Executor
-    from resolveflow.execution.lease import GateSettings
+    from resolveflow.gate.executor import Executor
+    from resolveflow.gate.lease import GateSettings
 
     settings = GateSettings(
         **{"lease_seconds": 30.0, "unavailable_retry_seconds": 0.5, **overrides}
@@ -384,21 +391,21 @@ def make_executor(db: Database, github, **overrides):  # type: ignore[no-untyped
 
 
 def make_reconciler(db: Database, github, **overrides):  # type: ignore[no-untyped-def]
-    from resolveflow.execution.lease import GateSettings
-    from resolveflow.execution.reconcile import Reconciler
+    from resolveflow.gate.lease import GateSettings
+    from resolveflow.gate.reconcile import Reconciler
 
     return Reconciler(db, github, GateSettings(**{"lease_seconds": 30.0, **overrides}))
 
 
 def execution_state(db: Database, world: World, execution_id):  # type: ignore[no-untyped-def]
-    from resolveflow.store import executions
+    from resolveflow.gate.store import executions
 
     with db.tenant(world.tenant.id) as conn:
         return executions.execution_by_id(conn, world.tenant.id, execution_id)
 
 
 def attempt_outcomes(db: Database, world: World, execution_id) -> list[tuple[str, str | None]]:  # type: ignore[no-untyped-def]
-    from resolveflow.store import executions
+    from resolveflow.gate.store import executions
 
     with db.tenant(world.tenant.id) as conn:
         rows = executions.attempts_for_execution(conn, world.tenant.id, execution_id)

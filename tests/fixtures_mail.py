@@ -9,18 +9,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from conftest import World
+from resolveflow.bootstrap.mail import TenantMail
 from resolveflow.config import MailSettings, Settings
-from resolveflow.domain.actions import EmailSendAction
-from resolveflow.domain.actions.email_send import parse_email_send
 from resolveflow.domain.records import Proposal
-from resolveflow.domain.triage_policy import PolicyFile, parse_policy
-from resolveflow.execution.gate import Executor
-from resolveflow.execution.lease import GateSettings
-from resolveflow.execution.reconcile import Reconciler
-from resolveflow.service import approvals, mail_admin, proposals
+from resolveflow.gate import approvals, proposals
+from resolveflow.gate.domain.actions import EmailSendAction
+from resolveflow.gate.domain.actions.email_send import parse_email_send
+from resolveflow.gate.executor import Executor
+from resolveflow.gate.lease import GateSettings
+from resolveflow.gate.reconcile import Reconciler
+from resolveflow.mail import admin as mail_admin
+from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
-from resolveflow.wiring_mail import TenantMail
 
 MAILBOX = "support@acme.example"
 # Short bounds: the sandbox answers at once, and a hung reply is cut in about a second.

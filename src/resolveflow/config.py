@@ -40,13 +40,13 @@ from resolveflow.config_systems import (
     http_url,
 )
 from resolveflow.errors import ConfigError
-from resolveflow.execution.lease import GateSettings
+from resolveflow.gate.lease import GateSettings
 from resolveflow.retrieval import loaders
 from resolveflow.retrieval.document_bounds import TextLimits as _Text
 from resolveflow.retrieval.extraction import ExtractionLimits as _Ex
 from resolveflow.retrieval.fusion import FusionParams
 from resolveflow.retrieval.params import SearchParams
-from resolveflow.service.investigation_config import InvestigationConfig
+from resolveflow.triage.investigation_config import InvestigationConfig
 
 __all__ = [
     "DAY_SECONDS",
@@ -91,7 +91,7 @@ class ExecutorSettings(SettingsGroup):
 
 
 class PaceConfig(SettingsGroup):
-    """Write pacing per credential (``execution/pace.py``): at least ``*_min_interval_seconds``
+    """Write pacing per credential (``gate/pace.py``): at least ``*_min_interval_seconds``
     between writes, ``*_burst`` at once, never more than ``*_per_hour`` in an hour. GitHub's:
     its secondary limits (80 a minute, 500 an hour, a second apart)."""
 

@@ -13,7 +13,7 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from resolveflow.retrieval.mail_bounds import MailBounds
+from resolveflow.mail.bounds import MailBounds
 
 PREFIX = "RESOLVEFLOW_"
 DAY_SECONDS = 86_400
@@ -100,7 +100,7 @@ class MailSettings(SettingsGroup):
     ca_file: str | None = None  # a CA bundle to trust instead of the system's
     imap_timeout_seconds: float = Field(default=30.0, gt=0, le=300)  # reconciliation's search
     # Reading mail (mail import, mail draft, POST /api/v1/mail/drafts): checked before the stdlib
-    # parser interprets a header (retrieval/mail_bounds.py); over one, a message is unreadable.
+    # parser interprets a header (mail/bounds.py); over one, a message is unreadable.
     message_max_bytes: int = Field(default=MailBounds.message_max_bytes, ge=1024, le=200 << 20)
     max_headers: int = Field(default=MailBounds.max_headers, ge=10, le=10_000)
     max_header_bytes: int = Field(default=MailBounds.max_header_bytes, ge=998, le=1 << 20)

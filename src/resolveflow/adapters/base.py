@@ -15,7 +15,7 @@ def writes(method: F) -> F:
     """Mark a protocol method that changes an outside system.
 
     The layering check (scripts/check_layers.py) collects every method marked this way and fails
-    the build when code outside ``resolveflow.execution`` calls one of them.
+    the build when code outside ``resolveflow.gate`` calls one of them.
     """
     setattr(method, WRITE_METHOD_ATTRIBUTE, True)
     return method

@@ -39,7 +39,7 @@ def _eval_app() -> typer.Typer:
 
 
 _CLI = "resolveflow.cli."
-# The help lines are those of the commands themselves (tests/unit/test_cli_registry.py checks).
+# The help lines are those of the commands themselves (tests/core/unit/test_cli_registry.py checks).
 COMMANDS: tuple[Entry, ...] = (
     Entry(
         "triage",

@@ -4,7 +4,7 @@ kind had no rows of its own, and reading the labels it does not have crashed the
 
 from __future__ import annotations
 
-from resolveflow.domain.actions import (
+from resolveflow.gate.domain.actions import (
     AnyAction,
     EmailSendAction,
     GitHubIssueAction,

@@ -6,15 +6,15 @@ from dataclasses import asdict
 
 import typer
 
+from resolveflow.accounts import admin
+from resolveflow.bootstrap.app import after_upgrade, build_token_cipher, database_url
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
 from resolveflow.domain.records import Role
 from resolveflow.errors import ConfigError, InvalidInput
-from resolveflow.service import admin
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import status, upgrade
 from resolveflow.store.token_cipher import KEY_SETTING
-from resolveflow.wiring import after_upgrade, build_token_cipher, database_url
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
@@ -222,7 +222,7 @@ def principals_revoke(
 def _mailbox_grant(
     subject: str, mailbox: str, tenant: str | None, as_json: bool, *, granted: bool
 ) -> None:
-    from resolveflow.service import mail_admin
+    from resolveflow.mail import admin as mail_admin
 
     with common.app() as opened:
         name = common.tenant_name(opened, tenant)

@@ -7,15 +7,15 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
+from resolveflow.accounts import admin
+from resolveflow.ask.answering import AskService
+from resolveflow.ask.answering import ask as ask_question
+from resolveflow.ask.domain.answers import Answer
+from resolveflow.bootstrap.app import search_params
+from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table, targets_table
-from resolveflow.domain.answers import Answer
 from resolveflow.evals.answers import evaluate_answers, misses
-from resolveflow.service import admin
-from resolveflow.service.ask import AskService
-from resolveflow.service.ask import ask as ask_question
-from resolveflow.wiring import search_params
-from resolveflow.wiring_embedder import build_embedder
 
 
 def ask(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import typer
 
+from resolveflow.bootstrap.app import search_params
+from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, fields, table, targets_table
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.changes import evaluate_changes
-from resolveflow.wiring import search_params
-from resolveflow.wiring_embedder import build_embedder
 
 
 def eval_changes(

@@ -9,12 +9,13 @@ from uuid import UUID
 
 import typer
 
+from resolveflow.accounts import admin
+from resolveflow.accounts.auth import authenticate
+from resolveflow.bootstrap.app import App, open_app
 from resolveflow.config import Settings, load_settings
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput, NotFound
-from resolveflow.service import admin, ids
-from resolveflow.service.auth import authenticate
-from resolveflow.wiring import App, open_app
+from resolveflow.gate import ids
 
 JsonOption = typer.Option(False, "--json", help="Print exactly one JSON document on stdout.")
 TokenOption = typer.Option(

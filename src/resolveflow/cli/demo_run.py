@@ -30,7 +30,9 @@ from typing import Any
 import httpx
 from rich.text import Text
 
+from resolveflow.accounts import admin
 from resolveflow.adapters.github.protocol import RepoName
+from resolveflow.bootstrap.app import App, open_app
 from resolveflow.cli import demo_steps as steps
 from resolveflow.cli.output import console, emit, err_console
 from resolveflow.config import (
@@ -46,11 +48,9 @@ from resolveflow.errors import ResolveFlowError
 from resolveflow.retrieval.github_crawl import GitHubCrawler
 from resolveflow.sandbox import samples
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
-from resolveflow.service import admin
 from resolveflow.store.embedded import stop_embedded_database
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web.server import ServerThread
-from resolveflow.wiring import App, open_app
 from resolveflow.worker import WorkerThread, prepare_queue
 
 REPO = samples.REPO

@@ -11,20 +11,20 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
+from resolveflow.accounts import admin
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, fields, table
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import ConfigError, InvalidInput, ResolveFlowError, Unavailable
-from resolveflow.execution.credentials import check_due_credentials
-from resolveflow.execution.kinds.base import Settled
-from resolveflow.execution.reconcile import Skipped
-from resolveflow.service import admin
-from resolveflow.service import executions as service
+from resolveflow.gate import executions as service
+from resolveflow.gate.credentials import check_due_credentials
+from resolveflow.gate.kinds.base import Settled
+from resolveflow.gate.reconcile import Skipped
 
 if TYPE_CHECKING:
-    from resolveflow.execution.gate import Executor
-    from resolveflow.wiring import App
+    from resolveflow.bootstrap.app import App
+    from resolveflow.gate.executor import Executor
 
 executions_app = typer.Typer(help="Approved actions and what became of them.", no_args_is_help=True)
 logger = logging.getLogger(__name__)
@@ -203,8 +203,8 @@ def list_(
 def show(
     execution_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
 ) -> None:
-    from resolveflow.service.outcomes import GITLAB_KIND
-    from resolveflow.service.posting import execution_outcome
+    from resolveflow.gate.outcome_words import GITLAB_KIND
+    from resolveflow.gate.posting import execution_outcome
 
     with common.app() as opened:
         actor = common.principal(opened, token)

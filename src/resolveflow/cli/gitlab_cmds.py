@@ -7,11 +7,11 @@ from pathlib import Path
 
 import typer
 
+from resolveflow.accounts import admin
+from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, print_proposal
 from resolveflow.errors import ConfigError, InvalidInput
-from resolveflow.service import admin
-from resolveflow.service.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.store import gitlab_tokens
 from resolveflow.store.token_cipher import KEY_SETTING
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
+from resolveflow.bootstrap.app import build_model, investigation_config, search_params
+from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
-from resolveflow.domain.triage_policy import parse_policy
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backtest
 from resolveflow.evals.floor import calibrate
+from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.sources import parse_time
-from resolveflow.wiring import build_model, investigation_config, search_params
-from resolveflow.wiring_embedder import build_embedder
 
 
 def register(app: typer.Typer) -> None:

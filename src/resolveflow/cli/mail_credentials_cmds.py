@@ -11,8 +11,8 @@ import typer
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit
 from resolveflow.errors import ConfigError, InvalidInput
-from resolveflow.service import mail_admin
-from resolveflow.store.mail_credentials import SecretKind
+from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.store.credentials import SecretKind
 from resolveflow.store.token_cipher import KEY_SETTING
 
 credentials_app = typer.Typer(

@@ -32,7 +32,7 @@ def _draft_id(value: str) -> UUID:
 
 
 def _read_request(path: Path) -> bytes:
-    from resolveflow.retrieval.mail_files import read_file
+    from resolveflow.mail.files import read_file
 
     if str(path) != "-" and not path.exists():
         raise InvalidInput(f"no such file: {path}")
@@ -58,9 +58,9 @@ def draft(
 ) -> None:
     """Draft a reply from the mailbox's most similar past replies; it is checked, and a draft
     that passes becomes a proposal to approve."""
-    from resolveflow.retrieval.mail_loader import parse_message
-    from resolveflow.service.mail_views import draft_view
-    from resolveflow.wiring_drafts import mail_drafts
+    from resolveflow.bootstrap.mail_drafts import mail_drafts
+    from resolveflow.mail.loader import parse_message
+    from resolveflow.mail.views import draft_view
 
     bounds = common.settings().mail.bounds()
     request = parse_message(_read_request(reply_to), str(reply_to), bounds)
@@ -88,9 +88,9 @@ def edit(
 ) -> None:
     """Edit the latest version of a draft: a new version, checked again (and proposed again if
     it passes; the earlier approval does not cover it)."""
-    from resolveflow.service.mail_drafts import Edit
-    from resolveflow.service.mail_views import draft_view
-    from resolveflow.wiring_drafts import mail_drafts
+    from resolveflow.bootstrap.mail_drafts import mail_drafts
+    from resolveflow.mail.drafts import Edit
+    from resolveflow.mail.views import draft_view
 
     wanted = _draft_id(draft_id)
     change = Edit(
@@ -114,8 +114,8 @@ def show(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Show a draft: the request, the latest version, its examples and checks, its proposal."""
-    from resolveflow.service.mail_views import draft_view
-    from resolveflow.wiring_drafts import mail_drafts
+    from resolveflow.bootstrap.mail_drafts import mail_drafts
+    from resolveflow.mail.views import draft_view
 
     wanted = _draft_id(draft_id)
     with common.app() as opened:
@@ -129,7 +129,7 @@ def drafts(
     as_json: bool = common.JsonOption,
 ) -> None:
     """List recent drafts of the mailboxes you hold a grant for."""
-    from resolveflow.wiring_drafts import mail_drafts
+    from resolveflow.bootstrap.mail_drafts import mail_drafts
 
     with common.app() as opened:
         actor = common.principal(opened, token)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import typer
 
+from resolveflow.accounts import admin
+from resolveflow.bootstrap.app import App
+from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, err_console, fields
-from resolveflow.domain.mailbox_policy import mailbox_key
 from resolveflow.errors import InvalidInput
-from resolveflow.service import admin
-from resolveflow.wiring import App
-from resolveflow.wiring_embedder import build_embedder
+from resolveflow.mail.domain.mailbox import mailbox_key
 
 
 def register(app: typer.Typer) -> None:
@@ -41,9 +41,9 @@ def mail_import(
 ) -> None:
     """Import a mailbox's mail: sent replies and the requests they answer become examples the
     mail search finds. Messages already imported (by Message-ID) are left as they are."""
+    from resolveflow.mail.importer import MailImporter
+    from resolveflow.mail.loader import MailSource
     from resolveflow.retrieval.ingest import Indexer
-    from resolveflow.retrieval.mail_import import MailImporter
-    from resolveflow.retrieval.mail_loader import MailSource
 
     with common.app() as opened:
         name, key = _tenant_and_mailbox(opened, tenant, mailbox)
@@ -65,8 +65,8 @@ def mail_forget(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Remove a message's example from retrieval now; a re-import does not bring it back."""
+    from resolveflow.mail.importer import MailImporter
     from resolveflow.retrieval.ingest import Indexer
-    from resolveflow.retrieval.mail_import import MailImporter
 
     with common.app() as opened:
         name, key = _tenant_and_mailbox(opened, tenant, mailbox)

@@ -7,13 +7,13 @@ import json
 import typer
 from rich.text import Text
 
+from resolveflow.ask.domain.planner import PlanAnswer
+from resolveflow.ask.issues_prepare import IssueTargets
+from resolveflow.ask.planner import PlannerService
+from resolveflow.ask.planner import plan as plan_question
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, table
-from resolveflow.domain.planner import PlanAnswer
 from resolveflow.errors import ConfigError
-from resolveflow.service.issues_prepare import IssueTargets
-from resolveflow.service.planner import PlannerService
-from resolveflow.service.planner import plan as plan_question
 
 
 def plan(

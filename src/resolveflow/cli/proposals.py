@@ -10,11 +10,11 @@ import typer
 from resolveflow.cli import common
 from resolveflow.cli.action_view import action_rows, action_texts
 from resolveflow.cli.output import console, emit, exact, fields, table
-from resolveflow.domain.actions import ActionChanges, check_digest_format, parse_action
 from resolveflow.errors import InvalidInput
-from resolveflow.service import approvals, decisions
-from resolveflow.service import executions as execution_service
-from resolveflow.service import proposals as service
+from resolveflow.gate import approvals, decisions
+from resolveflow.gate import executions as execution_service
+from resolveflow.gate import proposals as service
+from resolveflow.gate.domain.actions import ActionChanges, check_digest_format, parse_action
 
 proposals_app = typer.Typer(help="Proposed actions awaiting a decision.", no_args_is_help=True)
 
@@ -160,8 +160,8 @@ def show(
     proposal_id: str, token: str | None = common.TokenOption, as_json: bool = common.JsonOption
 ) -> None:
     """Show the exact action, its digest and its state."""
-    from resolveflow.service.outcomes import GITLAB_KIND
-    from resolveflow.service.posting import proposal_outcome
+    from resolveflow.gate.outcome_words import GITLAB_KIND
+    from resolveflow.gate.posting import proposal_outcome
 
     with common.app() as opened:
         actor = common.principal(opened, token)

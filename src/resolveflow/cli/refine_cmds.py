@@ -2,7 +2,7 @@
 
 ``refine REF|-`` runs every step and prints the Markdown (the final document with ``--json``);
 with ``--propose`` the Markdown becomes a comment proposal on the GitHub issue, waiting for a
-person's approval (``service/refine_propose.py``), and the proposal is printed instead;
+person's approval (``refine/propose.py``), and the proposal is printed instead;
 ``refine step NAME`` reads one document on stdin and writes one on stdout; ``refine schema
 [NAME]`` prints the JSON Schema. A word that is not a subcommand is a ticket reference, so
 ``refine sandbox/widgets#3`` means ``refine run sandbox/widgets#3``.
@@ -22,10 +22,10 @@ from typer.core import TyperGroup
 
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, print_proposal
-from resolveflow.domain.refine import RefineDocument, RefineStep
 from resolveflow.errors import InvalidInput
-from resolveflow.service.refine_load import STDIN, ticket_for, with_repository
-from resolveflow.service.refine_steps import (
+from resolveflow.refine.domain.document import RefineDocument, RefineStep
+from resolveflow.refine.load import STDIN, ticket_for, with_repository
+from resolveflow.refine.step_runner import (
     StepDeps,
     parse_document,
     run_step,
@@ -63,13 +63,13 @@ def _deps(tenant: str | None, *, offline: bool = False, stdin: bool = False) -> 
     """The steps' dependencies: from settings alone when ``offline``, else from the opened app;
     ``stdin``: a text ticket may be read from stdin (not when stdin holds the document)."""
     if offline:
-        from resolveflow.wiring import build_model
-        from resolveflow.wiring_refine import refine_policy
+        from resolveflow.bootstrap.app import build_model
+        from resolveflow.bootstrap.refine import refine_policy
 
         settings = common.settings()
         yield StepDeps(model=lambda: build_model(settings), policy=refine_policy(settings))
         return
-    from resolveflow.wiring_refine import step_deps
+    from resolveflow.bootstrap.refine import step_deps
 
     with common.app() as opened:
         yield step_deps(
@@ -99,7 +99,7 @@ def run(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Run every step on one ticket and print the Markdown (the document with --json)."""
-    from resolveflow.workflows.refine_graph import refine_document
+    from resolveflow.refine.graph import refine_document
 
     start = RefineDocument(ticket=ticket_for(ref))  # a bad reference fails before anything opens
     if repo is not None:
@@ -116,13 +116,9 @@ def _run_and_propose(
     start: RefineDocument, tenant: str | None, token: str | None, as_json: bool
 ) -> None:
     """The graph in the token's tenant, then the proposal (its view with --json)."""
-    from resolveflow.service.refine_propose import (
-        check_proposable,
-        propose_enrichment,
-        tenant_name,
-    )
-    from resolveflow.wiring_refine import step_deps
-    from resolveflow.workflows.refine_graph import refine_document
+    from resolveflow.bootstrap.refine import step_deps
+    from resolveflow.refine.graph import refine_document
+    from resolveflow.refine.propose import check_proposable, propose_enrichment, tenant_name
 
     check_proposable(start.ticket)  # before anything opens
     with common.app() as opened:
@@ -145,7 +141,7 @@ def step(
     """Run one step: one document as JSON on stdin, the document after the step on stdout."""
     chosen = step_named(name)
     doc = parse_document(sys.stdin.read())
-    from resolveflow.service.refine import require
+    from resolveflow.refine.steps import require
 
     require(doc, chosen)  # before anything is opened
     with _deps(tenant, offline=chosen in _OFFLINE) as deps:

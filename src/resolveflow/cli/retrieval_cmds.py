@@ -11,7 +11,11 @@ from uuid import UUID
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from resolveflow.accounts import admin
+from resolveflow.accounts.admin import normalize_repository
 from resolveflow.adapters.github.protocol import RepoName
+from resolveflow.bootstrap.app import App, extraction_limits, search_params
+from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, fields, table
 from resolveflow.errors import InvalidInput, NotFound
@@ -24,11 +28,7 @@ from resolveflow.retrieval.rebuild import rebuild
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import DocsFolder, parse_time, read_corpus
-from resolveflow.service import admin
-from resolveflow.service.admin import normalize_repository
 from resolveflow.store import documents as store
-from resolveflow.wiring import App, extraction_limits, search_params
-from resolveflow.wiring_embedder import build_embedder
 
 index_app = typer.Typer(
     help="Put issues, pull requests and docs into the search index.", no_args_is_help=True

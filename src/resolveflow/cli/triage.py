@@ -10,13 +10,13 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, exact, fields, table
-from resolveflow.domain.references import parse_issue_reference
-from resolveflow.domain.triage_policy import parse_policy
 from resolveflow.errors import NotFound, ProviderRejected, ResolveFlowError, Unavailable
-from resolveflow.service import runs as run_service
+from resolveflow.policy_file import parse_policy
+from resolveflow.triage import runs as run_service
+from resolveflow.triage.domain.references import parse_issue_reference
 
 if TYPE_CHECKING:
-    from resolveflow.wiring import App
+    from resolveflow.bootstrap.app import App
 
 runs_app = typer.Typer(help="Triage runs.", no_args_is_help=True)
 

@@ -6,7 +6,7 @@ import typer
 
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields
-from resolveflow.service import webhook_secrets
+from resolveflow.triage import webhook_secrets
 
 webhooks_app = typer.Typer(help="GitHub webhooks.", no_args_is_help=True)
 secret_app = typer.Typer(

@@ -39,7 +39,7 @@ class ExecutionState(StrEnum):
 
 _S = ExecutionState
 # Every state move the executor, the reconciler and a person may make; the trigger
-# rf_guard_execution_state allows exactly these (tests/integration/test_vocabulary.py).
+# rf_guard_execution_state allows exactly these (tests/core/integration/test_vocabulary.py).
 EXECUTION_MOVES: frozenset[tuple[ExecutionState, ExecutionState]] = frozenset(
     {
         (_S.PENDING, _S.PENDING),  # a repeated release

@@ -27,21 +27,21 @@ from uuid import UUID
 
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.adapters.llm.protocol import ChatModel
-from resolveflow.domain.diagnosis import url_issue
-from resolveflow.domain.evidence import IssueEvidence, normalize
-from resolveflow.domain.triage import classify, propose
-from resolveflow.domain.triage_policy import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.metrics import LabelReport, label_report
 from resolveflow.evals.scratch import scratch_tenant
+from resolveflow.llm.calls import ModelCallBudget
+from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
-from resolveflow.retrieval.labels import topical
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus
-from resolveflow.service.investigation import InvestigationConfig, investigate
-from resolveflow.service.model_calls import ModelCallBudget
 from resolveflow.store.database import Database
+from resolveflow.triage.domain.diagnosis import url_issue
+from resolveflow.triage.domain.evidence import IssueEvidence, normalize
+from resolveflow.triage.domain.rules import classify, propose
+from resolveflow.triage.investigation import InvestigationConfig, investigate
+from resolveflow.triage.labels import topical
 
 logger = logging.getLogger(__name__)
 

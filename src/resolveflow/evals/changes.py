@@ -24,21 +24,21 @@ from typing import Any
 
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.adapters.git import GitRepository
-from resolveflow.domain.localize import PastFix, vote_files
-from resolveflow.domain.refine import RefineDocument, Ticket, TicketSource
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.scratch import scratch_tenant
-from resolveflow.retrieval.ingest import Indexer
-from resolveflow.retrieval.records import SourceDocument
-from resolveflow.retrieval.search import Searcher, SearchParams
-from resolveflow.retrieval.sources import read_corpus
-from resolveflow.service.refine_changes import (
+from resolveflow.refine.changes import (
     SIMILAR_DEPTH,
     ChangesDeps,
     RepositoryHistory,
     changes_step,
     task_from_hit,
 )
+from resolveflow.refine.domain.document import RefineDocument, Ticket, TicketSource
+from resolveflow.refine.domain.localize import PastFix, vote_files
+from resolveflow.retrieval.ingest import Indexer
+from resolveflow.retrieval.records import SourceDocument
+from resolveflow.retrieval.search import Searcher, SearchParams
+from resolveflow.retrieval.sources import read_corpus
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)

@@ -17,15 +17,15 @@ from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.evals.metrics import LabelReport, label_report
 from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval.ingest import Indexer, IngestStats
-from resolveflow.retrieval.labels import (
+from resolveflow.retrieval.sources import read_corpus
+from resolveflow.store.database import Database
+from resolveflow.triage.labels import (
     DEFAULT_MIN_PROBABILITY,
     LabelModel,
     tenant_examples,
     topical,
     training_text,
 )
-from resolveflow.retrieval.sources import read_corpus
-from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
 

@@ -23,24 +23,25 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
+from resolveflow.accounts import admin
+from resolveflow.accounts.auth import authenticate
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.llm.scripted import ScriptedModel
-from resolveflow.domain.diagnosis import ChatMessage
-from resolveflow.domain.planner import PlanAnswer, PlanLimits
+from resolveflow.ask.domain.planner import PlanAnswer, PlanLimits
+from resolveflow.ask.issues_prepare import IssueTargets
+from resolveflow.ask.planner import PlannerService, plan
 from resolveflow.domain.records import Principal, Role
-from resolveflow.domain.triage_policy import parse_policy
 from resolveflow.evals.scratch import scratch_tenant
-from resolveflow.execution.kinds.gitlab_issue_create import GitLabAccess
+from resolveflow.gate import proposals
+from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
+from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
-from resolveflow.service import admin, proposals
-from resolveflow.service.auth import authenticate
-from resolveflow.service.issues_prepare import IssueTargets
-from resolveflow.service.planner import PlannerService, plan
 from resolveflow.store import gitlab_tokens
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
+from resolveflow.triage.domain.diagnosis import ChatMessage
 
 GITLAB_TOKEN = "glpat-planner-safety"  # noqa: S105 (the fake GitLab's, not a secret)
 # (id, username, token) and (id, path, labels, member ids): what the fake GitLab must hold.

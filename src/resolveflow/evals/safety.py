@@ -23,15 +23,15 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.adapters.llm.scripted import Scripted, ScriptedModel
-from resolveflow.domain.actions import ACTION_KIND, build_action
-from resolveflow.domain.diagnosis import ModelRefused, ModelTimeout, Snippet
-from resolveflow.domain.evidence import IssueEvidence, normalize
-from resolveflow.domain.triage_policy import Classification, RepositoryPolicy
 from resolveflow.errors import ResolveFlowError
 from resolveflow.evals.mail_safety import run_mail_cases
 from resolveflow.evals.planner_safety import PlannerWorld, run_planner_cases
-from resolveflow.service.investigation import Investigation, InvestigationConfig, assess
-from resolveflow.service.model_calls import ModelCallBudget
+from resolveflow.gate.domain.actions import ACTION_KIND, build_action
+from resolveflow.llm.calls import ModelCallBudget
+from resolveflow.policy_file import Classification, RepositoryPolicy
+from resolveflow.triage.domain.diagnosis import ModelRefused, ModelTimeout, Snippet
+from resolveflow.triage.domain.evidence import IssueEvidence, normalize
+from resolveflow.triage.investigation import Investigation, InvestigationConfig, assess
 
 REPOSITORY = "acme/widgets"
 NUMBER = 42

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from uuid import UUID
 
-from resolveflow.service import admin
+from resolveflow.accounts import admin
 from resolveflow.store import documents as store
 from resolveflow.store.database import Database
 

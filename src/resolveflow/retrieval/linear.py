@@ -5,7 +5,7 @@ Label suggestion needs exactly these two pieces. They were scikit-learn's ``Tfid
 default install) for a few hundred thousand multiply-adds; this module computes the same
 features (the same tokens, ``min_df``, smoothed idf, sublinear tf, unit rows) and fits the same
 objective (balanced class weights, unpenalised intercept) to a tighter tolerance, so its
-probabilities agree with scikit-learn's to about 1e-3 (tests/unit/test_linear.py compares them
+probabilities agree with scikit-learn's to about 1e-3 (tests/core/unit/test_linear.py compares them
 where scikit-learn is installed).
 
 The feature matrix stays sparse as three flat arrays (value, row, column per non-zero entry);

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from resolveflow.domain.refine_rules import front_matter_triggers
 from resolveflow.domain.user_text import without_surrogates
+from resolveflow.refine.domain.rules import front_matter_triggers
 from resolveflow.retrieval.chunking import normalize_text
 from resolveflow.retrieval.document_bounds import (
     DEFAULT_MAX_BYTES,

@@ -25,10 +25,19 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
     return queries
 
 
+def sql_file(group: str) -> tuple[str, str]:
+    """The package and file name of a group: ``"tenants"`` is ``store/sql/tenants.sql`` (the
+    shared tables); ``"mail/store/drafts"`` is ``mail/store/drafts.sql``, beside the product's
+    store module that runs it."""
+    folder, _, name = group.rpartition("/")
+    package = "resolveflow." + folder.replace("/", ".") if folder else "resolveflow.store.sql"
+    return package, f"{name}.sql"
+
+
 @cache
 def load(group: str) -> dict[str, LiteralString]:
-    text = resources.files("resolveflow.store.sql").joinpath(f"{group}.sql").read_text("utf-8")
-    return parse_queries(text)
+    package, name = sql_file(group)
+    return parse_queries(resources.files(package).joinpath(name).read_text("utf-8"))
 
 
 def q(group: str, name: str) -> LiteralString:

@@ -13,13 +13,15 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.domain.actions import ActionChanges
-from resolveflow.domain.references import parse_issue_reference
+from resolveflow.accounts import limits
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
-from resolveflow.service import decisions, limits, views
-from resolveflow.service import executions as execution_service
-from resolveflow.service import proposals as proposal_service
-from resolveflow.service import runs as run_service
+from resolveflow.gate import decisions
+from resolveflow.gate import executions as execution_service
+from resolveflow.gate import proposals as proposal_service
+from resolveflow.gate.domain.actions import ActionChanges
+from resolveflow.triage import runs as run_service
+from resolveflow.triage.domain.references import parse_issue_reference
+from resolveflow.web import views
 from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 
 router = APIRouter(prefix="/api/v1", tags=["api"])

@@ -1,5 +1,5 @@
 """``POST /api/v1/ask``: a cited answer from the caller's own tenant's documents, or the
-abstention (``service/ask.py``, docs/ask.md).
+abstention (``ask/answering.py``, docs/ask.md).
 
 Who may: any signed-in principal of the tenant (requester, approver or admin). Asking reads only
 that tenant's documents and writes nothing but usage counts, so there is no role to hold back;
@@ -18,11 +18,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.domain.answers import Answer
+from resolveflow.ask.answering import MAX_QUESTION_CHARS, AskService, ask
+from resolveflow.ask.domain.answers import Answer
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput
-from resolveflow.service.ask import MAX_QUESTION_CHARS, AskService, ask
-from resolveflow.service.model_calls import BudgetedModel, ModelCallBudget
+from resolveflow.llm.calls import BudgetedModel, ModelCallBudget
 from resolveflow.web.api import ViewerDep
 from resolveflow.web.security import wired
 

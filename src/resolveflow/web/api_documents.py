@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 from starlette.types import Message
 
+from resolveflow.bootstrap.app import extraction_limits
 from resolveflow.domain.records import Principal, Role
 from resolveflow.errors import InvalidInput, NotAuthorized, NotFound
 from resolveflow.retrieval import loaders
@@ -49,7 +50,6 @@ from resolveflow.retrieval.sources import source_document
 from resolveflow.web.api import ViewerDep
 from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
-from resolveflow.wiring import extraction_limits
 
 router = APIRouter(prefix="/api/v1", tags=["documents"])
 

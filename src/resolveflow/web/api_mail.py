@@ -1,5 +1,5 @@
 """``/api/v1/mail/drafts``: draft a reply to a request from a mailbox's past replies, read a
-draft, and edit it (``service/mail_drafts.py``, docs/email.md).
+draft, and edit it (``mail/drafts.py``, docs/email.md).
 
 Who may: a requester or approver of the tenant who holds a grant for the mailbox
 (``principals grant --mailbox``). A draft whose checks pass becomes an ``email.send`` proposal,
@@ -15,10 +15,10 @@ from uuid import UUID
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.domain.mail import MailMessage
 from resolveflow.errors import InvalidInput
-from resolveflow.service.mail_drafts import Edit, MailDrafts
-from resolveflow.service.mail_views import draft_view
+from resolveflow.mail.domain.message import MailMessage
+from resolveflow.mail.drafts import Edit, MailDrafts
+from resolveflow.mail.views import draft_view
 from resolveflow.web.api import ViewerDep
 from resolveflow.web.security import Viewer, wired
 
@@ -57,14 +57,14 @@ class EditIn(BaseModel):
 
 
 def drafts_for(request: Request, who: Viewer) -> MailDrafts:
-    from resolveflow.wiring_drafts import mail_drafts
+    from resolveflow.bootstrap.mail_drafts import mail_drafts
 
     return mail_drafts(wired(request), who.principal)
 
 
 def parse_request(request: Request, source: str) -> MailMessage:
     """The request's source as a parsed message within the mail bounds, or one clear reason."""
-    from resolveflow.retrieval.mail_loader import parse_message
+    from resolveflow.mail.loader import parse_message
 
     if "\x00" in source:
         raise InvalidInput("the request may not contain NUL characters (U+0000)")

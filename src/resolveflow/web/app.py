@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from resolveflow.bootstrap.app import App
 from resolveflow.telemetry import instrument_web
 from resolveflow.web import (
     api,
@@ -35,7 +36,6 @@ from resolveflow.web import (
 )
 from resolveflow.web.body_limits import BodyLimits
 from resolveflow.web.markdown import render, reveal
-from resolveflow.wiring import App
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,13 @@ from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 
-from resolveflow.domain.answers import Answer
+from resolveflow.accounts import admin
+from resolveflow.ask import passages
+from resolveflow.ask.domain.answers import Answer
+from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput
-from resolveflow.service import admin, passages
-from resolveflow.service.decisions import reject_unstorable
-from resolveflow.service.issues_prepare import IssueTargets, prepare_issue
+from resolveflow.gate.decisions import reject_unstorable
 from resolveflow.web.api_ask import answer_question, passage_link
 from resolveflow.web.security import Viewer, check_csrf, identify, wired
 from resolveflow.web.words import ANSWER_FEATURES, generator_words

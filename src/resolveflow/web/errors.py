@@ -25,15 +25,15 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from resolveflow import errors as e
-from resolveflow.domain.diagnosis import (
+from resolveflow.accounts.limits import LimitExceeded
+from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
+from resolveflow.triage.domain.diagnosis import (
     ModelBudgetSpent,
     ModelError,
     ModelTimeout,
     ModelUnavailable,
 )
-from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
-from resolveflow.service.limits import LimitExceeded
-from resolveflow.service.webhooks import BodyTooLarge, SignatureInvalid
+from resolveflow.triage.webhooks import BodyTooLarge, SignatureInvalid
 from resolveflow.web.body_limits import RequestTooLarge
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """``/healthz`` (the process answers: no database, no outside call) and ``/readyz`` (it can do
-its work, and so can its worker under ``serve --with-worker``: ``service/health.py``), for load
+its work, and so can its worker under ``serve --with-worker``: ``bootstrap/health.py``), for load
 balancers and orchestrators. Neither needs a token
 and neither says more than a check's name and one line."""
 
@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from resolveflow.service.health import readiness
+from resolveflow.bootstrap.health import readiness
 from resolveflow.web.security import wired
 
 router = APIRouter(tags=["health"])

@@ -16,8 +16,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from resolveflow.errors import InvalidInput
-from resolveflow.service.decisions import reject_unstorable
-from resolveflow.service.mail_drafts import Edit
+from resolveflow.gate.decisions import reject_unstorable
+from resolveflow.mail.drafts import Edit
 from resolveflow.web.api_mail import (
     MAX_BODY_CHARS,
     MAX_FACTS_CHARS,

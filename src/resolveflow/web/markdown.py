@@ -29,7 +29,7 @@ import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
-from resolveflow.domain.disclosure import revealed, spell_out
+from resolveflow.gate.domain.disclosure import revealed, spell_out
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import logging
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
+from resolveflow.accounts import sessions
 from resolveflow.errors import AuthenticationFailed, ConfigError
-from resolveflow.service import sessions
 from resolveflow.web.security import (
     OAUTH_COOKIE,
     SESSION_COOKIE,

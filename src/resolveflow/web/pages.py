@@ -14,17 +14,18 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from resolveflow.domain.actions import ActionChanges
+from resolveflow.bootstrap.gitlab import alias_lookup
+from resolveflow.bootstrap.mail import mailbox_lookup
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
-from resolveflow.service import decisions, posting, views
-from resolveflow.service import executions as execution_service
-from resolveflow.service.approvals import RepositoryLabels
-from resolveflow.service.outcomes import GITLAB_KIND
+from resolveflow.gate import decisions, posting
+from resolveflow.gate import executions as execution_service
+from resolveflow.gate.approvals import RepositoryLabels
+from resolveflow.gate.domain.actions import ActionChanges
+from resolveflow.gate.outcome_words import GITLAB_KIND
+from resolveflow.web import views
 from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 from resolveflow.web.words import words
-from resolveflow.wiring_gitlab import alias_lookup
-from resolveflow.wiring_mail import mailbox_lookup
 
 router = APIRouter(include_in_schema=False)
 

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 
 from fastapi import Request, Response
 
+from resolveflow.accounts import sessions
+from resolveflow.accounts.auth import authenticate
+from resolveflow.bootstrap.app import App
+from resolveflow.bootstrap.gitlab import alias_lookup
+from resolveflow.bootstrap.mail import mailbox_lookup
 from resolveflow.domain.records import Principal
 from resolveflow.errors import AuthenticationFailed, NotAuthorized
-from resolveflow.service import sessions
-from resolveflow.service.approvals import RepositoryLabels
-from resolveflow.service.auth import authenticate
-from resolveflow.service.decisions import Deciding, FollowUp
-from resolveflow.wiring import App
-from resolveflow.wiring_gitlab import alias_lookup
-from resolveflow.wiring_mail import mailbox_lookup
+from resolveflow.gate.approvals import RepositoryLabels
+from resolveflow.gate.decisions import Deciding, FollowUp
 
 SESSION_COOKIE = "rf_session"
 OAUTH_COOKIE = "rf_oauth"

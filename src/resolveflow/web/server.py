@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from resolveflow.bootstrap.app import App
 from resolveflow.errors import ConfigError
 from resolveflow.web.app import create_app
-from resolveflow.wiring import App
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from fastapi.responses import JSONResponse
 
 from resolveflow.errors import ConfigError
 from resolveflow.metrics import WEBHOOK_ACK_SECONDS
-from resolveflow.service import webhook_secrets, webhooks
 from resolveflow.telemetry import span
+from resolveflow.triage import webhook_secrets, webhooks
 from resolveflow.web.bodies import read_capped
 from resolveflow.web.security import wired
 

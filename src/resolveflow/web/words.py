@@ -1,7 +1,7 @@
 """The plain words a person reads for the domain's vocabulary: one table per enum, in one place.
 
 The pages never show an enum's value (``awaiting_approval``, ``not_sent``); they show these words,
-through the ``words`` filter. ``tests/web/test_web_words.py`` checks that every member of every
+through the ``words`` filter. ``tests/core/web/test_web_words.py`` checks that every member of every
 enum listed in ``TABLES`` has its words, so a new state cannot reach a page as a machine word.
 """
 
@@ -11,10 +11,6 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from resolveflow.domain.actions import ActionKind
-from resolveflow.domain.disclosure import Hidden
-from resolveflow.domain.review import Outcome
-from resolveflow.domain.triage_policy import Classification
 from resolveflow.domain.vocabulary import (
     AttemptOutcome,
     AttemptStep,
@@ -24,7 +20,11 @@ from resolveflow.domain.vocabulary import (
     ExecutionState,
     RunStatus,
 )
-from resolveflow.service import outcomes
+from resolveflow.gate import outcome_words as outcomes
+from resolveflow.gate.domain.actions import ActionKind
+from resolveflow.gate.domain.disclosure import Hidden
+from resolveflow.policy_file import Classification
+from resolveflow.triage.domain.review import Outcome
 
 RUN_STATUS: dict[RunStatus, str] = {
     RunStatus.RUNNING: "gathering evidence",
@@ -35,7 +35,7 @@ RUN_STATUS: dict[RunStatus, str] = {
     RunStatus.REJECTED: "rejected",
     RunStatus.FAILED: "failed",
 }
-# Shared with the CLI's outcome sentence (service/outcomes.py).
+# Shared with the CLI's outcome sentence (gate/outcome_words.py).
 EXECUTION_STATE: dict[ExecutionState, str] = outcomes.EXECUTION_STATE
 DECISION: dict[Decision, str] = {Decision.APPROVED: "approved", Decision.REJECTED: "rejected"}
 ATTEMPT_STEP: dict[AttemptStep, str] = {
@@ -131,7 +131,7 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
 }
 
 # Names that are not enums: the evidence facts and their rules, and the approval checks (whose
-# names are already words, in domain/policy.py).
+# names are already words, in gate/domain/policy.py).
 FACTS: dict[str, str] = {
     "has_failing_ci": "CI is failing",
     "is_information_sparse": "the report is too short to act on",
@@ -153,7 +153,7 @@ DETAIL_KEYS: dict[str, str] = {
     "reason": "reason",
 }
 
-# What an answer's answerability was decided from (domain/answers.py: AnswerFeatures).
+# What an answer's answerability was decided from (ask/domain/answers.py: AnswerFeatures).
 ANSWER_FEATURES: dict[str, str] = {
     "top_cosine": "closeness in meaning of the top document",
     "top_score": "rank score of the top document",

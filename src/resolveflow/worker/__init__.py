@@ -14,9 +14,9 @@ import threading
 
 import procrastinate
 
-from resolveflow.service.health import WorkerStatus
+from resolveflow.bootstrap.app import App
+from resolveflow.bootstrap.health import WorkerStatus
 from resolveflow.store.queue import QUEUE, setup_queue
-from resolveflow.wiring import App
 from resolveflow.worker.jobs import Jobs, build_queue
 from resolveflow.worker.report import WorkReport
 from resolveflow.worker.supervise import Backoff, Supervisor, connection_probe

@@ -34,8 +34,8 @@ from uuid import UUID
 import procrastinate
 from psycopg import AsyncConnection
 
+from resolveflow.bootstrap.app import App
 from resolveflow.domain.records import Execution
-from resolveflow.domain.refine import RefineDocument
 from resolveflow.errors import (
     InvalidInput,
     NotFound,
@@ -43,14 +43,14 @@ from resolveflow.errors import (
     RunBusy,
     StoreUnavailable,
 )
-from resolveflow.execution.credentials import due_credentials, no_credential_message
-from resolveflow.service import webhooks
+from resolveflow.gate.credentials import due_credentials, no_credential_message
+from resolveflow.refine.domain.document import RefineDocument
 from resolveflow.store import queue
-from resolveflow.store import runs as run_store
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.queries import q
 from resolveflow.telemetry import continued, span
-from resolveflow.wiring import App
+from resolveflow.triage import webhooks
+from resolveflow.triage.store import runs as run_store
 from resolveflow.worker.report import WorkReport
 
 logger = logging.getLogger(__name__)
@@ -100,10 +100,10 @@ class Jobs:
             return False
 
     def refine_new_issue(self, delivery_id: str, tenant_id: str) -> str | None:
-        from resolveflow.service.refine_load import ticket_for
-        from resolveflow.service.refine_propose import refine_new_issue, tenant_name
-        from resolveflow.wiring_refine import step_deps
-        from resolveflow.workflows.refine_graph import refine_document
+        from resolveflow.bootstrap.refine import step_deps
+        from resolveflow.refine.graph import refine_document
+        from resolveflow.refine.load import ticket_for
+        from resolveflow.refine.propose import refine_new_issue, tenant_name
 
         tenant = UUID(tenant_id)
 

@@ -14,7 +14,7 @@ from uuid import UUID
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import ConfigError, ResolveFlowError, Unavailable
-from resolveflow.execution.credentials import no_credential_message
+from resolveflow.gate.credentials import no_credential_message
 
 # The outcomes that mean the work did not get done: a person has to look (as `execute --once`).
 NOT_DONE = frozenset({ExecutionState.FAILED, ExecutionState.PARTIAL, ExecutionState.UNKNOWN})

@@ -26,9 +26,9 @@ import psycopg
 from procrastinate import exceptions as queue_errors
 from psycopg_pool import PoolTimeout
 
+from resolveflow.bootstrap.health import WorkerState, WorkerStatus
 from resolveflow.config import WorkerSettings
 from resolveflow.errors import StoreUnavailable
-from resolveflow.service.health import WorkerState, WorkerStatus
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from resolveflow.adapters.git.errors import (
     ObjectMissing,
 )
 from resolveflow.adapters.git.repository import GitRepository
-from resolveflow.domain.changes import CommitInfo, DiffExcerpt, FileStat
+from resolveflow.refine.domain.changes import CommitInfo, DiffExcerpt, FileStat
 
 __all__ = [
     "CloneMissing",

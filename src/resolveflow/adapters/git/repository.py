@@ -21,8 +21,8 @@ from resolveflow.adapters.git.errors import (
     ObjectMissing,
 )
 from resolveflow.adapters.git.process import GitProcess
-from resolveflow.domain.changes import CommitInfo, DiffExcerpt, FileStat, python_definition
 from resolveflow.errors import InvalidInput
+from resolveflow.refine.domain.changes import CommitInfo, DiffExcerpt, FileStat, python_definition
 
 _SHA = re.compile(r"[0-9a-fA-F]{4,64}")
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")

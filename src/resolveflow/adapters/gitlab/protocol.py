@@ -3,7 +3,7 @@
 The error contract is GitHub's (``adapters.github``): ``ProviderRateLimited`` and
 ``ProviderRejected`` mean nothing was written, ``ProviderUnavailable`` that the request never left,
 ``ProviderOutcomeUnknown`` that a write may have landed. The one write is marked ``@writes``, so
-the layering check lets only ``resolveflow.execution`` call it.
+the layering check lets only ``resolveflow.gate`` call it.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from resolveflow.adapters.llm.protocol import (
     parse_structured,
     strict_schema,
 )
-from resolveflow.domain.diagnosis import (
+from resolveflow.triage.domain.diagnosis import (
     ChatMessage,
     ModelError,
     ModelOutputInvalid,

@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from resolveflow.domain.diagnosis import ChatMessage, ModelOutputInvalid, parse_model_output
+from resolveflow.triage.domain.diagnosis import ChatMessage, ModelOutputInvalid, parse_model_output
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")

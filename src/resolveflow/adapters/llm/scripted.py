@@ -19,12 +19,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from resolveflow.adapters.llm.protocol import Completion, Usage, parse_structured
-from resolveflow.domain.diagnosis import (
-    ChatMessage,
-    ModelOutputInvalid,
-    ModelUnavailable,
-)
 from resolveflow.errors import InvalidInput
+from resolveflow.triage.domain.diagnosis import ChatMessage, ModelOutputInvalid, ModelUnavailable
 
 T = TypeVar("T", bound=BaseModel)
 Scripted = str | dict[str, Any] | BaseException | Callable[[Sequence[ChatMessage], str], Any]

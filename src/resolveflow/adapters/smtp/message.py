@@ -15,8 +15,8 @@ from email.policy import SMTP as SMTP_POLICY
 from email.utils import format_datetime
 
 from resolveflow.adapters.smtp.protocol import OutgoingMessage
-from resolveflow.domain.actions.email_send import EmailSendAction
 from resolveflow.errors import DigestMismatch
+from resolveflow.gate.domain.actions.email_send import EmailSendAction
 
 
 def build_message(

@@ -4,7 +4,7 @@ The error contract is GitHub's and GitLab's (``adapters.github``, docs/email.md)
 ``ProviderRejected`` means the server definitely refused the message and nothing was delivered,
 ``ProviderUnavailable`` that the message never left, ``ProviderOutcomeUnknown`` that it may have
 been accepted. ``send_message`` is marked ``@writes``, so the layering check lets only
-``resolveflow.execution`` call it; the check finds write methods by name, hence ``send_message``
+``resolveflow.gate`` call it; the check finds write methods by name, hence ``send_message``
 rather than ``send`` (every socket has one).
 """
 

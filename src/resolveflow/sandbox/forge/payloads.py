@@ -4,7 +4,7 @@ githubkit validates every response against GitHub's OpenAPI schema (version 2026
 githubkit-schemas 26.x), so the fake must send *complete* objects: every field the schema marks
 required, with the right type, even when ResolveFlow never reads it. The shapes below follow
 githubkit's ``SimpleUser``, ``PrivateUser``, ``Label``, ``IssueComment`` and ``Issue`` models and
-are checked by ``tests/integration/test_github_adapter.py`` and ``test_sandbox_forge.py``. The
+are checked by ``tests/core/integration/test_github_adapter.py`` and ``test_sandbox_forge.py``. The
 second half parses request bodies and query strings the way GitHub does (400, 422, pagination).
 """
 

@@ -1,5 +1,5 @@
 -- Ask (issue 13): every question asked and what was answered, for review and for measuring the
--- answers later. One row per ask, written by service/ask.py (the CLI, the API and the page all go
+-- answers later. One row per ask, written by ask/answering.py (the CLI, the API and the page all go
 -- through it). A record is never changed: the runtime role may insert and select only.
 CREATE TABLE ask_records (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

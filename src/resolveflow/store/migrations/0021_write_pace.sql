@@ -1,5 +1,5 @@
 -- Write pacing (issue 17): one token bucket per credential a write goes out with, shared by every
--- worker process (domain/pace.py). Keys name a credential, never hold one: "github:service",
+-- worker process (gate/domain/pace.py). Keys name a credential, never hold one: "github:service",
 -- "github:approver:<64-bit fingerprint>", "<target>:tenant:<tenant id>". No tenant column and no
 -- tenant data, so no row-level security: the allowance of a token shared by tenants is shared.
 CREATE TABLE write_pace (

@@ -1,0 +1,99 @@
+"""Reads for answering a question from a tenant's documents (ask/answering.py). Tenant-scoped:
+every query filters by tenant and runs under the tenant's row-level security."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+
+def term_cover(
+    conn: Connection, tenant_id: UUID, terms: list[str], document_ids: list[UUID]
+) -> dict[UUID, set[str]]:
+    """The subset of ``terms`` each document contains (in any of its chunks)."""
+    if not terms or not document_ids:
+        return {}
+    rows = conn.execute(
+        q("ask/store/answers", "term_cover"),
+        {"tenant_id": tenant_id, "terms": terms, "document_ids": document_ids},
+    ).fetchall()
+    return {row["document_id"]: set(row["lexemes"]) for row in rows}
+
+
+def title_cover(
+    conn: Connection, tenant_id: UUID, question: str, document_ids: list[UUID]
+) -> dict[UUID, float]:
+    """Share of each document's title words (stemmed) that the question contains."""
+    if not document_ids:
+        return {}
+    rows = conn.execute(
+        q("ask/store/answers", "title_cover"),
+        {"tenant_id": tenant_id, "question": question, "document_ids": document_ids},
+    ).fetchall()
+    return {
+        row["document_id"]: (row["matched"] / row["title_terms"] if row["title_terms"] else 0.0)
+        for row in rows
+    }
+
+
+def document_text(conn: Connection, tenant_id: UUID, document_id: UUID) -> dict[str, Any] | None:
+    row = conn.execute(
+        q("ask/store/answers", "document_text"),
+        {"tenant_id": tenant_id, "document_id": document_id},
+    ).fetchone()
+    return dict(row) if row else None
+
+
+def document_id_by_path(
+    conn: Connection, tenant_id: UUID, source: str, external_id: str
+) -> UUID | None:
+    row = conn.execute(
+        q("ask/store/answers", "document_id_by_path"),
+        {"tenant_id": tenant_id, "source": source, "external_id": external_id},
+    ).fetchone()
+    return row["id"] if row else None
+
+
+def document_chunks(conn: Connection, tenant_id: UUID, document_id: UUID) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        q("ask/store/answers", "document_chunks"),
+        {"tenant_id": tenant_id, "document_id": document_id},
+    ).fetchall()
+    return [dict(row) for row in rows]
+
+
+def chunks_by_id(conn: Connection, tenant_id: UUID, ids: list[int]) -> dict[int, dict[str, Any]]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        q("ask/store/answers", "chunks_by_id"), {"tenant_id": tenant_id, "ids": ids}
+    ).fetchall()
+    return {int(row["id"]): dict(row) for row in rows}
+
+
+def insert_ask_record(conn: Connection, tenant_id: UUID, record: dict[str, Any]) -> UUID:
+    """Store one asked question and its answer (insert-only, migration 0014); its id."""
+    row = conn.execute(
+        q("ask/store/answers", "insert_ask_record"),
+        {
+            **record,
+            "tenant_id": tenant_id,
+            "retrieved": Jsonb(record["retrieved"]),
+            "features": Jsonb(record["features"]) if record["features"] is not None else None,
+            "citations": Jsonb(record["citations"]),
+        },
+    ).fetchone()
+    assert row is not None
+    return UUID(str(row["id"]))
+
+
+def ask_record(conn: Connection, tenant_id: UUID, record_id: UUID) -> dict[str, Any] | None:
+    row = conn.execute(
+        q("ask/store/answers", "ask_record"), {"tenant_id": tenant_id, "id": record_id}
+    ).fetchone()
+    return dict(row) if row else None

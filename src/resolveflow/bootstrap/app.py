@@ -1,0 +1,395 @@
+"""The composition root: settings -> every long-lived object.
+
+``App`` opens nothing costly up front. Its accessors build the GitHub client, the embedder, the
+searcher, the chat model, the token cipher and the triage graph's ``RunController`` (with its
+checkpoint pool) on first use and share them across threads: the web app's request threads and
+the worker's jobs use the same ones, so each is built once per process and closed by ``close()``.
+``executor()`` and ``reconciler()`` are cheap and return a new one, with its own lease owner id,
+each time. The web app, the worker and the CLI receive what they need from here; nothing else
+constructs these objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from uuid import UUID
+
+from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
+from resolveflow.bootstrap import schema as schema_setup
+from resolveflow.bootstrap.embedder import build_embedder
+from resolveflow.bootstrap.mail import mail_gate_settings, mailbox_lookup, outside_systems
+from resolveflow.bootstrap.pace import pace_settings, schedule_execute
+from resolveflow.config import Settings
+from resolveflow.errors import ConfigError
+from resolveflow.gate.lease import GateSettings
+from resolveflow.policy_file import DEFAULT_POLICY, PolicyFile, parse_policy
+from resolveflow.retrieval.document_bounds import TextLimits
+from resolveflow.retrieval.extraction import ExtractionLimits
+from resolveflow.retrieval.fusion import FusionParams
+from resolveflow.retrieval.params import SearchParams
+from resolveflow.store.database import Connection, Database
+from resolveflow.store.embedded import embedded_database_url
+
+if TYPE_CHECKING:
+    # Heavy imports (LangGraph, procrastinate, cryptography, numpy, the model clients, the
+    # executor and the search) stay out of every CLI start-up; the functions below import them
+    # when they are first needed.
+    from resolveflow.accounts.sessions import UserGrant
+    from resolveflow.adapters.embedder.protocol import Embedder
+    from resolveflow.adapters.github.oauth import GitHubOAuth
+    from resolveflow.adapters.github.protocol import GitHub
+    from resolveflow.adapters.llm.protocol import ChatModel
+    from resolveflow.bootstrap.gitlab import TenantGitLab
+    from resolveflow.bootstrap.health import WorkerStatus
+    from resolveflow.gate.credentials import ApproverTokenLookup, Configured
+    from resolveflow.gate.executor import Executor
+    from resolveflow.gate.reconcile import Reconciler
+    from resolveflow.retrieval.ingest import Indexer
+    from resolveflow.retrieval.search import Searcher
+    from resolveflow.store.token_cipher import TokenCipher
+    from resolveflow.triage.graph.runs import RunController
+    from resolveflow.triage.investigation import InvestigationConfig
+
+logger = logging.getLogger(__name__)
+
+# The schema's start-up steps live in schema_setup; the CLI, tests and benchmarks take them from here.
+migrate = schema_setup.migrate
+after_upgrade = schema_setup.after_upgrade
+setup_libraries = schema_setup.setup_libraries
+setup_checkpoints = schema_setup.setup_checkpoints
+
+LEASE_TIMEOUT_RATIO = 5
+T = TypeVar("T")
+
+
+def database_url(settings: Settings) -> str:
+    if settings.database.url is not None:
+        return settings.database.url.get_secret_value()
+    return embedded_database_url(settings.database.home)
+
+
+def gate_settings(settings: Settings) -> GateSettings:
+    # A request starts within one timeout of its attempt row and the client cuts it at
+    # DEADLINE_TIMEOUTS timeouts, plus one last socket read; the lease covers that with room.
+    # GitLab writes go through the same gate with their own timeout: the longer one counts.
+    executor, timeout = settings.executor, settings.github.timeout_seconds
+    if settings.gitlab.url is not None:
+        timeout = max(timeout, settings.gitlab.timeout_seconds)
+    if executor.lease_seconds < timeout * LEASE_TIMEOUT_RATIO:
+        raise ConfigError(
+            f"RESOLVEFLOW_LEASE_SECONDS must be at least {LEASE_TIMEOUT_RATIO} times "
+            "RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS (or RESOLVEFLOW_GITLAB_TIMEOUT_SECONDS if longer)"
+        )
+    return GateSettings(
+        lease_seconds=executor.lease_seconds,
+        rate_limit_max_waits=executor.rate_limit_max_waits,
+        rate_limit_max_wait_seconds=executor.rate_limit_max_wait_seconds,
+        unavailable_retry_seconds=executor.unavailable_retry_seconds,
+        send_slack_seconds=timeout,
+        request_deadline_seconds=timeout * (DEADLINE_TIMEOUTS + 1),
+        pace=pace_settings(settings.pace),
+    )
+
+
+def github_client(settings: Settings) -> GitHub:
+    from resolveflow.adapters.github.client import GitHubKitClient
+
+    github = settings.github
+    token = github.token.get_secret_value() if github.token else None
+    deadline = github.timeout_seconds * DEADLINE_TIMEOUTS
+    return GitHubKitClient(github.api_url, token, github.timeout_seconds, deadline_seconds=deadline)
+
+
+def search_params(settings: Settings) -> SearchParams:
+    retrieval = settings.retrieval
+    return SearchParams(
+        fusion=FusionParams(
+            method=retrieval.fusion_method,
+            vector_weight=retrieval.fusion_vector_weight,
+            lexical_weight=retrieval.fusion_lexical_weight,
+            rrf_k=retrieval.fusion_rrf_k,
+        ),
+        candidates=retrieval.search_candidates,
+        exact_max_chunks=retrieval.search_exact_max_chunks,
+        ef_search_min=retrieval.hnsw_ef_search_min,
+        ef_search_max=retrieval.hnsw_ef_search_max,
+        max_terms=retrieval.search_max_terms,
+        max_term_share=retrieval.search_max_term_share,
+        max_postings=retrieval.search_max_postings,
+    )
+
+
+def extraction_limits(settings: Settings) -> ExtractionLimits:
+    """How ``index docs`` and ``POST /api/v1/documents`` bound a document's text extraction."""
+    retrieval = settings.retrieval
+    return ExtractionLimits(
+        max_bytes=retrieval.document_max_bytes,
+        text=TextLimits(
+            max_chars=retrieval.document_max_chars,
+            page_max_chars=retrieval.document_page_max_chars,
+            page_max_stream_bytes=retrieval.document_page_max_stream_bytes,
+            max_depth=retrieval.document_max_depth,
+        ),
+        timeout_seconds=retrieval.document_extract_timeout_seconds,
+        memory_bytes=retrieval.document_extract_memory_bytes,
+        workers=retrieval.document_extract_workers,
+    )
+
+
+def build_model(settings: Settings) -> ChatModel | None:
+    """The configured chat model; None for provider ``none`` (the default)."""
+    model = settings.model
+    if model.provider == "none":
+        return None
+    if model.provider == "scripted":
+        from resolveflow.adapters.llm.scripted import ScriptedModel, load_script
+
+        if model.scripted_file is None:
+            raise ConfigError(
+                "RESOLVEFLOW_MODEL_PROVIDER=scripted needs RESOLVEFLOW_SCRIPTED_MODEL_FILE"
+            )
+        return ScriptedModel(
+            load_script(model.scripted_file),
+            model=model.name,
+            invalid_output_attempts=model.invalid_output_attempts,
+        )
+    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
+
+    key = model.openai_api_key
+    return OpenAIChatModel(
+        model.openai_base_url,
+        key.get_secret_value() if key else None,
+        model.name,
+        timeout_seconds=model.timeout_seconds,
+        max_retries=model.max_retries,
+        max_wait_seconds=model.max_wait_seconds,
+        invalid_output_attempts=model.invalid_output_attempts,
+    )
+
+
+def investigation_config(settings: Settings) -> InvestigationConfig:
+    from resolveflow.triage.investigation import InvestigationConfig
+
+    return InvestigationConfig(
+        relevance_floor=settings.investigation.relevance_floor,
+        top_k=settings.investigation.top_k,
+        daily_model_calls=settings.limits.model_calls_per_day,
+    )
+
+
+def load_policy(settings: Settings) -> PolicyFile:
+    """The policy file (``RESOLVEFLOW_POLICY_FILE``), read now; the built-in one when unset."""
+    path = settings.triage.policy_file
+    if path is None:
+        return DEFAULT_POLICY
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
+    return parse_policy(text, str(path))
+
+
+@dataclass
+class App:
+    settings: Settings
+    db: Database
+    _github: GitHub | None = field(default=None, repr=False)  # tests pass their own
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Set by a worker running in this process (``serve --with-worker``); /readyz reads it.
+    worker_status: WorkerStatus | None = field(default=None, repr=False)
+
+    def _once(self, name: str, build: Callable[[], T]) -> T:
+        # Re-entrant: building the run controller asks for the searcher and the model.
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = build()
+            return cast(T, self._built[name])
+
+    @property
+    def github(self) -> GitHub:
+        if self._github is not None:
+            return self._github
+        return self._once("github", lambda: github_client(self.settings))
+
+    def github_oauth(self) -> GitHubOAuth:
+        """Sign-in with GitHub; ``ConfigError`` when the OAuth app is not configured."""
+        github = self.settings.github
+        if not github.oauth_client_id or github.oauth_client_secret is None:
+            raise ConfigError(
+                "sign-in with GitHub is not configured (RESOLVEFLOW_GITHUB_OAUTH_CLIENT_ID and "
+                "RESOLVEFLOW_GITHUB_OAUTH_CLIENT_SECRET); use an API token instead"
+            )
+        from resolveflow.adapters.github.oauth import GitHubOAuth
+
+        # Two plain requests per sign-in and no connection pool: nothing worth keeping.
+        return GitHubOAuth(
+            github.web_url,
+            github.oauth_client_id,
+            github.oauth_client_secret.get_secret_value(),
+            scope=github.oauth_scope,
+            timeout_seconds=github.timeout_seconds,
+        )
+
+    def embedder(self) -> Embedder:
+        return self._once("embedder", lambda: build_embedder(self.settings))
+
+    def searcher(self) -> Searcher:
+        from resolveflow.retrieval.search import Searcher
+
+        return self._once(
+            "searcher", lambda: Searcher(self.db, self.embedder(), search_params(self.settings))
+        )
+
+    def indexer(self) -> Indexer:
+        from resolveflow.retrieval.ingest import Indexer
+
+        return Indexer(self.db, self.embedder())
+
+    def model(self) -> ChatModel | None:
+        return self._once("model", lambda: build_model(self.settings))
+
+    def executor(self) -> Executor:
+        from resolveflow.gate.executor import Executor
+
+        return Executor(
+            self.db,
+            self.github,
+            mail_gate_settings(self),
+            token_lookup=self.token_lookup(),
+            schedule=schedule_execute,
+            **outside_systems(self),
+        )
+
+    def reconciler(self) -> Reconciler:
+        from resolveflow.gate.reconcile import Reconciler
+
+        return Reconciler(
+            self.db,
+            self.github,
+            mail_gate_settings(self),
+            token_lookup=self.token_lookup(),
+            **outside_systems(self),
+        )
+
+    def gitlab(self) -> TenantGitLab:
+        """GitLab per tenant: its own token from the store, its aliases from the policy file."""
+        from resolveflow.bootstrap.gitlab import TenantGitLab
+
+        return self._once(
+            "gitlab", lambda: TenantGitLab(self.db, self.settings, self.policy, self.token_cipher())
+        )
+
+    def token_cipher(self) -> TokenCipher | None:
+        """Encrypts principals' own GitHub tokens at rest; None without
+        RESOLVEFLOW_TOKEN_ENCRYPTION_KEY."""
+        return self._once("token_cipher", lambda: build_token_cipher(self.settings))
+
+    def configured_credentials(self) -> Configured:
+        """What ``execute`` and the worker check each due execution against, per forge."""
+        from resolveflow.gate.credentials import Configured
+
+        has = (self.settings.github.token, self.token_cipher(), self.settings.gitlab.url)
+        return Configured(*(value is not None for value in has))
+
+    def token_lookup(self) -> ApproverTokenLookup | None:
+        """Approvers' own GitHub tokens (given by sign-in or by an operator), decrypted from the
+        one store; the executor posts what they approved with them, so GitHub shows who posted."""
+        cipher = self.token_cipher()
+        if cipher is None:
+            return None
+        from resolveflow.store import tenants as tenant_store
+
+        def lookup(conn: Connection, tenant_id: UUID, principal_id: UUID) -> str | None:
+            return tenant_store.github_token(conn, cipher, tenant_id, principal_id)
+
+        return lookup
+
+    def user_grants(self) -> dict[str, UserGrant]:
+        """Who may sign in with GitHub, as what (RESOLVEFLOW_WEB_USERS)."""
+        from resolveflow.accounts.sessions import parse_users
+
+        return self._once("user_grants", lambda: parse_users(self.settings.web.users))
+
+    def policy(self) -> PolicyFile:
+        return load_policy(self.settings)
+
+    def run_controller(self) -> RunController:
+        """The triage graph with its Postgres checkpointer, and the run lease around it."""
+        return self._once("run_controller", self._build_run_controller)
+
+    def _build_run_controller(self) -> RunController:
+        from resolveflow.store.checkpoints import checkpoint_saver
+        from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
+        from resolveflow.triage.graph.investigate import make_investigator
+        from resolveflow.triage.graph.runs import RunController
+
+        pool = self._once("checkpoint_pool", self.db.autocommit_pool)
+        investigator = make_investigator(
+            self.db,
+            self.searcher(),
+            self.model(),
+            investigation_config(self.settings),
+            self.policy,
+        )
+        deps = TriageDeps(
+            db=self.db,
+            github=self.github,
+            policy=self.policy,
+            executor=self.executor,
+            investigator=investigator,
+        )
+        return RunController(
+            db=self.db,
+            graph=build_triage_graph(deps, checkpoint_saver(pool)),
+            lease_seconds=self.settings.triage.run_lease_seconds,
+            approval_ttl_seconds=self.settings.approval.ttl_seconds,
+            mailboxes=mailbox_lookup(self),
+            aliases=self.gitlab().project_aliases,
+        )
+
+    def close(self) -> None:
+        """Close what was built here (the checkpoint pool, HTTP clients)."""
+        with self._lock:
+            built, self._built = self._built, {}
+        for name, thing in built.items():
+            close = getattr(thing, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # closing the rest matters more than one failure
+                    logger.warning("could not close %s", name, exc_info=True)
+
+
+def build_token_cipher(settings: Settings) -> TokenCipher | None:
+    key = settings.web.token_encryption_key
+    if key is None:
+        return None
+    from resolveflow.store.token_cipher import TokenCipher
+
+    return TokenCipher(key.get_secret_value())
+
+
+@contextmanager
+def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
+    """Open the database (starting the embedded one if needed), bring its schema up to date."""
+    url = database_url(settings)
+    if auto_migrate:
+        migrate(url, build_token_cipher(settings))
+    db = Database(
+        url,
+        max_size=settings.database.pool_max_size,
+        connect_timeout=settings.database.connect_timeout_seconds,
+        statement_timeout_ms=settings.database.statement_timeout_ms,
+    )
+    with db:
+        app = App(settings=settings, db=db)
+        try:
+            yield app
+        finally:
+            app.close()

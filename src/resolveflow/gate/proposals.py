@@ -1,0 +1,261 @@
+"""Proposals of every kind, edits (new versions), and how a proposal is shown."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+from uuid import UUID
+
+from resolveflow.domain.records import Approval, Principal, Proposal, Role
+from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
+from resolveflow.gate.approvals import actor_of
+from resolveflow.gate.domain.actions import (
+    ActionChanges,
+    AnyAction,
+    action_digest,
+    build_action,
+    build_issue_create,
+    canonical_json,
+    parse_action,
+    revise,
+)
+from resolveflow.gate.store import executions as execution_store
+from resolveflow.gate.store import proposals as proposal_store
+from resolveflow.mail.readers import mail_reader, mailbox_of
+from resolveflow.store import audit
+from resolveflow.store import tenants as tenant_store
+from resolveflow.store.database import Connection, Database
+
+logger = logging.getLogger(__name__)
+
+
+def _require_proposer(principal: Principal) -> None:
+    if not (principal.has(Role.REQUESTER) or principal.has(Role.APPROVER)):
+        raise NotAuthorized(f"{principal.subject} may not propose or edit actions")
+
+
+def _check_allowed(conn: Connection, tenant_id: UUID, repository: str) -> None:
+    if repository.startswith(("gitlab:", "email:")):
+        # a GitLab project comes from the tenant's aliases (service/issues_prepare); a mailbox is
+        # checked against the policy file and the approver's grant when approved and sent
+        return
+    if not tenant_store.repository_allowed(conn, tenant_id, repository):
+        raise PolicyViolation(f"repository {repository} is not on this tenant's allowlist")
+
+
+def create_proposal(
+    db: Database,
+    principal: Principal,
+    *,
+    repository: str,
+    issue: int,
+    comment: str | None,
+    labels: list[str],
+    note: str | None = None,
+    run_id: UUID | None = None,
+    author_kind: str = "principal",
+) -> Proposal:
+    """A ``github.issue`` proposal: a comment and/or labels on an existing issue."""
+    _require_proposer(principal)
+    action = build_action(repository, issue, comment, labels)
+    return _insert_first_version(db, principal, action, note, run_id, author_kind)
+
+
+def create_issue_proposal(
+    db: Database,
+    principal: Principal,
+    *,
+    repository: str,
+    title: str,
+    body: str,
+    labels: list[str],
+    assignees: list[str],
+    note: str | None = None,
+) -> Proposal:
+    """A ``github.issue_create`` proposal: a new issue in an allowlisted repository."""
+    _require_proposer(principal)
+    action = build_issue_create(repository, title, body, labels, assignees)
+    return _insert_first_version(db, principal, action, note, None, "principal")
+
+
+def create_prepared_proposal(
+    db: Database, principal: Principal, action: AnyAction, note: str | None = None
+) -> Proposal:
+    """A proposal of an action that ``service/issues_prepare`` resolved from configuration."""
+    _require_proposer(principal)
+    return _insert_first_version(db, principal, action, note, None, "principal")
+
+
+def _insert_first_version(
+    db: Database,
+    principal: Principal,
+    action: AnyAction,
+    note: str | None,
+    run_id: UUID | None,
+    author_kind: str,
+) -> Proposal:
+    proposal_id = uuid.uuid4()
+    with db.tenant(principal.tenant_id) as conn:
+        _check_allowed(conn, principal.tenant_id, action.repository)
+        proposal = proposal_store.insert_proposal(
+            conn,
+            proposal_id=proposal_id,
+            tenant_id=principal.tenant_id,
+            lineage_id=proposal_id,
+            version=1,
+            action=action.canonical(),
+            digest=action_digest(action),
+            author_kind=author_kind,
+            created_by=principal.id,
+            run_id=run_id,
+            note=note,
+        )
+        audit.record(
+            conn,
+            tenant_id=principal.tenant_id,
+            actor=actor_of(principal),
+            event=AuditEvent.PROPOSAL_CREATED,
+            subject_type="proposal",
+            subject_id=proposal.id,
+            run_id=run_id,
+            details={"digest": proposal.digest, "version": 1, "kind": action.kind},
+        )
+    return proposal
+
+
+def edit_proposal(
+    db: Database, principal: Principal, proposal_id: UUID, changes: ActionChanges
+) -> Proposal:
+    """Write a new version from the latest one; it needs its own approval."""
+    _require_proposer(principal)
+    with db.tenant(principal.tenant_id) as conn:
+        base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        # An edit reads the mail it changes (and answers with it): the grant holds first.
+        mail_reader(conn, principal).require(mailbox_of(base.action))
+        proposal_store.lock_lineage(conn, base.lineage_id)
+        latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
+        versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
+        started = execution_store.carried_out_version(conn, principal.tenant_id, base.lineage_id)
+        if started is not None:
+            raise InvalidTransition(
+                f"version {started.version} of this proposal was approved and its execution is"
+                f" {started.state}:"
+                " a proposal whose execution has started or ended cannot be edited (propose a"
+                " new action instead)"
+            )
+        action = revise(parse_action(versions[-1]["action"]), changes)
+        if action_digest(action) == versions[-1]["digest"]:
+            raise InvalidInput("the edit changes nothing")
+        proposal = proposal_store.insert_proposal(
+            conn,
+            proposal_id=uuid.uuid4(),
+            tenant_id=principal.tenant_id,
+            lineage_id=base.lineage_id,
+            version=latest + 1,
+            action=action.canonical(),
+            digest=action_digest(action),
+            author_kind="principal",
+            created_by=principal.id,
+            run_id=base.run_id,
+        )
+        audit.record(
+            conn,
+            tenant_id=principal.tenant_id,
+            actor=actor_of(principal),
+            event=AuditEvent.PROPOSAL_EDITED,
+            subject_type="proposal",
+            subject_id=proposal.id,
+            run_id=base.run_id,
+            details={
+                "digest": proposal.digest,
+                "version": proposal.version,
+                "previous": str(versions[-1]["id"]),
+            },
+        )
+    return proposal
+
+
+def carried_out(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any] | None:
+    """The version of ``proposal_id``'s lineage that was (or is being) carried out, which pages
+    show as the proposal; None while none was. No version after it can be written or decided."""
+    with db.tenant(principal.tenant_id) as conn:
+        proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        done = execution_store.carried_out_version(conn, principal.tenant_id, proposal.lineage_id)
+    if done is None:
+        return None
+    return {"id": str(done.proposal_id), "version": done.version, "state": done.state.value}
+
+
+def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any]:
+    """Everything a reviewer needs to decide: the exact action, its digest, history and state."""
+    with db.tenant(principal.tenant_id) as conn:
+        proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        # Like the tenant, the mailbox grant bounds who reads an email (403 without it); every
+        # page, API answer and command that shows a proposal comes through here.
+        mail_reader(conn, principal).require(mailbox_of(proposal.action))
+        approval = proposal_store.approval_for_proposal(conn, principal.tenant_id, proposal.id)
+        execution = execution_store.execution_for_proposal(conn, principal.tenant_id, proposal.id)
+        versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)
+    action = parse_action(proposal.action)
+    return {
+        "id": str(proposal.id),
+        "lineage_id": str(proposal.lineage_id),
+        "version": proposal.version,
+        "latest_version": versions[-1]["version"],
+        "digest": proposal.digest,
+        "kind": action.kind,
+        "summary": action.summary,
+        "canonical": canonical_json(action),
+        "action": proposal.action,
+        "author_kind": proposal.author_kind,
+        "created_at": proposal.created_at.isoformat(),
+        "run_id": str(proposal.run_id) if proposal.run_id else None,
+        "decision": approval.decision.value if approval else None,
+        "approval": _approval_view(approval),
+        "execution": {"id": str(execution.id), "state": execution.state.value}
+        if execution
+        else None,
+        "versions": [
+            {
+                "id": str(v["id"]),
+                "version": v["version"],
+                "digest": v["digest"],
+                "decision": v["decision"],
+            }
+            for v in versions
+        ],
+    }
+
+
+def _approval_view(approval: Approval | None) -> dict[str, Any] | None:
+    if approval is None:
+        return None
+    return {
+        "id": str(approval.id),
+        "decision": approval.decision.value,
+        "principal_id": str(approval.principal_id),
+        "reason": approval.reason,
+        "decided_at": approval.decided_at.isoformat(),
+        "expires_at": approval.expires_at.isoformat() if approval.expires_at else None,
+    }
+
+
+def list_proposals(db: Database, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
+    with db.tenant(principal.tenant_id) as conn:
+        rows = proposal_store.list_proposals(conn, principal.tenant_id, limit)
+    return [
+        {
+            "id": str(row["id"]),
+            "version": row["version"],
+            "digest": row["digest"],
+            "kind": parse_action(row["action"]).kind,
+            "target": parse_action(row["action"]).summary,
+            "decision": row["decision"],
+            "execution_id": str(row["execution_id"]) if row["execution_id"] else None,
+            "execution_state": row["execution_state"],
+            "created_at": row["created_at"].isoformat(),
+        }
+        for row in rows
+    ]

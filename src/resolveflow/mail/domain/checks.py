@@ -1,0 +1,200 @@
+"""The checks every draft passes before it can become an ``email.send`` proposal, whoever wrote
+it (the deterministic drafter, a model, a reviewer's edit). Each finding is one line a reviewer
+can act on; no findings means the draft passes.
+
+- no invented commitments: every amount, date, percentage, order or ticket number, URL and
+  e-mail address in the subject and the body is in the request, the facts or the mailbox's
+  signature (``mail_entities`` normalises the ways of writing one value);
+- missing information is never papered over: a ``[[...]]`` placeholder left in fails, and so does
+  a name listed as missing whose placeholder was replaced by a value nobody supplied;
+- recipients: at least one To, and every To, Cc and Bcc is the requester, one of the thread's
+  participants (the request's From, To and Cc, less the mailbox) or in an allowed domain;
+- the From is the mailbox, and the reply stays in the request's thread;
+- no credential is asked for ("send us your password", "reply with the code we texted you"):
+  reused from a past reply word for word, written by a model or by a reviewer, such a sentence
+  fails (``mail_credentials``), whatever the customer's own request says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from resolveflow.errors import one_line
+from resolveflow.gate.domain.actions.email_fields import mail_address
+from resolveflow.mail.domain.credential_requests import credential_requests
+from resolveflow.mail.domain.draft import MAX_SUBJECT_CHARS, Draft, Facts, placeholders
+from resolveflow.mail.domain.entities import EntityKind, allowed_keys, extract, is_allowed
+from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.message import MailMessage
+
+
+class DraftCheck(StrEnum):
+    INVENTED_COMMITMENT = "invented_commitment"
+    MISSING_INFORMATION = "missing_information"
+    RECIPIENTS = "recipients"
+    SENDER = "sender"
+    THREAD = "thread"
+    FORM = "form"
+    CREDENTIAL_REQUEST = "credential_request"
+
+
+@dataclass(frozen=True)
+class CheckFinding:
+    check: DraftCheck
+    message: str
+
+
+_KIND_WORDS = {
+    EntityKind.AMOUNT: "the amount",
+    EntityKind.DATE: "the date",
+    EntityKind.PERCENTAGE: "the percentage",
+    EntityKind.REFERENCE: "the number",
+    EntityKind.URL: "the link",
+    EntityKind.EMAIL: "the e-mail address",
+}
+
+
+def check_draft(
+    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy, facts: Facts
+) -> tuple[CheckFinding, ...]:
+    """Every finding on ``draft`` as a reply to ``request`` from ``mailbox``; empty: it passes."""
+    return (
+        *_form(draft),
+        *_sender(mailbox),
+        *_invented(draft, request, mailbox, policy, facts),
+        *_missing(draft),
+        *_recipients(draft, request, mailbox, policy),
+        *_thread(draft, request),
+        *_credentials(draft),
+    )
+
+
+def _form(draft: Draft) -> list[CheckFinding]:
+    found = []
+    if not draft.subject.strip() or "\n" in draft.subject or "\r" in draft.subject:
+        found.append(CheckFinding(DraftCheck.FORM, "the subject must be one line, not empty"))
+    elif len(draft.subject) > MAX_SUBJECT_CHARS:
+        found.append(
+            CheckFinding(DraftCheck.FORM, f"the subject is over {MAX_SUBJECT_CHARS} characters")
+        )
+    if not draft.body.strip():
+        found.append(CheckFinding(DraftCheck.FORM, "the body is empty"))
+    return found
+
+
+def _sender(mailbox: str) -> list[CheckFinding]:
+    try:
+        mail_address(mailbox)
+    except ValueError:
+        return [
+            CheckFinding(DraftCheck.SENDER, f"the From {one_line(mailbox, 80)!r} is not a mailbox")
+        ]
+    return []
+
+
+def _invented(
+    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy, facts: Facts
+) -> list[CheckFinding]:
+    # Headers of the request count as "in the request": naming the requester's address is fine.
+    allowed = allowed_keys(
+        [
+            request.subject,
+            request.text,
+            policy.signature,
+            *facts.values(),
+            *request.participants(),
+            mailbox,
+        ]
+    )
+    found: list[CheckFinding] = []
+    seen: set[str] = set()
+    for where, text in (("subject", draft.subject), ("body", draft.body)):
+        for entity in extract(text):
+            if is_allowed(entity, allowed) or entity.key in seen:
+                continue
+            seen.add(entity.key)
+            found.append(
+                CheckFinding(
+                    DraftCheck.INVENTED_COMMITMENT,
+                    f"{_KIND_WORDS[entity.kind]} {one_line(entity.text, 80)!r} in the {where} is "
+                    "not in the request, the facts or the signature: add it as a fact or remove it",
+                )
+            )
+    return found
+
+
+def _missing(draft: Draft) -> list[CheckFinding]:
+    left = placeholders(f"{draft.subject}\n{draft.body}")
+    found = [
+        CheckFinding(
+            DraftCheck.MISSING_INFORMATION,
+            f"the placeholder [[{one_line(name, 80)}]] is still in the draft: fill it in",
+        )
+        for name in left
+    ]
+    found += [
+        CheckFinding(
+            DraftCheck.MISSING_INFORMATION,
+            f"{one_line(name, 80)!r} is listed as missing but the draft has no [[{one_line(name, 80)}]] "
+            "placeholder: was a value written without a fact?",
+        )
+        for name in draft.missing_information
+        if " ".join(name.split()) not in left
+    ]
+    return found
+
+
+def _recipients(
+    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy
+) -> list[CheckFinding]:
+    found = []
+    if not draft.to:
+        found.append(CheckFinding(DraftCheck.RECIPIENTS, "the draft has no To recipient"))
+    own = mailbox_key(mailbox)
+    thread = {mailbox_key(a) for a in request.participants()} - {own}
+    for field, addresses in (("To", draft.to), ("Cc", draft.cc), ("Bcc", draft.bcc)):
+        for address in addresses:
+            try:
+                key = mailbox_key(mail_address(address))
+            except ValueError:
+                found.append(
+                    CheckFinding(
+                        DraftCheck.RECIPIENTS,
+                        f"{field} {one_line(address, 80)!r} is not an e-mail address",
+                    )
+                )
+                continue
+            domain = key.rsplit("@", 1)[1]
+            if key not in thread and domain not in policy.allowed_domains:
+                found.append(
+                    CheckFinding(
+                        DraftCheck.RECIPIENTS,
+                        f"{field} {key} is not the requester, in the thread or in an allowed "
+                        "domain of the mailbox",
+                    )
+                )
+    return found
+
+
+def _thread(draft: Draft, request: MailMessage) -> list[CheckFinding]:
+    if draft.in_reply_to != request.message_id or draft.references != request.thread_references():
+        return [
+            CheckFinding(
+                DraftCheck.THREAD,
+                f"the draft is not threaded as a reply to {one_line(request.message_id, 120)}",
+            )
+        ]
+    return []
+
+
+def _credentials(draft: Draft) -> list[CheckFinding]:
+    # The whole text that would be sent: a past reply's words reused as they were are in it.
+    return [
+        CheckFinding(
+            DraftCheck.CREDENTIAL_REQUEST,
+            f"the draft asks the customer for a credential ({one_line(phrase, 80)!r}): support "
+            "never asks for a password, code, PIN, card number or key by e-mail; reword it",
+        )
+        for phrase in credential_requests(f"{draft.subject}\n\n{draft.body}")
+    ]

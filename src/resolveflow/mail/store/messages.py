@@ -1,0 +1,100 @@
+"""Mail messages of a tenant's mailboxes and the mail search's rows (mail/store/index.sql)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from resolveflow.mail.domain.message import Direction, MailMessage
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+
+def insert_message(
+    conn: Connection, tenant_id: UUID, mailbox: str, message: MailMessage, direction: Direction
+) -> bool:
+    """Store the message unless its Message-ID is already in the mailbox; True when new."""
+    root = (
+        message.references[0] if message.references else message.in_reply_to or message.message_id
+    )
+    row = conn.execute(
+        q("mail/store/index", "insert_message"),
+        {
+            "tenant_id": tenant_id,
+            "mailbox": mailbox,
+            "message_id": message.message_id,
+            "direction": direction.value,
+            "in_reply_to": message.in_reply_to,
+            "references": list(message.references),
+            "thread_root": root,
+            "from_address": message.from_address,
+            "from_name": message.from_name,
+            "to": list(message.to),
+            "cc": list(message.cc),
+            "subject": message.subject,
+            "sent_at": message.date,
+            "text": message.text,
+        },
+    ).fetchone()
+    return row is not None
+
+
+def link_replies(conn: Connection, tenant_id: UUID, mailbox: str) -> int:
+    """Link each unlinked sent reply to the request it answers, where that request is here."""
+    cursor = conn.execute(
+        q("mail/store/index", "link_replies"), {"tenant_id": tenant_id, "mailbox": mailbox}
+    )
+    return cursor.rowcount
+
+
+def exchanges(conn: Connection, tenant_id: UUID, mailbox: str) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("mail/store/index", "exchanges"), {"tenant_id": tenant_id, "mailbox": mailbox}
+    ).fetchall()
+
+
+def forget_message(
+    conn: Connection, tenant_id: UUID, mailbox: str, message_id: str
+) -> Direction | None:
+    """Mark the message forgotten (a re-import keeps it so); None when it is not there."""
+    row = conn.execute(
+        q("mail/store/index", "forget_message"),
+        {"tenant_id": tenant_id, "mailbox": mailbox, "message_id": message_id},
+    ).fetchone()
+    return Direction(row["direction"]) if row is not None else None
+
+
+def replies_answering(
+    conn: Connection, tenant_id: UUID, mailbox: str, message_id: str
+) -> list[str]:
+    rows = conn.execute(
+        q("mail/store/index", "replies_answering"),
+        {"tenant_id": tenant_id, "mailbox": mailbox, "message_id": message_id},
+    ).fetchall()
+    return [row["message_id"] for row in rows]
+
+
+def thread(conn: Connection, tenant_id: UUID, mailbox: str, message_id: str) -> list[str]:
+    """The Message-IDs of the message's thread, oldest first ([] when it is not here)."""
+    params = {"tenant_id": tenant_id, "mailbox": mailbox, "message_id": message_id}
+    root = conn.execute(q("mail/store/index", "thread_root"), params).fetchone()
+    if root is None:
+        return []
+    rows = conn.execute(
+        q("mail/store/index", "thread"), {**params, "thread_root": root["thread_root"]}
+    ).fetchall()
+    return [row["message_id"] for row in rows]
+
+
+def mail_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return conn.execute(q("mail/store/index", "mail_candidates"), params).fetchall()
+
+
+def exchange_texts(
+    conn: Connection, tenant_id: UUID, mailboxes: Sequence[str], reply_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("mail/store/index", "exchange_texts"),
+        {"tenant_id": tenant_id, "mailboxes": list(mailboxes), "reply_ids": list(reply_ids)},
+    ).fetchall()

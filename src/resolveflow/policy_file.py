@@ -1,0 +1,171 @@
+"""The per-repository triage policy: extra rules, and which labels each branch may propose.
+
+A policy file is TOML::
+
+    [defaults]
+    ci_label = "ci-failure"
+    triage_label = "needs-triage"
+
+    [repositories."acme/widgets"]
+    triage_label = "triage"
+    comment_on_human_review = true
+
+    [[repositories."acme/widgets".rules]]
+    name = "docs"
+    when_title_prefix = "[docs]"
+    classification = "human_review"
+    labels = ["documentation"]
+
+Repository entries override the defaults field by field. Rules run before the built-in ones, in order.
+
+A tenant's project aliases (``issues prepare`` resolves everything from them, never from free
+text)::
+
+    [tenants.acme.projects.ops]
+    forge = "gitlab"
+    project = "group/ops"
+    labels = ["bug", "ops"]             # the only labels an issue there may carry
+    assignees = { alice = 12 }          # name -> GitLab user id (or a username to look up)
+
+    [tenants.acme.projects.widgets]
+    forge = "github"
+    project = "acme/widgets"            # must also be on the tenant's repository allowlist
+    assignees = { alice = "alice-gh" }  # name -> GitHub login
+
+A repository's refine settings (docs/refine.md; absent: no clone, no scopes, off for webhooks)::
+
+    [repositories."acme/widgets".refine]
+    clone = "/srv/clones/widgets"       # a local clone, read by the changes step
+    on_new_issues = true                # refine new issues arriving by webhook
+    scopes = { frontend = ["web/**", "*.tsx"], backend = ["server/**"] }
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from resolveflow.errors import ConfigError
+from resolveflow.mail.domain.mailbox import ADDRESS_PATTERN, MailboxPolicy, mailbox_key
+from resolveflow.refine.domain.rules import RefinePolicy
+
+
+class Classification(StrEnum):
+    DETERMINISTIC = "deterministic"
+    AI_INVESTIGATION = "ai_investigation"
+    HUMAN_REVIEW = "human_review"
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1, max_length=64)
+    when_label: str | None = None
+    when_title_prefix: str | None = None
+    classification: Classification
+    labels: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _has_condition(self) -> Rule:
+        if self.when_label is None and self.when_title_prefix is None:
+            raise ValueError("a rule needs when_label or when_title_prefix")
+        return self
+
+
+class RepositoryPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ci_label: str | None = "ci-failure"
+    triage_label: str | None = "needs-triage"
+    comment_on_human_review: bool = False
+    extra_labels: dict[Classification, tuple[str, ...]] = Field(default_factory=dict)
+    rules: tuple[Rule, ...] = ()
+    refine: RefinePolicy = RefinePolicy()  # an absent block: no clone, no scopes, off
+
+    def labels_for(self, branch: Classification) -> set[str]:
+        """The only label names a proposal of this branch may carry."""
+        allowed = set(self.extra_labels.get(branch, ()))
+        if branch is Classification.DETERMINISTIC and self.ci_label:
+            allowed.add(self.ci_label)
+        if branch is not Classification.DETERMINISTIC and self.triage_label:
+            allowed.add(self.triage_label)
+        for rule in self.rules:
+            if rule.classification is branch:
+                allowed.update(rule.labels)
+        return allowed
+
+
+class ProjectAlias(BaseModel):
+    """Where an alias points, which labels an issue there may carry, and who may be assigned."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    forge: Literal["gitlab", "github"]
+    project: str = Field(min_length=3, max_length=255, pattern=r"^[^/\s]+(/[^/\s]+)+$")
+    labels: tuple[str, ...] = ()
+    assignees: dict[str, int | str] = Field(default_factory=dict)
+
+
+class TenantPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    projects: dict[str, ProjectAlias] = Field(default_factory=dict)
+    mailboxes: dict[str, MailboxPolicy] = Field(default_factory=dict)  # mail/domain/mailbox.py
+
+    @model_validator(mode="after")
+    def _mailbox_addresses(self) -> TenantPolicy:
+        for address in self.mailboxes:
+            if not re.match(ADDRESS_PATTERN, address):
+                raise ValueError(f"a mailbox is an address like support@acme.example: {address!r}")
+        if len({mailbox_key(a) for a in self.mailboxes}) != len(self.mailboxes):
+            raise ValueError("a mailbox is listed twice (addresses are compared without case)")
+        return self
+
+
+class PolicyFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    repositories: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tenants: dict[str, TenantPolicy] = Field(default_factory=dict)
+
+    def projects(self, tenant: str) -> dict[str, ProjectAlias]:
+        """The tenant's project aliases (none when the file names no such tenant)."""
+        found = self.tenants.get(tenant)
+        return dict(found.projects) if found is not None else {}
+
+    def mailboxes(self, tenant: str) -> dict[str, MailboxPolicy]:
+        """The tenant's mailboxes by address in lower case (none when the file names no such
+        tenant)."""
+        found = self.tenants.get(tenant)
+        if found is None:
+            return {}
+        return {mailbox_key(address): policy for address, policy in found.mailboxes.items()}
+
+    def for_repository(self, full_name: str) -> RepositoryPolicy:
+        merged = {**self.defaults}
+        for name, override in self.repositories.items():
+            if name.lower() == full_name.lower():
+                merged.update(override)
+        return RepositoryPolicy.model_validate(merged)
+
+
+def parse_policy(text: str, source: str = "policy") -> PolicyFile:
+    """Parse and fully validate a policy (every repository entry too), with one clear error."""
+    where = ""
+    try:
+        policy = PolicyFile.model_validate(tomllib.loads(text))
+        where = "defaults."
+        RepositoryPolicy.model_validate(policy.defaults)
+        for name in policy.repositories:
+            where = f"repositories.{name}."
+            policy.for_repository(name)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where += ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{source}: {where}: {first['msg']}") from None
+    return policy
+
+
+DEFAULT_POLICY = PolicyFile()

@@ -1,0 +1,205 @@
+"""Refine's steps as functions: each takes a ``RefineDocument`` and returns a new one.
+
+A step checks its input first (``require``: this schema version, every earlier step done, this
+one not yet), fills its own fields, appends itself to ``done`` and leaves the rest as it was. The
+pure rules are in ``refine/domain/rules.py``; the changes step is ``refine/changes.py``;
+load is ``refine/load.py``. Critical errors (no index for the tenant, an unreadable
+ticket, a configured clone missing) raise; local ones become ``warnings``. See docs/refine.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from resolveflow.accounts.limits import LimitExceeded
+from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.refine.changes import SIMILAR_DEPTH, task_from_hit
+from resolveflow.refine.domain.document import (
+    SCHEMA_VERSION,
+    STEP_ORDER,
+    Facts,
+    Judgement,
+    RefineDocument,
+    RefineStep,
+    StepWarning,
+    Summary,
+)
+from resolveflow.refine.store import runbooks as store
+from resolveflow.retrieval.search import Searcher
+from resolveflow.store import documents as documents_store
+from resolveflow.store.database import Database
+from resolveflow.triage.domain.diagnosis import ModelError, ModelOutputInvalid
+
+if TYPE_CHECKING:
+    from resolveflow.refine.domain.rules import RefinePolicy
+
+logger = logging.getLogger(__name__)
+
+RELATED_K = SIMILAR_DEPTH  # the changes step votes with the fixed tasks among these
+JUDGED = 10  # relevance judges (and the Markdown shows) the most similar ones only
+MAX_MODEL_ATTEMPTS = 2  # invalid model judgements are asked again this many times in all
+
+
+def require(doc: RefineDocument, step: RefineStep) -> None:
+    """``InvalidInput`` unless ``doc`` is ready for ``step``: the schema version this code
+    writes, every earlier step done, and ``step`` itself not yet."""
+    if doc.schema_version != SCHEMA_VERSION:
+        raise InvalidInput(
+            f"schema_version is {doc.schema_version!r}; this version reads {SCHEMA_VERSION!r}"
+        )
+    if step in doc.done:
+        raise InvalidInput(f"the document has already been through step {step.value}")
+    earlier = STEP_ORDER[: STEP_ORDER.index(step)]
+    missing = [s.value for s in earlier if s not in doc.done]
+    if missing:
+        raise InvalidInput(f"step {step.value} needs step(s) {', '.join(missing)} first "
+                           "(they are missing from done)")  # fmt: skip
+
+
+def _warn(doc: RefineDocument, step: RefineStep, message: str) -> None:
+    doc.warnings.append(StepWarning(step=step, message=message))
+
+
+def query_text(doc: RefineDocument) -> str:
+    return f"{doc.ticket.title}\n\n{doc.ticket.body}".strip()
+
+
+def ticket_key(doc: RefineDocument) -> tuple[str, str] | None:
+    """(source, external id) of the ticket in the index, when it is a GitHub issue: a ticket
+    that is itself indexed must not be its own similar task."""
+    ticket = doc.ticket
+    if ticket.source == "github" and ticket.repository and ticket.number is not None:
+        return f"github:{ticket.repository.lower()}", str(ticket.number)
+    return None
+
+
+def related(
+    doc: RefineDocument, searcher: Searcher, tenant_id: UUID, k: int = RELATED_K
+) -> RefineDocument:
+    """Similar past tasks from the tenant's index (the hybrid search), as of the ticket's creation
+    when it is known. No index for the tenant is a critical error."""
+    require(doc, RefineStep.RELATED)
+    with searcher.db.tenant(tenant_id) as conn:
+        state = documents_store.index_state(conn, tenant_id)
+    if state is None or state.chunk_count == 0:
+        raise ConfigError("the tenant has no search index: index its issues and runbooks first "
+                          "(resolveflow index github OWNER/REPO, resolveflow index docs DIR)")  # fmt: skip
+    hits = searcher.search(
+        tenant_id, query_text(doc), k=k, as_of=doc.ticket.created_at, exclude=ticket_key(doc)
+    )
+    out = doc.model_copy(deep=True)
+    out.related = [task_from_hit(hit) for hit in hits]
+    if not hits:
+        _warn(out, RefineStep.RELATED, "no similar past task was found in the index")
+    out.done.append(RefineStep.RELATED)
+    return out
+
+
+def relevance(doc: RefineDocument, model: ChatModel | None) -> RefineDocument:
+    """Each related task judged high / medium / low with a one-line reason: by the rules without
+    a model; with one, its judgements of retrieved ids only, checked by code, asked again within a
+    budget and then judged by the rules."""
+    from resolveflow.refine.domain import rules
+
+    require(doc, RefineStep.RELEVANCE)
+    out = doc.model_copy(deep=True)
+    shown = out.related[:JUDGED]
+    judged = _model_judgements(out, model) if model is not None and shown else None
+    if judged is None:
+        judged = [rules.judge(out.ticket, task) for task in shown]
+    out.judgements = judged
+    out.done.append(RefineStep.RELEVANCE)
+    return out
+
+
+def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] | None:
+    from resolveflow.refine.domain import rules
+
+    shown = doc.related[:JUDGED]
+    messages = rules.judgement_prompt(doc.ticket, shown)
+    for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
+        try:
+            output = model.structured(messages, rules.ModelJudgements).value
+            return rules.validate_judgements(output, shown)
+        except ModelOutputInvalid as exc:
+            logger.info("model judgements invalid", extra={"attempt": attempt, "reason": str(exc)})
+        except (ModelError, LimitExceeded) as exc:
+            _warn(doc, RefineStep.RELEVANCE, f"the model is unavailable ({exc}); judged by rules")
+            return None
+    _warn(doc, RefineStep.RELEVANCE,
+          f"the model's judgements were invalid {MAX_MODEL_ATTEMPTS} times; judged by rules")  # fmt: skip
+    return None
+
+
+def summarize(
+    doc: RefineDocument, policy: RefinePolicy, model: ChatModel | None = None
+) -> RefineDocument:
+    """The rewritten task, the facts and the scopes: the deterministic summary; with a model, its
+    summary once code has checked it (asked again within the budget, then the rules')."""
+    from resolveflow.refine.domain import rules
+
+    require(doc, RefineStep.SUMMARIZE)
+    out = doc.model_copy(deep=True)
+    by_rules = rules.summarize(out, policy)
+    by_model = _model_summary(out, policy, by_rules.facts, model) if model is not None else None
+    out.summary = by_model or by_rules
+    out.done.append(RefineStep.SUMMARIZE)
+    return out
+
+
+def _model_summary(
+    doc: RefineDocument, policy: RefinePolicy, facts: Facts, model: ChatModel
+) -> Summary | None:
+    from resolveflow.refine.domain import rules
+    from resolveflow.refine.domain import summary_model as by_model
+
+    paths = by_model.candidate_paths(doc, facts)
+    front, back = rules.scopes(paths, policy.scopes)
+    shown = [by_model.Candidate(p, p in front, p in back) for p in paths]
+    messages = by_model.summary_prompt(doc.ticket, facts, shown)
+    generator = f"{model.provider}/{model.model}"
+    for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
+        try:
+            answer = model.structured(messages, by_model.ModelSummary).value
+            return by_model.validate_summary(answer, doc.ticket, facts, paths, generator)
+        except ModelOutputInvalid as exc:
+            logger.info("model summary invalid", extra={"attempt": attempt, "reason": str(exc)})
+        except (ModelError, LimitExceeded) as exc:
+            why = f"the model is unavailable ({exc}); summarized by rules"
+            _warn(doc, RefineStep.SUMMARIZE, why)
+            return None
+    times = "twice" if MAX_MODEL_ATTEMPTS == 2 else f"{MAX_MODEL_ATTEMPTS} times"
+    why = f"the model's summary was invalid {times}; summarized by rules"
+    _warn(doc, RefineStep.SUMMARIZE, why)
+    return None
+
+
+def runbook(doc: RefineDocument, db: Database, tenant_id: UUID) -> RefineDocument:
+    """The trusted runbook a high-relevance task's label or a declared trigger points at, from
+    the tenant's indexed runbooks; nothing in the ticket's text can name one."""
+    from resolveflow.refine.domain import rules
+
+    require(doc, RefineStep.RUNBOOK)
+    with db.tenant(tenant_id) as conn:
+        rows = store.runbooks(conn, tenant_id)
+    found = [rules.RunbookInfo(tag=r["runbook_tag"], title=r["title"], path=r["external_id"],
+                               url=r["url"], text=r["body"] or "",
+                               triggers=tuple(r["runbook_triggers"])) for r in rows]  # fmt: skip
+    out = doc.model_copy(deep=True)
+    out.runbook = rules.choose_runbook(out, found)
+    out.done.append(RefineStep.RUNBOOK)
+    return out
+
+
+def output(doc: RefineDocument) -> RefineDocument:
+    """The one Markdown enrichment of everything above."""
+    from resolveflow.refine.domain import rules
+
+    require(doc, RefineStep.OUTPUT)
+    out = doc.model_copy(deep=True)
+    out.done.append(RefineStep.OUTPUT)
+    out.markdown = rules.render_markdown(out)
+    return out

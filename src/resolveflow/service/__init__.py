@@ -1,1 +1,0 @@
-"""Use cases shared by the CLI, the web app and the worker."""

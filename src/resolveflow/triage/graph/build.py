@@ -1,0 +1,275 @@
+"""The triage graph: fetch_evidence -> normalize -> classify -> (investigate) -> build_proposal
+-> await_approval -> execute.
+
+State is plain JSON. ``await_approval`` calls ``interrupt()`` and does nothing else, because resuming
+re-runs the interrupted node from its start. Resuming carries only an approval id; ``execute`` looks
+it up under the run's tenant and hands the proposal's execution to the executor gate, which
+re-verifies everything from the database, so a forged resume value cannot cause a write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+from uuid import UUID
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
+
+from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.errors import ResolveFlowError
+from resolveflow.gate.executor import Executor
+from resolveflow.policy_file import Classification, PolicyFile
+from resolveflow.telemetry import span
+from resolveflow.triage import evidence as evidence_service
+from resolveflow.triage.domain.evidence import IssueEvidence, normalize
+from resolveflow.triage.domain.rules import (
+    INVESTIGATION_NOT_CONFIGURED,
+    ProposedAction,
+    classify,
+    propose,
+)
+from resolveflow.triage.graph import steps
+
+logger = logging.getLogger(__name__)
+
+
+class TriageState(TypedDict, total=False):
+    tenant_id: str
+    run_id: str
+    repository: str
+    issue_number: int
+    requested_by: str
+    raw: dict[str, Any] | None
+    facts: dict[str, Any]
+    classification: str
+    rule: str
+    reason: str
+    branch: str
+    route_reason: str | None
+    investigation: dict[str, Any] | None
+    investigation_action: dict[str, Any] | None
+    proposal_id: str | None
+    digest: str | None
+    approval_id: str | None
+    resume_refused: str | None
+    outcome: str
+    error: str | None
+
+
+@dataclass(frozen=True)
+class TriageDeps:
+    db: Any  # store.database.Database (kept loose to avoid a cycle in type-only imports)
+    github: GitHub
+    policy: Callable[[], PolicyFile]
+    executor: Callable[[], Executor]
+    # The ai_investigation step, when configured: (state, evidence) -> outcome (see _investigate).
+    investigator: Callable[[dict[str, Any], IssueEvidence], dict[str, Any]] | None = None
+
+
+def _traced(step: str, node: Callable[[TriageState], Any]) -> Any:
+    """Each step of a run is a span (``triage.STEP``) carrying the run's id. (``Any``: LangGraph's
+    node protocols are generic in a way a wrapper's type cannot name.)"""
+
+    def run(state: TriageState) -> Any:
+        with span(f"triage.{step}", step=step, run_id=str(state.get("run_id") or "") or None):
+            return node(state)
+
+    return run
+
+
+def build_triage_graph(
+    deps: TriageDeps, checkpointer: BaseCheckpointSaver[Any] | None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    graph = StateGraph(TriageState)
+    graph.add_node("fetch_evidence", _traced("fetch_evidence", lambda s: _fetch(deps, s)))
+    graph.add_node("normalize", _traced("normalize", lambda s: _normalize(deps, s)))
+    graph.add_node("classify", _traced("classify", lambda s: _classify(deps, s)))
+    graph.add_node("investigate", _traced("investigate", lambda s: _investigate(deps, s)))
+    graph.add_node("build_proposal", _traced("build_proposal", lambda s: _build(deps, s)))
+    graph.add_node("await_approval", _traced("await_approval", _await_approval))
+    graph.add_node("execute", _traced("execute", lambda s: _execute(deps, s)))
+    graph.add_node("fail", _traced("fail", lambda s: _fail(deps, s)))
+    graph.add_edge(START, "fetch_evidence")
+    graph.add_conditional_edges("fetch_evidence", _ok_or_fail("normalize"))
+    graph.add_conditional_edges("normalize", _ok_or_fail("classify"))
+    graph.add_conditional_edges("classify", _after_classify)
+    graph.add_edge("investigate", "build_proposal")
+    graph.add_conditional_edges("build_proposal", _after_build)
+    graph.add_edge("await_approval", "execute")
+    graph.add_conditional_edges("execute", _after_execute)
+    graph.add_edge("fail", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+# --- routing ---------------------------------------------------------------------------------
+
+
+def _ok_or_fail(next_node: str) -> Callable[[TriageState], str]:
+    def route(state: TriageState) -> str:
+        return "fail" if state.get("error") else next_node
+
+    return route
+
+
+def _after_classify(state: TriageState) -> str:
+    if state.get("error"):
+        return "fail"
+    if state["classification"] == Classification.AI_INVESTIGATION.value:
+        return "investigate"
+    return "build_proposal"
+
+
+def _after_build(state: TriageState) -> str:
+    if state.get("error"):
+        return "fail"
+    return "await_approval" if state.get("proposal_id") else END
+
+
+def _after_execute(state: TriageState) -> str:
+    # A refused resume (unknown approval, another run's approval) leaves the run paused.
+    return "await_approval" if state.get("resume_refused") else END
+
+
+# --- nodes -----------------------------------------------------------------------------------
+
+
+def _fetch(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    try:
+        raw = evidence_service.gather(deps.github, state["repository"], state["issue_number"])
+    except ResolveFlowError as exc:
+        return {"error": f"could not read the issue from GitHub: {exc.message}"}
+    return {"raw": raw, "error": None}
+
+
+def _normalize(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    raw = state.get("raw") or {}
+    try:
+        evidence = normalize(raw)
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    facts = {name: fact.model_dump() for name, fact in evidence.facts.items()}
+    steps.record_snapshot(deps.db, state, raw, facts)
+    return {"facts": facts}
+
+
+def _classify(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    evidence = normalize(state.get("raw") or {})
+    try:
+        policy = deps.policy().for_repository(state["repository"])
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    result = classify(evidence, policy)
+    steps.audit_run(
+        deps.db,
+        state,
+        AuditEvent.RUN_CLASSIFIED,
+        classification=result.classification.value,
+        rule=result.rule,
+        reason=result.reason,
+    )
+    return {
+        "classification": result.classification.value,
+        "rule": result.rule,
+        "reason": result.reason,
+        "branch": result.classification.value,
+        "route_reason": None,
+    }
+
+
+def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    if deps.investigator is None:
+        # No diagnosis step (retrieval + model + review) is configured: a person decides.
+        steps.audit_run(
+            deps.db,
+            state,
+            AuditEvent.RUN_ROUTED,
+            to="human_review",
+            reason=INVESTIGATION_NOT_CONFIGURED,
+        )
+        return {
+            "branch": Classification.HUMAN_REVIEW.value,
+            "route_reason": INVESTIGATION_NOT_CONFIGURED,
+        }
+    evidence = normalize(state.get("raw") or {})
+    try:
+        outcome = deps.investigator(dict(state), evidence)
+    except ResolveFlowError as exc:
+        return {"error": f"the investigation failed: {exc.message}"}
+    # outcome: {"investigation": JSON for the record, "action": {"comment", "labels", "notes"},
+    #           "escalated": bool, "reason": str}
+    action = outcome.get("action")
+    if not isinstance(action, dict):
+        return {"error": "the investigation returned no action"}
+    return {
+        "investigation": outcome.get("investigation"),
+        "investigation_action": action,
+        "route_reason": outcome.get("reason"),
+    }
+
+
+def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    evidence = normalize(state.get("raw") or {})
+    try:
+        policy = deps.policy().for_repository(state["repository"])
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    result = classify(evidence, policy)
+    branch = Classification(state["branch"])
+    investigated = state.get("investigation_action")
+    if branch is Classification.AI_INVESTIGATION and investigated is not None:
+        # Whatever the investigation suggests, only labels that exist in the repository and are
+        # not on the issue yet survive (the review's permission gate also checks the policy).
+        existing, present = set(evidence.repository_labels), set(evidence.labels)
+        labels = [
+            label
+            for label in investigated.get("labels") or ()
+            if isinstance(label, str) and label in existing and label not in present
+        ]
+        comment = investigated.get("comment")
+        action = ProposedAction(
+            comment=comment if isinstance(comment, str) else None,
+            labels=tuple(dict.fromkeys(labels)),
+            notes=tuple(str(note) for note in investigated.get("notes") or ()),
+        )
+    else:
+        action = propose(evidence, result, policy, branch)
+    if evidence.notes:  # e.g. linked runs that could not be read: the reviewer should know
+        action = dataclasses.replace(action, notes=action.notes + evidence.notes)
+    author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
+    try:
+        proposal = steps.create_run_proposal(deps.db, state, action, author_kind=author)
+    except ResolveFlowError as exc:
+        return {"error": f"could not create the proposal: {exc.message}"}
+    update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
+    if proposal is None:
+        update["outcome"] = "nothing to propose: " + ("; ".join(action.notes) or "empty action")
+        return update
+    update.update(proposal_id=str(proposal.id), digest=proposal.digest)
+    return update
+
+
+def _await_approval(state: TriageState) -> dict[str, Any]:
+    # No side effect may come before interrupt(): the node re-runs from its start on resume.
+    answer = interrupt({"proposal_id": state.get("proposal_id"), "digest": state.get("digest")})
+    approval_id = answer.get("approval_id") if isinstance(answer, dict) else None
+    return {"approval_id": approval_id if isinstance(approval_id, str) else None}
+
+
+def _execute(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    try:
+        approval_id = UUID(state.get("approval_id") or "")
+    except ValueError:
+        return steps.refuse_resume(deps.db, state, "the resume value is not an approval id")
+    return steps.execute_approved(deps.db, deps.executor(), state, approval_id)
+
+
+def _fail(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    steps.mark_failed(deps.db, state, state.get("error") or "unknown error")
+    return {"outcome": "failed"}

@@ -1,0 +1,66 @@
+"""The triage graph's ``investigator``: the ai_investigation branch as one callable.
+
+``make_investigator`` returns ``(state, evidence) -> outcome`` for ``TriageDeps.investigator``
+(``wiring.App`` passes it the shared searcher and the configured model). It retrieves within the
+run's tenant, diagnoses with the model (or none), reviews in code, records the investigation and
+its model calls against the budget of the person who started the run, and hands back the action
+for ``build_proposal``. The action's target is never in it: the graph proposes on the run's own
+repository and issue.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.llm.calls import ModelCallBudget
+from resolveflow.policy_file import PolicyFile
+from resolveflow.store.database import Database
+from resolveflow.triage import investigation as service
+from resolveflow.triage.domain.evidence import IssueEvidence
+from resolveflow.triage.investigation import InvestigationConfig, Retriever
+
+logger = logging.getLogger(__name__)
+
+Investigator = Callable[[dict[str, Any], IssueEvidence], dict[str, Any]]
+
+
+def make_investigator(
+    db: Database,
+    retriever: Retriever,
+    model: ChatModel | None,
+    config: InvestigationConfig,
+    policy: Callable[[], PolicyFile],
+) -> Investigator:
+    """The investigator from its parts (``wiring.App`` with the configured ones; tests with a
+    scripted model)."""
+
+    def investigator(state: dict[str, Any], evidence: IssueEvidence) -> dict[str, Any]:
+        tenant_id, run_id = UUID(state["tenant_id"]), UUID(state["run_id"])
+        budget = ModelCallBudget(
+            db,
+            tenant_id,
+            daily_limit=config.daily_model_calls,
+            principal_id=UUID(state["requested_by"]),
+            run_id=run_id,
+        )
+        result = service.investigate(
+            evidence,
+            policy().for_repository(state["repository"]),
+            retriever=retriever,
+            tenant_id=tenant_id,
+            model=model,
+            config=config,
+            budget=budget,
+        )
+        service.record(db, tenant_id, run_id, result)
+        logger.info(
+            "investigated",
+            extra={"run": str(run_id), "outcome": result.review.outcome.value},
+        )
+        return result.graph_outcome()
+
+    return investigator

@@ -1,0 +1,159 @@
+"""Runs (status moves forward only), evidence snapshots, classifications and run leases."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from resolveflow.domain.records import Proposal
+from resolveflow.errors import NotFound
+from resolveflow.gate.store.proposals import proposal_from_row
+from resolveflow.store.database import Connection
+from resolveflow.store.queries import q
+
+
+def insert_run(
+    conn: Connection,
+    *,
+    run_id: UUID,
+    tenant_id: UUID,
+    workflow: str,
+    repository: str,
+    issue_number: int,
+    requested_by: UUID,
+) -> dict[str, Any]:
+    row = conn.execute(
+        q("triage/store/runs", "insert_run"),
+        {
+            "id": run_id,
+            "tenant_id": tenant_id,
+            "workflow": workflow,
+            "repository": repository,
+            "issue_number": issue_number,
+            "requested_by": requested_by,
+        },
+    ).fetchone()
+    assert row is not None
+    return row
+
+
+def run_by_id(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any]:
+    row = conn.execute(
+        q("triage/store/runs", "run_by_id"), {"tenant_id": tenant_id, "id": run_id}
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no run {run_id}")
+    return row
+
+
+def find_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
+    return conn.execute(
+        q("triage/store/runs", "run_by_id"), {"tenant_id": tenant_id, "id": run_id}
+    ).fetchone()
+
+
+def list_runs(
+    conn: Connection, tenant_id: UUID, status: str | None, limit: int
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        q("triage/store/runs", "list_runs"),
+        {"tenant_id": tenant_id, "status": status, "limit": limit},
+    ).fetchall()
+
+
+def set_status(
+    conn: Connection, tenant_id: UUID, run_id: UUID, status: str, detail: dict[str, Any]
+) -> None:
+    row = conn.execute(
+        q("triage/store/runs", "set_status"),
+        {"tenant_id": tenant_id, "id": run_id, "status": status, "detail": Jsonb(detail)},
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no run {run_id}")
+
+
+def insert_snapshot(
+    conn: Connection, tenant_id: UUID, run_id: UUID, raw: dict[str, Any], facts: dict[str, Any]
+) -> None:
+    conn.execute(
+        q("triage/store/runs", "insert_snapshot"),
+        {"tenant_id": tenant_id, "run_id": run_id, "raw": Jsonb(raw), "facts": Jsonb(facts)},
+    )
+
+
+def snapshot_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
+    return conn.execute(
+        q("triage/store/runs", "snapshot_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
+    ).fetchone()
+
+
+def insert_classification(
+    conn: Connection,
+    *,
+    tenant_id: UUID,
+    run_id: UUID,
+    classification: str,
+    rule: str,
+    reason: str,
+    branch: str,
+    route_reason: str | None,
+) -> None:
+    conn.execute(
+        q("triage/store/runs", "insert_classification"),
+        {
+            "tenant_id": tenant_id,
+            "run_id": run_id,
+            "classification": classification,
+            "rule": rule,
+            "reason": reason,
+            "branch": branch,
+            "route_reason": route_reason,
+        },
+    )
+
+
+def latest_proposal_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> Proposal | None:
+    row = conn.execute(
+        q("triage/store/runs", "latest_proposal_for_run"),
+        {"tenant_id": tenant_id, "run_id": run_id},
+    ).fetchone()
+    return proposal_from_row(row) if row else None
+
+
+def acquire_lease(
+    conn: Connection, tenant_id: UUID, run_id: UUID, owner: str, seconds: float
+) -> bool:
+    row = conn.execute(
+        q("triage/store/runs", "acquire_lease"),
+        {"tenant_id": tenant_id, "run_id": run_id, "owner": owner, "seconds": seconds},
+    ).fetchone()
+    return row is not None
+
+
+def release_lease(conn: Connection, tenant_id: UUID, run_id: UUID, owner: str) -> None:
+    conn.execute(
+        q("triage/store/runs", "release_lease"),
+        {"tenant_id": tenant_id, "run_id": run_id, "owner": owner},
+    )
+
+
+def stalled_runs(
+    conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Runs still awaiting approval although their latest proposal was decided this long ago."""
+    return conn.execute(
+        q("triage/store/runs", "stalled_runs"),
+        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
+    ).fetchall()
+
+
+def interrupted_runs(
+    conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Runs a dead process left ``running`` or ``executing``: no live lease, untouched this long."""
+    return conn.execute(
+        q("triage/store/runs", "interrupted_runs"),
+        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
+    ).fetchall()

@@ -1,0 +1,77 @@
+"""Ask in a real browser (Playwright driving Debian's Chromium) against the real server: sign in,
+open Ask from the navigation, ask an alert's question, read the answer and follow citation [1]
+to its passage, which is marked and scrolled into view.
+
+With ``RESOLVEFLOW_UPDATE_SCREENSHOTS=1`` docs/images/ask.png is written again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from test_browser_inbox import TIMEOUT_MS, Site, _sign_in, browser  # noqa: F401
+
+from conftest import make_world
+from fixtures_web import web_settings
+from resolveflow.bootstrap.app import open_app
+from resolveflow.retrieval.sources import read_docs_dir
+from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
+from resolveflow.web.server import ServerThread
+
+pytest_plugins = ["fixtures_web"]
+
+MINI = Path(__file__).parents[2] / "data" / "runbooks-mini" / "corpus"
+IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+# Read at import: the test fixtures scrub RESOLVEFLOW_* from the environment.
+UPDATE_SCREENSHOTS = os.environ.get("RESOLVEFLOW_UPDATE_SCREENSHOTS") == "1"
+ALERT = (
+    "One or more targets are unreachable. 0.93% of the node-exporter/kubelet targets in "
+    "kube-system namespace are down."
+)
+
+
+@pytest.fixture
+def site(queue_ready: str, oauth_github: FakeGitHubWithOAuth, tmp_path: Path) -> Iterator[Site]:
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    settings = web_settings(queue_ready, oauth_github.url)
+    with open_app(settings, auto_migrate=False) as app:
+        world = make_world(app.db)
+        app.indexer().upsert(world.tenant.id, read_docs_dir(MINI, "docs"))
+        with ServerThread(app, sandbox="sandbox forge") as server:
+            yield Site(app, server.url, oauth_github, shots)
+
+
+def test_ask_and_follow_a_citation_to_its_passage(browser: Any, site: Site) -> None:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    _sign_in(site, page, "alex")
+    page.get_by_role("link", name="Ask", exact=True).click()
+    page.wait_for_url("**/ask")
+    page.get_by_label("Your question").fill(ALERT)
+    page.get_by_role("button", name="Ask", exact=True).click()
+    expect(page.locator("#answer h2")).to_have_text("Answer")
+    expect(page.locator("#citations li")).to_have_count(2)
+    expect(page.locator("#cite-1 .source-link")).to_have_text("TargetDown § Diagnosis")
+    site.shot(page, "ask")
+    if UPDATE_SCREENSHOTS:
+        IMAGES.mkdir(exist_ok=True)
+        shutil.copy(site.shots / f"{site.count:02d}-ask.png", IMAGES / "ask.png")
+
+    page.locator("#answer-text a.cite", has_text="[1]").first.click()
+    page.wait_for_url("**/passages/*")
+    expect(page.locator("h1")).to_have_text("TargetDown")
+    cited = page.locator("li.chunk.cited")
+    expect(cited).to_have_count(1)
+    expect(cited).to_contain_text("`up == 0` query")
+    expect(cited).to_be_in_viewport()
+    assert page.url.endswith("#" + (cited.get_attribute("id") or "?"))
+    site.shot(page, "passage")
+    context.close()

@@ -1,0 +1,154 @@
+"""The OpenAI-compatible adapter (the official client) against a real local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
+from resolveflow.evals.safety import diagnosis
+from resolveflow.sandbox.chat_server import FakeChatServer, HttpError, Refusal, Reply, Slow
+from resolveflow.triage.domain.diagnosis import (
+    ChatMessage,
+    Diagnosis,
+    ModelOutputInvalid,
+    ModelRefused,
+    ModelTimeout,
+    ModelUnavailable,
+)
+
+MESSAGES = [ChatMessage("system", "You diagnose issues."), ChatMessage("user", "It crashes.")]
+GOOD = json.dumps(diagnosis())
+
+
+@pytest.fixture
+def server() -> Iterator[FakeChatServer]:
+    with FakeChatServer() as fake:
+        yield fake
+
+
+def model(
+    server: FakeChatServer,
+    *,
+    timeout_seconds: float = 2.0,
+    max_retries: int = 2,
+    max_wait_seconds: float = 30.0,
+) -> tuple[OpenAIChatModel, list[float]]:
+    sleeps: list[float] = []
+    client = OpenAIChatModel(
+        server.base_url,
+        "sk-test-secret",
+        "fake-model",
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+        max_wait_seconds=max_wait_seconds,
+        sleep=sleeps.append,
+    )
+    return client, sleeps
+
+
+def test_success_sends_the_strict_schema_and_reports_tokens(server: FakeChatServer) -> None:
+    server.queue(Reply(GOOD, prompt_tokens=321, completion_tokens=54, model="fake-model-2024"))
+    client, _ = model(server)
+    done = client.structured(MESSAGES, Diagnosis)
+    assert done.value == Diagnosis.model_validate(diagnosis())
+    assert (done.usage.prompt_tokens, done.usage.completion_tokens, done.attempts) == (321, 54, 1)
+    assert done.served_model == "fake-model-2024"
+    [sent] = server.requests
+    assert sent["model"] == "fake-model"
+    assert sent["messages"] == [
+        {"role": "system", "content": "You diagnose issues."},
+        {"role": "user", "content": "It crashes."},
+    ]
+    fmt = sent["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    assert fmt["json_schema"]["schema"]["additionalProperties"] is False
+    assert server.authorized_requests == 1
+    assert "sk-test-secret" not in json.dumps(server.requests)
+
+
+def test_text_call(server: FakeChatServer) -> None:
+    server.queue(Reply("The cause looks plausible."))
+    client, _ = model(server)
+    assert client.text(MESSAGES).value == "The cause looks plausible."
+    assert "response_format" not in server.requests[0]
+
+
+def test_refusal_is_not_retried(server: FakeChatServer) -> None:
+    server.queue(Refusal("I can't help with that."), Reply(GOOD))
+    client, _ = model(server)
+    with pytest.raises(ModelRefused, match="can't help"):
+        client.structured(MESSAGES, Diagnosis)
+    assert len(server.requests) == 1
+
+
+def test_malformed_json_is_asked_again_then_fails_closed(server: FakeChatServer) -> None:
+    server.queue(Reply("{not json"), Reply(GOOD))
+    client, _ = model(server)
+    done = client.structured(MESSAGES, Diagnosis)
+    assert done.attempts == 2 and done.usage.prompt_tokens == 240  # both answers were paid for
+
+    server.queue(Reply("{not json"), Reply(json.dumps(diagnosis(approved=True))), Reply(GOOD))
+    with pytest.raises(ModelOutputInvalid, match="after 2 attempts") as caught:
+        client.structured(MESSAGES, Diagnosis)
+    assert "approved" in caught.value.message
+    assert len(server.requests) == 4  # bounded: the third reply was never asked for
+
+
+def test_429_waits_for_retry_after_then_succeeds(server: FakeChatServer) -> None:
+    server.queue(HttpError(429, {"Retry-After": "3"}, "slow down"), Reply(GOOD))
+    client, sleeps = model(server)
+    done = client.structured(MESSAGES, Diagnosis)
+    assert sleeps == [3.0] and done.attempts == 2
+
+
+def test_429_longer_than_allowed_or_repeated_fails_closed(server: FakeChatServer) -> None:
+    server.queue(HttpError(429, {"Retry-After": "3600"}))
+    client, sleeps = model(server, max_wait_seconds=30.0)
+    with pytest.raises(ModelUnavailable, match="rate limited"):
+        client.structured(MESSAGES, Diagnosis)
+    assert sleeps == []
+    server.queue(*[HttpError(429, {"Retry-After": "1"})] * 3)
+    with pytest.raises(ModelUnavailable):
+        client.structured(MESSAGES, Diagnosis)
+    assert sleeps == [1.0, 1.0] and len(server.requests) == 4  # 1 + (1 try + 2 retries)
+
+
+def test_500_is_retried_with_backoff_and_bounded(server: FakeChatServer) -> None:
+    server.queue(HttpError(500), HttpError(502), Reply(GOOD))
+    client, sleeps = model(server)
+    assert client.structured(MESSAGES, Diagnosis).attempts == 3
+    assert sleeps == [0.5, 1.0]
+    server.queue(*[HttpError(500)] * 3)
+    with pytest.raises(ModelUnavailable, match="kept failing"):
+        client.structured(MESSAGES, Diagnosis)
+
+
+def test_a_400_is_not_retried(server: FakeChatServer) -> None:
+    server.queue(HttpError(400, message="bad schema"), Reply(GOOD))
+    client, _ = model(server)
+    with pytest.raises(ModelUnavailable, match="refused the request"):
+        client.structured(MESSAGES, Diagnosis)
+    assert len(server.requests) == 1
+
+
+def test_a_slow_reply_times_out(server: FakeChatServer) -> None:
+    server.queue(Slow(1.5, Reply(GOOD)))
+    client, _ = model(server, timeout_seconds=0.3, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout):
+        client.structured(MESSAGES, Diagnosis)
+    assert time.monotonic() - started < 1.4
+
+
+def test_an_unreachable_endpoint_is_unavailable() -> None:
+    with FakeChatServer() as fake:
+        url = fake.base_url
+    client = OpenAIChatModel(
+        url, None, "m", timeout_seconds=1.0, max_retries=1, sleep=lambda s: None
+    )
+    with pytest.raises(ModelUnavailable, match="could not be reached"):
+        client.text(MESSAGES)

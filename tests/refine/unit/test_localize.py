@@ -1,0 +1,96 @@
+"""Suggested files from a ticket's own words and the fixes of similar tasks (refine/domain/localize.py)."""
+
+from __future__ import annotations
+
+from resolveflow.refine.domain.localize import (
+    PastFix,
+    match_path,
+    named_files,
+    suggest_files,
+    symbol_files,
+    traceback_frames,
+    vote_files,
+)
+
+FILES = [
+    "src/pkg/__init__.py",
+    "src/pkg/load.py",
+    "src/pkg/builder.py",
+    "src/pkg/io/json.py",
+    "src/pkg/utils/py_utils.py",
+    "tests/test_load.py",
+]
+TRACEBACK = """Loading fails:
+
+Traceback (most recent call last):
+  File "/home/me/run.py", line 3, in <module>
+    ds = load_thing("x")
+  File "/usr/lib/python3.11/site-packages/pkg/load.py", line 120, in load_thing
+    return builder.build()
+  File "/usr/lib/python3.11/site-packages/pkg/builder.py", line 88, in build
+    raise ValueError("bad split")
+ValueError: bad split
+"""
+
+
+def test_a_site_packages_path_is_matched_by_its_longest_tracked_suffix() -> None:
+    assert match_path("/usr/lib/python3.11/site-packages/pkg/io/json.py", FILES) == [
+        "src/pkg/io/json.py"
+    ]
+    assert match_path("load.py", FILES) == ["src/pkg/load.py"]
+    assert match_path("elsewhere/nothing.py", FILES) == []
+
+
+def test_traceback_frames_are_read_outermost_first() -> None:
+    frames = traceback_frames(TRACEBACK)
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.function) for f in frames] == [
+        ("run.py", 3, "<module>"),
+        ("load.py", 120, "load_thing"),
+        ("builder.py", 88, "build"),
+    ]
+
+
+def test_named_files_ignore_paths_inside_a_traceback() -> None:
+    assert named_files(TRACEBACK, FILES) == {}
+    assert named_files("the bug is in `io/json.py` and py_utils.py", FILES) == {
+        "src/pkg/io/json.py": 1,
+        "src/pkg/utils/py_utils.py": 1,
+    }
+
+
+def test_an_identifier_defined_in_many_files_says_nothing() -> None:
+    definitions = {"load_thing": {"src/pkg/load.py"}, "build": {f"src/m{i}.py" for i in range(4)}}
+    found = symbol_files("calling load_thing() then build()", definitions)
+    assert found == {"src/pkg/load.py": 1.0}
+
+
+def test_votes_prefer_focused_fixes_and_keep_the_commits_behind_each_file() -> None:
+    focused = PastFix("1", 0.8, frozenset({"src/pkg/load.py"}), ("aaa",))
+    sweeping = PastFix("2", 0.8, frozenset(FILES[:4]), ("bbb",))
+    votes, behind = vote_files([focused, sweeping])
+    assert votes["src/pkg/load.py"] > votes["src/pkg/builder.py"] > 0
+    assert behind["src/pkg/load.py"] == ["aaa", "bbb"]
+
+
+def test_the_traceback_and_the_votes_rank_together() -> None:
+    fixes = [PastFix("7", 0.9, frozenset({"src/pkg/io/json.py"}), ("ccc",))]
+    ranked = suggest_files(TRACEBACK, FILES, {}, fixes)
+    by_path = {r.path: r for r in ranked}
+    # builder.py: a frame and the deepest frame (1.5); load.py: a frame (1.0); json.py: the one
+    # similar fix (1.0): a tie, broken by path.
+    assert [(r.path, r.score) for r in ranked] == [
+        ("src/pkg/builder.py", 1.5),
+        ("src/pkg/io/json.py", 1.0),
+        ("src/pkg/load.py", 1.0),
+    ]
+    assert by_path["src/pkg/builder.py"].reasons == [
+        "in the ticket's traceback",
+        "where the traceback ends",
+    ]
+    assert by_path["src/pkg/io/json.py"].commits == ["ccc"]
+
+
+def test_a_file_the_ticket_names_outranks_one_similar_fix() -> None:
+    fixes = [PastFix("7", 0.9, frozenset({"src/pkg/io/json.py"}), ("ccc",))]
+    ranked = suggest_files("json loading broke, see builder.py", FILES, {}, fixes, limit=1)
+    assert [r.path for r in ranked] == ["src/pkg/builder.py"]
