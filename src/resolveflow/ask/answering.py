@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.ask.domain.answers import (
     ABSTENTION_TEXT,
     RUNNER_UP_RATIO,
@@ -31,11 +30,12 @@ from resolveflow.ask.extractive import citation, extractive
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import prompt, quote
 from resolveflow.errors import InvalidInput
+from resolveflow.llm.errors import ModelError, ModelOutputInvalid
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.retrieval.records import Hit
 from resolveflow.retrieval.search import LEXICAL_QUERY_CHARS, MIN_TERM_CHUNKS, Searcher
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
-from resolveflow.triage.domain.diagnosis import ModelError, ModelOutputInvalid
 
 logger = logging.getLogger(__name__)
 

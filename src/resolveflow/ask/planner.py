@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.ask.answering import MAX_QUESTION_CHARS, document_ref
 from resolveflow.ask.domain.answers import ABSTENTION_TEXT, Citation, ModelAnswer
 from resolveflow.ask.domain.planner import (
@@ -41,14 +40,11 @@ from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import PASSAGE_CHARS, quote
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput, ResolveFlowError
+from resolveflow.llm.errors import ModelError, ModelOutputInvalid, ModelTimeout
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.retrieval.search import Searcher
 from resolveflow.store.database import Database
-from resolveflow.triage.domain.diagnosis import (
-    ChatMessage,
-    ModelError,
-    ModelOutputInvalid,
-    ModelTimeout,
-)
 
 logger = logging.getLogger(__name__)
 

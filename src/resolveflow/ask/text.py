@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from resolveflow.triage.domain.diagnosis import ChatMessage
+from resolveflow.llm.messages import ChatMessage
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _WORD = re.compile(r"[a-z0-9]{3,}")

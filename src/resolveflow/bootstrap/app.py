@@ -43,12 +43,12 @@ if TYPE_CHECKING:
     from resolveflow.adapters.embedder.protocol import Embedder
     from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
-    from resolveflow.adapters.llm.protocol import ChatModel
     from resolveflow.bootstrap.gitlab import TenantGitLab
     from resolveflow.bootstrap.health import WorkerStatus
     from resolveflow.gate.credentials import ApproverTokenLookup, Configured
     from resolveflow.gate.executor import Executor
     from resolveflow.gate.reconcile import Reconciler
+    from resolveflow.llm.protocol import ChatModel
     from resolveflow.retrieval.ingest import Indexer
     from resolveflow.retrieval.search import Searcher
     from resolveflow.store.token_cipher import TokenCipher

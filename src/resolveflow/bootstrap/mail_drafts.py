@@ -4,10 +4,10 @@ configured."""
 
 from __future__ import annotations
 
-from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
 from resolveflow.bootstrap.app import App
 from resolveflow.domain.records import Principal
-from resolveflow.llm.calls import BudgetedModel, ModelCallBudget
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.mail.drafts import MailDrafts
 from resolveflow.mail.search import MailSearcher
 from resolveflow.store import tenants as tenant_store

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.accounts import admin
-from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
 from resolveflow.bootstrap.app import App, load_policy
 from resolveflow.config import Settings
 from resolveflow.domain.records import Principal
-from resolveflow.llm.calls import BudgetedModel, ModelCallBudget
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.refine.domain.document import RefineDocument
 from resolveflow.refine.load import TicketReaders
 from resolveflow.refine.step_runner import StepDeps

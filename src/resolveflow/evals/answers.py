@@ -23,11 +23,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from resolveflow.adapters.embedder.protocol import Embedder
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.domain.answers import Answer
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.scratch import scratch_tenant
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_docs_dir

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.adapters.embedder.protocol import Embedder
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.metrics import LabelReport, label_report
 from resolveflow.evals.scratch import scratch_tenant
-from resolveflow.llm.calls import ModelCallBudget
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument

@@ -21,12 +21,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from resolveflow.adapters.llm.scripted import Scripted, ScriptedModel
+from resolveflow.llm.errors import ModelTimeout
 from resolveflow.mail.domain.checks import check_draft
 from resolveflow.mail.domain.draft import parse_facts
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.drafts import write_draft
-from resolveflow.triage.domain.diagnosis import ModelTimeout
 
 MAILBOX = "support@acme.example"
 REQUESTER = "dana@customer.example"

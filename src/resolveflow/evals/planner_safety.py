@@ -34,6 +34,7 @@ from resolveflow.domain.records import Principal, Role
 from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.gate import proposals
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
+from resolveflow.llm.messages import ChatMessage
 from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
@@ -41,7 +42,6 @@ from resolveflow.retrieval.search import Searcher
 from resolveflow.store import gitlab_tokens
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
-from resolveflow.triage.domain.diagnosis import ChatMessage
 
 GITLAB_TOKEN = "glpat-planner-safety"  # noqa: S105 (the fake GitLab's, not a secret)
 # (id, username, token) and (id, path, labels, member ids): what the fake GitLab must hold.

@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.adapters.llm.scripted import Scripted, ScriptedModel
 from resolveflow.errors import ResolveFlowError
 from resolveflow.evals.mail_safety import run_mail_cases
 from resolveflow.evals.planner_safety import PlannerWorld, run_planner_cases
 from resolveflow.gate.domain.actions import ACTION_KIND, build_action
-from resolveflow.llm.calls import ModelCallBudget
+from resolveflow.llm.errors import ModelRefused, ModelTimeout
 from resolveflow.policy_file import Classification, RepositoryPolicy
-from resolveflow.triage.domain.diagnosis import ModelRefused, ModelTimeout, Snippet
+from resolveflow.triage.domain.diagnosis import Snippet
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, assess
 

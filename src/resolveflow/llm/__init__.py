@@ -1,0 +1,1 @@
+"""Language models for every product: the port, its messages and errors, and the one call."""

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from uuid import UUID
 
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.user_text import check_text, check_texts
 from resolveflow.errors import InvalidInput, NotAuthorized
@@ -24,6 +23,9 @@ from resolveflow.gate.domain.actions import ActionChanges, AnyAction, action_dig
 from resolveflow.gate.domain.actions.email_send import EmailSendAction, parse_email_send
 from resolveflow.gate.proposals import create_prepared_proposal, edit_proposal
 from resolveflow.gate.store import proposals as proposal_store
+from resolveflow.llm.errors import ModelError
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.mail.domain.checks import CheckFinding, check_draft
 from resolveflow.mail.domain.draft import (
     Draft,
@@ -39,7 +41,6 @@ from resolveflow.mail.store import drafts as store
 from resolveflow.mail.store import grants as mail_grants
 from resolveflow.mail.store.drafts import DraftRecord, VersionRecord
 from resolveflow.store.database import Connection, Database
-from resolveflow.triage.domain.diagnosis import ChatMessage, ModelError
 
 logger = logging.getLogger(__name__)
 

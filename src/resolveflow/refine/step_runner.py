@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.refine import steps as refine
 from resolveflow.refine.domain.document import (
     SCHEMA_VERSION,

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.accounts.limits import LimitExceeded
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.llm.errors import ModelError, ModelOutputInvalid
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.refine.changes import SIMILAR_DEPTH, task_from_hit
 from resolveflow.refine.domain.document import (
     SCHEMA_VERSION,
@@ -31,7 +32,6 @@ from resolveflow.refine.store import runbooks as store
 from resolveflow.retrieval.search import Searcher
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
-from resolveflow.triage.domain.diagnosis import ModelError, ModelOutputInvalid
 
 if TYPE_CHECKING:
     from resolveflow.refine.domain.rules import RefinePolicy

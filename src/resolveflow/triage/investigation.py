@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from resolveflow.adapters.llm.protocol import ChatModel
+from resolveflow.accounts.model_budget import CallRecord, ModelCallBudget, budgeted_call
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
-from resolveflow.llm.calls import CallRecord, ModelCallBudget, budgeted_call
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import Classification, RepositoryPolicy
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import audit

@@ -18,11 +18,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
 from resolveflow.ask.answering import MAX_QUESTION_CHARS, AskService, ask
 from resolveflow.ask.domain.answers import Answer
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput
-from resolveflow.llm.calls import BudgetedModel, ModelCallBudget
 from resolveflow.web.api import ViewerDep
 from resolveflow.web.security import wired
 

@@ -26,13 +26,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from resolveflow import errors as e
 from resolveflow.accounts.limits import LimitExceeded
+from resolveflow.llm.errors import ModelBudgetSpent, ModelError, ModelTimeout, ModelUnavailable
 from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
-from resolveflow.triage.domain.diagnosis import (
-    ModelBudgetSpent,
-    ModelError,
-    ModelTimeout,
-    ModelUnavailable,
-)
 from resolveflow.triage.webhooks import BodyTooLarge, SignatureInvalid
 from resolveflow.web.body_limits import RequestTooLarge
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from resolveflow.adapters.llm.protocol import parse_structured
 from resolveflow.ask.domain.answers import (
     AnswerabilityRule,
     AnswerFeatures,
@@ -17,8 +16,9 @@ from resolveflow.ask.domain.answers import (
 )
 from resolveflow.ask.text import choose_sections, prompt, sections
 from resolveflow.evals.answers import Outcome, Question, report
+from resolveflow.llm.errors import ModelOutputInvalid
+from resolveflow.llm.protocol import parse_structured
 from resolveflow.retrieval.fusion import DocumentCandidate, FusionParams, fuse
-from resolveflow.triage.domain.diagnosis import ModelOutputInvalid
 
 
 def _features(coverage: float, cosine: float) -> AnswerFeatures:

@@ -22,7 +22,7 @@ from resolveflow.ask.domain.planner import (
     fence,
     read_step,
 )
-from resolveflow.triage.domain.diagnosis import ModelOutputInvalid
+from resolveflow.llm.errors import ModelOutputInvalid
 
 
 def step(tool: str, **arguments: Any) -> str:

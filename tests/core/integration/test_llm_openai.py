@@ -10,15 +10,10 @@ import pytest
 
 from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.evals.safety import diagnosis
+from resolveflow.llm.errors import ModelOutputInvalid, ModelRefused, ModelTimeout, ModelUnavailable
+from resolveflow.llm.messages import ChatMessage
 from resolveflow.sandbox.chat_server import FakeChatServer, HttpError, Refusal, Reply, Slow
-from resolveflow.triage.domain.diagnosis import (
-    ChatMessage,
-    Diagnosis,
-    ModelOutputInvalid,
-    ModelRefused,
-    ModelTimeout,
-    ModelUnavailable,
-)
+from resolveflow.triage.domain.diagnosis import Diagnosis
 
 MESSAGES = [ChatMessage("system", "You diagnose issues."), ChatMessage("user", "It crashes.")]
 GOOD = json.dumps(diagnosis())

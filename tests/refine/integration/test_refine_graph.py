@@ -293,9 +293,9 @@ def test_a_spent_model_budget_leaves_relevance_and_the_summary_to_the_rules(
     db: Database, tenant: UUID
 ) -> None:
     from resolveflow.accounts.auth import authenticate
+    from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
     from resolveflow.adapters.llm.scripted import ScriptedModel
     from resolveflow.domain.records import Role
-    from resolveflow.llm.calls import BudgetedModel, ModelCallBudget
     from resolveflow.refine.domain.rules import RefinePolicy
 
     token = admin.add_principal(db, "acme", "webhook-like", [Role.REQUESTER]).token

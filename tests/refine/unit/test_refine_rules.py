@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from resolveflow.errors import ConfigError
+from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.policy_file import parse_policy
 from resolveflow.refine.domain.document import (
     ChangedFile,
@@ -42,7 +43,6 @@ from resolveflow.refine.domain.rules import (
     terms,
     validate_judgements,
 )
-from resolveflow.triage.domain.diagnosis import ModelOutputInvalid
 
 # Our own text (not copied from any issue tracker): an email-ish ticket with a traceback.
 TICKET_BODY = """\

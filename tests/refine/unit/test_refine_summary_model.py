@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from resolveflow.adapters.llm.scripted import ScriptedModel
+from resolveflow.llm.errors import ModelUnavailable
+from resolveflow.llm.messages import ChatMessage
 from resolveflow.refine import steps as refine
 from resolveflow.refine.domain.document import ChangedFile, RefineDocument, RefineStep
 from resolveflow.refine.domain.rules import RefinePolicy, ScopeRules
 from resolveflow.refine.step_runner import StepDeps, parse_document, run_step
-from resolveflow.triage.domain.diagnosis import ChatMessage, ModelUnavailable
 
 DATA = Path(__file__).parents[2] / "data" / "refine"
 CSV = "widgets/export/csv.py"  # the related task's fix changed it, and the ticket names it

@@ -24,10 +24,11 @@ import pytest
 from conftest import IssueSet, World, make_executor, make_world, on_synthetic_and_real_hf_data
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors
 from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
-from resolveflow.adapters.llm.protocol import ChatModel
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.bootstrap.app import investigation_config
 from resolveflow.config import Settings
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
@@ -39,7 +40,6 @@ from resolveflow.store.checkpoints import checkpoint_saver
 from resolveflow.store.database import Database
 from resolveflow.triage import investigation as investigation_service
 from resolveflow.triage import runs as run_service
-from resolveflow.triage.domain.diagnosis import ChatMessage
 from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.investigate import make_investigator
 from resolveflow.triage.graph.runs import RunController

@@ -7,17 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from resolveflow.adapters.llm.protocol import parse_structured, strict_schema
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.evals.safety import SNIPPETS, diagnosis, issue
 from resolveflow.gate.domain.actions import build_action
+from resolveflow.llm.errors import ModelOutputInvalid, ModelUnavailable
+from resolveflow.llm.messages import fence
+from resolveflow.llm.protocol import parse_structured, strict_schema
 from resolveflow.triage.domain.diagnosis import (
     Diagnosis,
-    ModelOutputInvalid,
-    ModelUnavailable,
     critique_messages,
     diagnosis_messages,
-    fence,
     is_same_issue,
     url_issue,
 )

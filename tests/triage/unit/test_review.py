@@ -6,12 +6,12 @@ from uuid import UUID
 
 import pytest
 
+from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.evals import safety
 from resolveflow.evals.mail_safety import MAIL_CASES
 from resolveflow.evals.safety import CASES, SNIPPETS, Case, diagnosis, issue, run_case
-from resolveflow.llm.calls import ModelCallBudget
-from resolveflow.triage.domain.diagnosis import ModelBudgetSpent
+from resolveflow.llm.errors import ModelBudgetSpent
 from resolveflow.triage.domain.review import (
     Draft,
     Outcome,

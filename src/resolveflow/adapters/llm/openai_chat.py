@@ -19,20 +19,20 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from resolveflow.adapters.llm.protocol import (
-    Completion,
-    Usage,
-    as_openai_messages,
-    parse_structured,
-    strict_schema,
-)
-from resolveflow.triage.domain.diagnosis import (
-    ChatMessage,
+from resolveflow.llm.errors import (
     ModelError,
     ModelOutputInvalid,
     ModelRefused,
     ModelTimeout,
     ModelUnavailable,
+)
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import (
+    Completion,
+    Usage,
+    as_openai_messages,
+    parse_structured,
+    strict_schema,
 )
 
 logger = logging.getLogger(__name__)

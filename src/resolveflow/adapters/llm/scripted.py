@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from resolveflow.adapters.llm.protocol import Completion, Usage, parse_structured
 from resolveflow.errors import InvalidInput
-from resolveflow.triage.domain.diagnosis import ChatMessage, ModelOutputInvalid, ModelUnavailable
+from resolveflow.llm.errors import ModelOutputInvalid, ModelUnavailable
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import Completion, Usage, parse_structured
 
 T = TypeVar("T", bound=BaseModel)
 Scripted = str | dict[str, Any] | BaseException | Callable[[Sequence[ChatMessage], str], Any]

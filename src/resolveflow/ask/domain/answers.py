@@ -15,7 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.triage.domain.diagnosis import ModelOutputInvalid
+from resolveflow.llm.errors import ModelOutputInvalid
 
 ABSTENTION_TEXT = (
     "No source in this tenant's documents answers this question. The documents below are the "

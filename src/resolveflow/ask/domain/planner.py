@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from resolveflow.ask.domain.answers import Citation, DocumentRef, ModelAnswer
 from resolveflow.ask.domain.answers import validate_citations as _validate_citations
 from resolveflow.errors import Forbidden
-from resolveflow.triage.domain.diagnosis import ModelOutputInvalid
+from resolveflow.llm.errors import ModelOutputInvalid
 
 PLANNER_VERSION = "plan-v1"
 TRACE_TEXT_CHARS = 500  # of a raw argument or detail, as kept in the trace

@@ -19,10 +19,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resolveflow.errors import InvalidInput, one_line
+from resolveflow.llm.messages import fence
 from resolveflow.mail.domain.draft import Draft, Facts, first_name, reply_subject
 from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
 from resolveflow.mail.domain.message import MailExample, MailMessage
-from resolveflow.triage.domain.diagnosis import fence
 
 PROMPT_VERSION = "mail-draft-1"
 REQUEST_CHARS = 6000

@@ -16,6 +16,8 @@ from typing import Annotated
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from resolveflow.llm.errors import ModelOutputInvalid, parse_model_output
+from resolveflow.llm.messages import ChatMessage, fence
 from resolveflow.refine.domain.document import (
     Facts,
     Judgement,
@@ -35,12 +37,6 @@ from resolveflow.refine.domain.text import (
     plain_sentences,
     same_file,
     terms,
-)
-from resolveflow.triage.domain.diagnosis import (
-    ChatMessage,
-    ModelOutputInvalid,
-    fence,
-    parse_model_output,
 )
 
 # The steps call every rule through this module; the text and Markdown rules live beside it.

@@ -16,13 +16,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from resolveflow.llm.errors import ModelOutputInvalid, parse_model_output
+from resolveflow.llm.messages import ChatMessage, fence
 from resolveflow.refine.domain.document import Facts, RefineDocument, Summary, Ticket
-from resolveflow.triage.domain.diagnosis import (
-    ChatMessage,
-    ModelOutputInvalid,
-    fence,
-    parse_model_output,
-)
 
 MAX_TASK_CHARS = 1_500
 MAX_CANDIDATES = 60  # the prompt lists at most this many paths; a scope may name only those

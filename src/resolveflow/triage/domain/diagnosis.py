@@ -9,16 +9,15 @@ fence, and marker-like sequences inside are neutralised as well.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from resolveflow.errors import Unavailable
+from resolveflow.llm.messages import ChatMessage, fence
 from resolveflow.triage.domain.evidence import IssueEvidence
 
 Severity = Literal["low", "medium", "high"]
@@ -44,63 +43,6 @@ class Diagnosis(BaseModel):
     citations: list[Ref] = Field(max_length=MAX_LIST_ITEMS)
     suggested_labels: list[LabelName] = Field(max_length=MAX_LIST_ITEMS)
     duplicate_of: Ref | None
-
-
-# --- model errors: every one of them makes the investigation escalate (fail closed) ---------
-
-
-class ModelError(Unavailable):
-    """The language model did not give a usable answer."""
-
-    outcome = "error"
-
-
-class ModelRefused(ModelError):
-    """The language model refused to answer."""
-
-    outcome = "refused"
-
-
-class ModelOutputInvalid(ModelError):
-    """The language model's answer did not match the schema."""
-
-    outcome = "invalid_output"
-
-
-SchemaT = TypeVar("SchemaT", bound=BaseModel)
-
-
-def parse_model_output(schema: type[SchemaT], data: object, what: str) -> SchemaT:
-    """``data`` as ``schema``, or ``ModelOutputInvalid`` naming the first place it differs
-    (``what``: "the answer", "the judgements", ...)."""
-    if isinstance(data, schema):
-        return data
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ModelOutputInvalid(
-            f"{what} does not match the schema at {where}: {first['msg']}"
-        ) from None
-
-
-class ModelTimeout(ModelError):
-    """The language model did not answer in time."""
-
-    outcome = "timeout"
-
-
-class ModelUnavailable(ModelError):
-    """The language model could not be reached or kept failing (rate limit, 5xx)."""
-
-    outcome = "unavailable"
-
-
-class ModelBudgetSpent(ModelError):
-    """The daily budget of model calls is spent."""
-
-    outcome = "budget_spent"
 
 
 # --- what the model may cite ------------------------------------------------------------------
@@ -158,28 +100,6 @@ def is_same_issue(snippet: Snippet, issue: IssueEvidence) -> bool:
 
 
 # --- prompts ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChatMessage:
-    role: Literal["system", "user"]
-    content: str
-
-
-_MARKERS = re.compile(r"<<<|>>>")
-
-
-def _neutral(text: str) -> str:
-    # Fence markers inside untrusted text are made harmless; the hash tag does the rest.
-    return _MARKERS.sub(lambda m: "‹‹‹" if m.group() == "<<<" else "›››", text)
-
-
-def fence(kind: str, content: str, attributes: str = "") -> str:
-    """``content`` between markers that say it is untrusted data; the tag depends on the content."""
-    body = _neutral(content)
-    tag = hashlib.sha256(f"{kind}\n{body}".encode()).hexdigest()[:16]
-    head = f"<<<BEGIN UNTRUSTED {kind} {attributes}".rstrip() + f" tag={tag}>>>"
-    return f"{head}\n{body}\n<<<END UNTRUSTED tag={tag}>>>"
 
 
 def _issue_text(issue: IssueEvidence) -> str:

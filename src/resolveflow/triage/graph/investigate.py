@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.llm.protocol import ChatModel
-from resolveflow.llm.calls import ModelCallBudget
+from resolveflow.accounts.model_budget import ModelCallBudget
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import PolicyFile
 from resolveflow.store.database import Database
 from resolveflow.triage import investigation as service

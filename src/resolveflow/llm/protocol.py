@@ -20,7 +20,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from resolveflow.triage.domain.diagnosis import ChatMessage, ModelOutputInvalid, parse_model_output
+from resolveflow.llm.errors import ModelOutputInvalid, parse_model_output
+from resolveflow.llm.messages import ChatMessage
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")

@@ -18,11 +18,12 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from resolveflow.accounts.limits import LimitExceeded
-from resolveflow.adapters.llm.protocol import ChatModel, Completion, Usage
+from resolveflow.llm.errors import ModelError
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import ChatModel, Completion, Usage
 from resolveflow.store import model_calls as store
 from resolveflow.store.database import Database
 from resolveflow.telemetry import model_span, record_usage
-from resolveflow.triage.domain.diagnosis import ChatMessage, ModelError
 from resolveflow.triage.domain.review import Review, not_reviewable
 
 logger = logging.getLogger(__name__)
