@@ -83,9 +83,18 @@ def create_issue_proposal(
 def create_prepared_proposal(
     db: Database, principal: Principal, action: AnyAction, note: str | None = None
 ) -> Proposal:
-    """A proposal of an action that ``service/issues_prepare`` resolved from configuration."""
+    """A proposal of an action that ``ask/issues_prepare`` resolved from configuration."""
+    with db.tenant(principal.tenant_id) as conn:
+        return propose_prepared(conn, principal, action, note)
+
+
+def propose_prepared(
+    conn: Connection, principal: Principal, action: AnyAction, note: str | None = None
+) -> Proposal:
+    """``create_prepared_proposal`` in the caller's transaction (a draft's version and the
+    proposal it becomes are one step: mail/drafts)."""
     _require_proposer(principal)
-    return _insert_first_version(db, principal, action, note, None, "principal")
+    return _insert_first_version_in(conn, principal, action, note, None, "principal")
 
 
 def _insert_first_version(
@@ -96,32 +105,43 @@ def _insert_first_version(
     run_id: UUID | None,
     author_kind: str,
 ) -> Proposal:
-    proposal_id = uuid.uuid4()
     with db.tenant(principal.tenant_id) as conn:
-        _check_allowed(conn, principal.tenant_id, action.repository)
-        proposal = proposal_store.insert_proposal(
-            conn,
-            proposal_id=proposal_id,
-            tenant_id=principal.tenant_id,
-            lineage_id=proposal_id,
-            version=1,
-            action=action.canonical(),
-            digest=action_digest(action),
-            author_kind=author_kind,
-            created_by=principal.id,
-            run_id=run_id,
-            note=note,
-        )
-        audit.record(
-            conn,
-            tenant_id=principal.tenant_id,
-            actor=actor_of(principal),
-            event=AuditEvent.PROPOSAL_CREATED,
-            subject_type="proposal",
-            subject_id=proposal.id,
-            run_id=run_id,
-            details={"digest": proposal.digest, "version": 1, "kind": action.kind},
-        )
+        return _insert_first_version_in(conn, principal, action, note, run_id, author_kind)
+
+
+def _insert_first_version_in(
+    conn: Connection,
+    principal: Principal,
+    action: AnyAction,
+    note: str | None,
+    run_id: UUID | None,
+    author_kind: str,
+) -> Proposal:
+    proposal_id = uuid.uuid4()
+    _check_allowed(conn, principal.tenant_id, action.repository)
+    proposal = proposal_store.insert_proposal(
+        conn,
+        proposal_id=proposal_id,
+        tenant_id=principal.tenant_id,
+        lineage_id=proposal_id,
+        version=1,
+        action=action.canonical(),
+        digest=action_digest(action),
+        author_kind=author_kind,
+        created_by=principal.id,
+        run_id=run_id,
+        note=note,
+    )
+    audit.record(
+        conn,
+        tenant_id=principal.tenant_id,
+        actor=actor_of(principal),
+        event=AuditEvent.PROPOSAL_CREATED,
+        subject_type="proposal",
+        subject_id=proposal.id,
+        run_id=run_id,
+        details={"digest": proposal.digest, "version": 1, "kind": action.kind},
+    )
     return proposal
 
 
@@ -129,51 +149,58 @@ def edit_proposal(
     db: Database, principal: Principal, proposal_id: UUID, changes: ActionChanges
 ) -> Proposal:
     """Write a new version from the latest one; it needs its own approval."""
-    _require_proposer(principal)
     with db.tenant(principal.tenant_id) as conn:
-        base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
-        # An edit reads the mail it changes (and answers with it): the grant holds first.
-        mail_reader(conn, principal).require(mailbox_of(base.action))
-        proposal_store.lock_lineage(conn, base.lineage_id)
-        latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
-        versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
-        started = execution_store.carried_out_version(conn, principal.tenant_id, base.lineage_id)
-        if started is not None:
-            raise InvalidTransition(
-                f"version {started.version} of this proposal was approved and its execution is"
-                f" {started.state}:"
-                " a proposal whose execution has started or ended cannot be edited (propose a"
-                " new action instead)"
-            )
-        action = revise(parse_action(versions[-1]["action"]), changes)
-        if action_digest(action) == versions[-1]["digest"]:
-            raise InvalidInput("the edit changes nothing")
-        proposal = proposal_store.insert_proposal(
-            conn,
-            proposal_id=uuid.uuid4(),
-            tenant_id=principal.tenant_id,
-            lineage_id=base.lineage_id,
-            version=latest + 1,
-            action=action.canonical(),
-            digest=action_digest(action),
-            author_kind="principal",
-            created_by=principal.id,
-            run_id=base.run_id,
+        return edit_in(conn, principal, proposal_id, changes)
+
+
+def edit_in(
+    conn: Connection, principal: Principal, proposal_id: UUID, changes: ActionChanges
+) -> Proposal:
+    """``edit_proposal`` in the caller's transaction."""
+    _require_proposer(principal)
+    base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+    # An edit reads the mail it changes (and answers with it): the grant holds first.
+    mail_reader(conn, principal).require(mailbox_of(base.action))
+    proposal_store.lock_lineage(conn, base.lineage_id)
+    latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
+    versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
+    started = execution_store.carried_out_version(conn, principal.tenant_id, base.lineage_id)
+    if started is not None:
+        raise InvalidTransition(
+            f"version {started.version} of this proposal was approved and its execution is"
+            f" {started.state}:"
+            " a proposal whose execution has started or ended cannot be edited (propose a"
+            " new action instead)"
         )
-        audit.record(
-            conn,
-            tenant_id=principal.tenant_id,
-            actor=actor_of(principal),
-            event=AuditEvent.PROPOSAL_EDITED,
-            subject_type="proposal",
-            subject_id=proposal.id,
-            run_id=base.run_id,
-            details={
-                "digest": proposal.digest,
-                "version": proposal.version,
-                "previous": str(versions[-1]["id"]),
-            },
-        )
+    action = revise(parse_action(versions[-1]["action"]), changes)
+    if action_digest(action) == versions[-1]["digest"]:
+        raise InvalidInput("the edit changes nothing")
+    proposal = proposal_store.insert_proposal(
+        conn,
+        proposal_id=uuid.uuid4(),
+        tenant_id=principal.tenant_id,
+        lineage_id=base.lineage_id,
+        version=latest + 1,
+        action=action.canonical(),
+        digest=action_digest(action),
+        author_kind="principal",
+        created_by=principal.id,
+        run_id=base.run_id,
+    )
+    audit.record(
+        conn,
+        tenant_id=principal.tenant_id,
+        actor=actor_of(principal),
+        event=AuditEvent.PROPOSAL_EDITED,
+        subject_type="proposal",
+        subject_id=proposal.id,
+        run_id=base.run_id,
+        details={
+            "digest": proposal.digest,
+            "version": proposal.version,
+            "previous": str(versions[-1]["id"]),
+        },
+    )
     return proposal
 
 

@@ -21,7 +21,7 @@ from resolveflow.domain.user_text import check_text, check_texts
 from resolveflow.errors import InvalidInput, NotAuthorized
 from resolveflow.gate.domain.actions import ActionChanges, AnyAction, action_digest
 from resolveflow.gate.domain.actions.email_send import EmailSendAction, parse_email_send
-from resolveflow.gate.proposals import create_prepared_proposal, edit_proposal
+from resolveflow.gate.proposals import edit_in, propose_prepared
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
@@ -210,18 +210,19 @@ class MailDrafts:
     ) -> UUID:
         """The first passing version starts the proposal lineage; a later one is its next
         version, or the latest version itself when the text came back to it (an unchanged
-        digest is no new version). ``conn`` holds the draft's row lock."""
+        digest is no new version). ``conn`` holds the draft's row lock, and the proposal is
+        written in its transaction: if the version's insert fails, no proposal is left behind."""
         action = _action(record.mailbox, draft)
         if record.lineage_id is None:
-            proposal = create_prepared_proposal(
-                self.db, principal, action, note=f"reply drafted for {record.request.message_id}"
+            proposal = propose_prepared(
+                conn, principal, action, note=f"reply drafted for {record.request.message_id}"
             )
             store.set_lineage(conn, principal.tenant_id, record.id, proposal.lineage_id)
             return proposal.id
         latest = proposal_store.lineage_versions(conn, principal.tenant_id, record.lineage_id)[-1]
         if latest["digest"] == action_digest(action):
             return UUID(str(latest["id"]))
-        return edit_proposal(self.db, principal, record.lineage_id, _changes(action)).id
+        return edit_in(conn, principal, record.lineage_id, _changes(action)).id
 
     def load(self, principal: Principal, draft_id: UUID) -> tuple[DraftRecord, list[VersionRecord]]:
         with self.db.tenant(principal.tenant_id) as conn:

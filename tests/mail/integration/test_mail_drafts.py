@@ -338,3 +338,31 @@ def test_a_past_reply_that_asks_for_a_password_is_reused_only_as_a_failing_draft
     )
     fixed = drafts(db, mail).edit(alex, record.id, 2, Edit(body=safe))
     assert fixed.findings == () and fixed.proposal_id is not None
+
+
+def test_a_failing_version_insert_leaves_no_proposal_behind(
+    db: Database, world: World, mail: MailWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The version and the proposal it becomes are one transaction, the caller's (issue 27):
+    the proposal was once committed on a second pooled connection, so a failed version insert
+    left a proposal with no draft version."""
+    alex = world.approver(db)
+    service = drafts(db, mail)
+    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    record, _ = service.draft(alex, MAILBOX, incoming)
+    before = proposals.list_proposals(db, alex)
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the version insert fails")
+
+    monkeypatch.setattr("resolveflow.mail.store.drafts.insert_version", fails)
+    with pytest.raises(RuntimeError, match="the version insert fails"):
+        service.edit(alex, record.id, 1, Edit(body="Hello Kim,\n\nYour parcel is on its way.\n"))
+    assert proposals.list_proposals(db, alex) == before
+    monkeypatch.undo()
+    _, versions = service.load(alex, record.id)
+    assert [v.proposal_id for v in versions] == [None]  # the lineage was not started either
+    passing = service.edit(
+        alex, record.id, 1, Edit(body="Hello Kim,\n\nYour parcel is on its way.\n")
+    )
+    assert passing.proposal_id is not None
