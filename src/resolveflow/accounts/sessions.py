@@ -158,12 +158,10 @@ def session_for(db: Database, cookie: str) -> Session:
     tenant_id = _tenant_of(cookie)
     with db.tenant(tenant_id) as conn:
         row = session_store.live_session(conn, tenant_id, hash_token(cookie.strip()))
-        principal = (
-            tenant_store.principal_by_id(conn, tenant_id, row["principal_id"]) if row else None
-        )
+        principal = tenant_store.principal_by_id(conn, tenant_id, row.principal_id) if row else None
     if row is None or principal is None:
         raise AuthenticationFailed("the session has ended; sign in again")
-    return Session(principal=principal, csrf_token=row["csrf_token"])
+    return Session(principal=principal, csrf_token=row.csrf_token)
 
 
 def sign_out(db: Database, cookie: str) -> None:

@@ -10,9 +10,9 @@ the earlier one when the later one is the cited passage (which is always shown w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from resolveflow.ask.store import passages as store
+from resolveflow.ask.store.passages import PassageDocument
 from resolveflow.domain.records import Principal
 from resolveflow.errors import NotFound
 from resolveflow.retrieval.chunking import OVERLAP_CHARS
@@ -29,7 +29,14 @@ class Part:
     cited: bool
 
 
-def passage(db: Database, principal: Principal, chunk_id: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Passage:
+    document: PassageDocument
+    parts: list[Part]
+    chunk_id: int
+
+
+def passage(db: Database, principal: Principal, chunk_id: int) -> Passage:
     """The document holding ``chunk_id`` and its parts in order; ``NotFound`` for a chunk that
     does not exist in the principal's tenant."""
     tenant_id = principal.tenant_id
@@ -37,9 +44,9 @@ def passage(db: Database, principal: Principal, chunk_id: int) -> dict[str, Any]
         document = store.passage_document(conn, tenant_id, chunk_id)
         if document is None:
             raise NotFound(f"no passage {chunk_id}")
-        chunks = store.passage_chunks(conn, tenant_id, document["id"])
-    texts = [(int(c["id"]), str(c["text"])) for c in chunks]
-    return {"document": document, "parts": parts(texts, chunk_id), "chunk_id": chunk_id}
+        chunks = store.passage_chunks(conn, tenant_id, document.id)
+    texts = [(c.id, c.text) for c in chunks]
+    return Passage(document, parts(texts, chunk_id), chunk_id)
 
 
 def parts(chunks: list[tuple[int, str]], cited: int) -> list[Part]:

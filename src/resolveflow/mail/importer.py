@@ -17,8 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from resolveflow.errors import NotFound
@@ -26,6 +24,7 @@ from resolveflow.mail.domain.mailbox import mailbox_key
 from resolveflow.mail.domain.message import Direction, MailMessage
 from resolveflow.mail.loader import own_words
 from resolveflow.mail.store import messages as store
+from resolveflow.mail.store.messages import Exchange
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
@@ -139,16 +138,15 @@ def _own_words(message: MailMessage) -> MailMessage:
     return replace(message, text=own_words(message.text))
 
 
-def _document(mailbox: str, row: dict[str, Any]) -> SourceDocument:
-    sent_at = row["sent_at"]
+def _document(mailbox: str, row: Exchange) -> SourceDocument:
     return SourceDocument(
         source=mail_source(mailbox),
-        external_id=str(row["reply_id"]),
+        external_id=row.reply_id,
         kind="email",
-        title=str(row["subject"] or "(no subject)"),
-        body=str(row["request_text"]),
-        comments=(CommentText(author=mailbox, body=str(row["reply_text"])),),
-        created_at=sent_at if isinstance(sent_at, datetime) else None,
+        title=row.subject or "(no subject)",
+        body=row.request_text,
+        comments=(CommentText(author=mailbox, body=row.reply_text),),
+        created_at=row.sent_at,
     )
 
 

@@ -66,7 +66,7 @@ class MailSearcher:
             ranked = fuse(group_by_document(rows), self.fusion)[:k]
             ids = [str(doc.best["external_id"]) for doc in ranked]
             texts = {
-                (row["mailbox"], row["reply_id"]): row
+                (row.mailbox, row.reply_id): row
                 for row in store.exchange_texts(conn, tenant_id, permitted, ids)
             }
         found: list[MailExample] = []
@@ -76,14 +76,14 @@ class MailSearcher:
                 continue
             found.append(
                 MailExample(
-                    reply_message_id=row["reply_id"],
-                    mailbox=row["mailbox"],
-                    subject=row["subject"],
-                    request_text=row["request_text"],
-                    reply_text=row["reply_text"],
+                    reply_message_id=row.reply_id,
+                    mailbox=row.mailbox,
+                    subject=row.subject,
+                    request_text=row.request_text,
+                    reply_text=row.reply_text,
                     score=round(min(1.0, max(0.0, doc.fused)), 6),
-                    request_message_id=row["request_id"],
-                    replied_at=row["sent_at"],
+                    request_message_id=row.request_id,
+                    replied_at=row.sent_at,
                 )
             )
         return found

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 
 from resolveflow.errors import ConfigError
 from resolveflow.store.queries import q
@@ -60,10 +61,19 @@ def available_migrations() -> list[Migration]:
     return found
 
 
-def _applied(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class AppliedMigration:
+    version: str
+    name: str
+    checksum: str
+    applied_at: datetime
+
+
+def _applied(conn: psycopg.Connection[Any]) -> dict[str, AppliedMigration]:
     conn.execute(q("migrations", "create_table"))
-    rows = conn.execute(q("migrations", "applied")).fetchall()
-    return {row["version"]: row for row in rows}
+    with conn.cursor(row_factory=class_row(AppliedMigration)) as cursor:
+        rows = cursor.execute(q("migrations", "applied")).fetchall()
+    return {row.version: row for row in rows}
 
 
 @contextmanager
@@ -155,8 +165,8 @@ def status(conn: psycopg.Connection[Any]) -> list[MigrationStatus]:
             MigrationStatus(
                 version=migration.version,
                 name=migration.name,
-                applied_at=row["applied_at"] if row else None,
-                modified=row is not None and row["checksum"] != migration.checksum,
+                applied_at=row.applied_at if row else None,
+                modified=row is not None and row.checksum != migration.checksum,
             )
         )
     return result

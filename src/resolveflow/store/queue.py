@@ -9,6 +9,7 @@ as the owner, and lets the runtime role use it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from procrastinate import exceptions as queue_errors
 from procrastinate.schema import SchemaManager
 
 from resolveflow.errors import StoreUnavailable
+from resolveflow.store import rows
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 from resolveflow.telemetry import carrier
@@ -106,8 +108,17 @@ def setup_queue(conn: Connection) -> None:
         conn.execute(q("queue", "grant_queue_tables"))
 
 
-def jobs_by_task(conn: Connection, task: str) -> list[dict[str, Any]]:
-    return conn.execute(q("queue", "jobs_by_task"), {"task_name": task}).fetchall()
+@dataclass(frozen=True)
+class QueuedJob:
+    id: int
+    task_name: str
+    status: str
+    args: dict[str, Any]  # the job's JSON arguments, as procrastinate keeps them
+    attempts: int
+
+
+def jobs_by_task(conn: Connection, task: str) -> list[QueuedJob]:
+    return rows.every(conn, QueuedJob, q("queue", "jobs_by_task"), {"task_name": task})
 
 
 def requeue_stalled_jobs(conn: Connection, seconds_since_heartbeat: float) -> int:

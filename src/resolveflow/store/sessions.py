@@ -3,10 +3,11 @@ others in one encrypted store (store/tenants.py: save_github_token)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
+from resolveflow.store import rows
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -35,10 +36,17 @@ def insert_session(
     return expires
 
 
-def live_session(conn: Connection, tenant_id: UUID, token_hash: str) -> dict[str, Any] | None:
-    return conn.execute(
-        q("sessions", "live_session"), {"tenant_id": tenant_id, "token_hash": token_hash}
-    ).fetchone()
+@dataclass(frozen=True)
+class LiveSession:
+    id: UUID
+    principal_id: UUID
+    csrf_token: str
+    expires_at: datetime
+
+
+def live_session(conn: Connection, tenant_id: UUID, token_hash: str) -> LiveSession | None:
+    params = {"tenant_id": tenant_id, "token_hash": token_hash}
+    return rows.one(conn, LiveSession, q("sessions", "live_session"), params)
 
 
 def end_session(conn: Connection, tenant_id: UUID, token_hash: str) -> bool:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import Principal, Role, Tenant
 from resolveflow.errors import NotFound
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 from resolveflow.store.token_cipher import KEY_SETTING, TokenCipher, TokenOwner, TokenUnreadable
@@ -161,13 +163,22 @@ def save_github_token(
     )
 
 
+@dataclass(frozen=True)
+class StoredGitHubToken:
+    """A principal's token row as stored: ``ciphertext`` is None while it waits to be sealed."""
+
+    ciphertext: str | None
+    github_login: str | None
+    updated_at: datetime
+    subject: str
+
+
 def github_token_row(
     conn: Connection, tenant_id: UUID, principal_id: UUID
-) -> dict[str, Any] | None:
+) -> StoredGitHubToken | None:
     """The stored row as it is (the token encrypted), with the principal's subject."""
-    return conn.execute(
-        q("tenants", "github_token"), {"tenant_id": tenant_id, "principal_id": principal_id}
-    ).fetchone()
+    params = {"tenant_id": tenant_id, "principal_id": principal_id}
+    return typed.one(conn, StoredGitHubToken, q("tenants", "github_token"), params)
 
 
 def github_token(
@@ -180,12 +191,12 @@ def github_token(
     row = github_token_row(conn, tenant_id, principal_id)
     if row is None:
         return None
-    if row["ciphertext"] is None:
+    if row.ciphertext is None:
         raise TokenUnreadable(
-            f"the GitHub token stored for {row['subject']} is still waiting to be encrypted; "
+            f"the GitHub token stored for {row.subject} is still waiting to be encrypted; "
             f"start ResolveFlow with {KEY_SETTING} set (or let them sign in again)"
         )
-    return cipher.decrypt(row["ciphertext"], _owner(tenant_id, principal_id, row["subject"]))
+    return cipher.decrypt(row.ciphertext, _owner(tenant_id, principal_id, row.subject))
 
 
 @dataclass
@@ -251,8 +262,8 @@ def seal_waiting_tokens(owner_conn: Connection, cipher: TokenCipher) -> TokenSwe
 
 def _seal(conn: Connection, cipher: TokenCipher, row: dict[str, Any], sweep: TokenSweep) -> None:
     stored = github_token_row(conn, row["tenant_id"], row["principal_id"])
-    if stored is not None and stored["ciphertext"] is None:
-        owner = _owner(row["tenant_id"], row["principal_id"], stored["subject"])
+    if stored is not None and stored.ciphertext is None:
+        owner = _owner(row["tenant_id"], row["principal_id"], stored.subject)
         try:
             token = (
                 cipher.decrypt_legacy(row["secret"], owner.subject)

@@ -144,7 +144,14 @@ def _md(text: str) -> str:
 def passage_page(request: Request, chunk_id: int = Path(ge=1, le=_BIGINT)) -> Response:
     viewer = identify(request)
     found = passages.passage(wired(request).db, viewer.principal, chunk_id)
-    return _render(request, "passage.html", viewer, **found)
+    return _render(
+        request,
+        "passage.html",
+        viewer,
+        document=found.document,
+        parts=found.parts,
+        chunk_id=found.chunk_id,
+    )
 
 
 @router.post("/ask/issue", response_class=HTMLResponse)

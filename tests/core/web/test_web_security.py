@@ -143,7 +143,7 @@ def test_sign_in_maps_the_login_stores_the_token_encrypted_and_sets_a_safe_cooki
     with web.db.tenant(web.world.tenant.id) as conn:
         row = tenant_store.github_token_row(conn, web.world.tenant.id, uuid.UUID(me["id"]))
         token = tenant_store.github_token(conn, cipher, web.world.tenant.id, uuid.UUID(me["id"]))
-    assert row is not None and issued and issued[0] not in row["ciphertext"]
+    assert row is not None and row.ciphertext and issued and issued[0] not in row.ciphertext
     assert token == issued[0]
 
 

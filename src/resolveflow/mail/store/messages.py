@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from resolveflow.mail.domain.message import Direction, MailMessage
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A sent reply with the request it answers: one example of how the mailbox replies."""
+
+    reply_id: str
+    subject: str
+    reply_text: str
+    sent_at: datetime | None
+    request_id: str
+    request_text: str
+
+
+@dataclass(frozen=True)
+class MailboxExchange(Exchange):
+    mailbox: str
 
 
 def insert_message(
@@ -48,10 +68,9 @@ def link_replies(conn: Connection, tenant_id: UUID, mailbox: str) -> int:
     return cursor.rowcount
 
 
-def exchanges(conn: Connection, tenant_id: UUID, mailbox: str) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("mail/store/index", "exchanges"), {"tenant_id": tenant_id, "mailbox": mailbox}
-    ).fetchall()
+def exchanges(conn: Connection, tenant_id: UUID, mailbox: str) -> list[Exchange]:
+    params = {"tenant_id": tenant_id, "mailbox": mailbox}
+    return typed.every(conn, Exchange, q("mail/store/index", "exchanges"), params)
 
 
 def forget_message(
@@ -88,13 +107,12 @@ def thread(conn: Connection, tenant_id: UUID, mailbox: str, message_id: str) -> 
 
 
 def mail_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    # The fusion's input rows, the same shape as the main search's (retrieval/fusion.py).
     return conn.execute(q("mail/store/index", "mail_candidates"), params).fetchall()
 
 
 def exchange_texts(
     conn: Connection, tenant_id: UUID, mailboxes: Sequence[str], reply_ids: Sequence[str]
-) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("mail/store/index", "exchange_texts"),
-        {"tenant_id": tenant_id, "mailboxes": list(mailboxes), "reply_ids": list(reply_ids)},
-    ).fetchall()
+) -> list[MailboxExchange]:
+    params = {"tenant_id": tenant_id, "mailboxes": list(mailboxes), "reply_ids": list(reply_ids)}
+    return typed.every(conn, MailboxExchange, q("mail/store/index", "exchange_texts"), params)
