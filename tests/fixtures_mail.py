@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conftest import World
+from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap.mail import TenantMail
 from resolveflow.config import MailSettings, Settings
 from resolveflow.domain.records import Proposal
@@ -19,6 +20,7 @@ from resolveflow.gate.executor import Executor
 from resolveflow.gate.lease import GateSettings
 from resolveflow.gate.reconcile import Reconciler
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
@@ -87,7 +89,7 @@ def set_grant(
     db: Database, policy: PolicyFile, tenant: str, subject: str, *, granted: bool
 ) -> None:
     mail_admin.set_mailbox_grant(
-        db, tenant, subject, MAILBOX, policy.mailboxes(tenant), granted=granted
+        db, tenant, subject, MAILBOX, tenant_mailboxes(policy, tenant), granted=granted
     )
 
 
@@ -117,8 +119,10 @@ def approve(db: Database, mail: MailWorld, proposal: Proposal, principal: Any = 
 def executor(db: Database, mail: MailWorld, **gate: Any) -> Executor:
     settings = GateSettings(**{"lease_seconds": 30.0, "unavailable_retry_seconds": 0.5, **gate})
     # No GitHub client: an email never touches GitHub.
-    return Executor(db, None, settings, mail=mail.access)  # type: ignore[arg-type]
+    return Executor(db, None, settings, offered=gate_kinds.offered(mail.access))  # type: ignore[arg-type]
 
 
 def reconciler(db: Database, mail: MailWorld) -> Reconciler:
-    return Reconciler(db, None, GateSettings(lease_seconds=30.0), mail=mail.access)  # type: ignore[arg-type]
+    return Reconciler(
+        db, None, GateSettings(lease_seconds=30.0), offered=gate_kinds.offered(mail.access)
+    )  # type: ignore[arg-type]

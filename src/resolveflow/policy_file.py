@@ -38,20 +38,29 @@ A repository's refine settings (docs/refine.md; absent: no clone, no scopes, off
     clone = "/srv/clones/widgets"       # a local clone, read by the changes step
     on_new_issues = true                # refine new issues arriving by webhook
     scopes = { frontend = ["web/**", "*.tsx"], backend = ["server/**"] }
+
+A product's own section is kept here as the raw TOML table and read by that product through
+``PolicyFile.section`` (which names the file and the field in its one error): the ``refine``
+table in ``refine/domain/rules.py``, a tenant's ``mailboxes`` in ``mail/domain/mailbox.py``.
+This module imports no product; the wiring passes each product's check to ``parse_policy``, so
+a bad section still fails the load of the whole file.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
+from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from resolveflow.errors import ConfigError
-from resolveflow.mail.domain.mailbox import ADDRESS_PATTERN, MailboxPolicy, mailbox_key
-from resolveflow.refine.domain.rules import RefinePolicy
+
+RawTable = dict[str, Any]
+"""A TOML table as ``tomllib`` reads it: a product's section, which that product validates."""
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Classification(StrEnum):
@@ -82,7 +91,7 @@ class RepositoryPolicy(BaseModel):
     comment_on_human_review: bool = False
     extra_labels: dict[Classification, tuple[str, ...]] = Field(default_factory=dict)
     rules: tuple[Rule, ...] = ()
-    refine: RefinePolicy = RefinePolicy()  # an absent block: no clone, no scopes, off
+    refine: RawTable = Field(default_factory=dict)  # refine's: refine/domain/rules.py
 
     def labels_for(self, branch: Classification) -> set[str]:
         """The only label names a proposal of this branch may carry."""
@@ -110,36 +119,20 @@ class ProjectAlias(BaseModel):
 class TenantPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     projects: dict[str, ProjectAlias] = Field(default_factory=dict)
-    mailboxes: dict[str, MailboxPolicy] = Field(default_factory=dict)  # mail/domain/mailbox.py
-
-    @model_validator(mode="after")
-    def _mailbox_addresses(self) -> TenantPolicy:
-        for address in self.mailboxes:
-            if not re.match(ADDRESS_PATTERN, address):
-                raise ValueError(f"a mailbox is an address like support@acme.example: {address!r}")
-        if len({mailbox_key(a) for a in self.mailboxes}) != len(self.mailboxes):
-            raise ValueError("a mailbox is listed twice (addresses are compared without case)")
-        return self
+    mailboxes: RawTable = Field(default_factory=dict)  # mail's: mail/domain/mailbox.py
 
 
 class PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    defaults: dict[str, Any] = Field(default_factory=dict)
-    repositories: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    defaults: RawTable = Field(default_factory=dict)
+    repositories: dict[str, RawTable] = Field(default_factory=dict)
     tenants: dict[str, TenantPolicy] = Field(default_factory=dict)
+    _source: str = PrivateAttr(default="policy")  # the file, named in every error
 
     def projects(self, tenant: str) -> dict[str, ProjectAlias]:
         """The tenant's project aliases (none when the file names no such tenant)."""
         found = self.tenants.get(tenant)
         return dict(found.projects) if found is not None else {}
-
-    def mailboxes(self, tenant: str) -> dict[str, MailboxPolicy]:
-        """The tenant's mailboxes by address in lower case (none when the file names no such
-        tenant)."""
-        found = self.tenants.get(tenant)
-        if found is None:
-            return {}
-        return {mailbox_key(address): policy for address, policy in found.mailboxes.items()}
 
     def for_repository(self, full_name: str) -> RepositoryPolicy:
         merged = {**self.defaults}
@@ -148,24 +141,47 @@ class PolicyFile(BaseModel):
                 merged.update(override)
         return RepositoryPolicy.model_validate(merged)
 
+    def section(self, model: type[M], raw: object, where: str) -> M:
+        """A product's section of this file (``raw``, found at ``where``), validated by the
+        product's model; a bad one is one ``ConfigError`` naming the file and the field."""
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(_message(self._source, where, exc)) from None
 
-def parse_policy(text: str, source: str = "policy") -> PolicyFile:
-    """Parse and fully validate a policy (every repository entry too), with one clear error."""
+
+SectionCheck = Callable[[PolicyFile], None]
+"""A product's reading of all its sections of a policy file (it raises ``ConfigError``)."""
+
+
+def parse_policy(
+    text: str, source: str = "policy", checks: Iterable[SectionCheck] = ()
+) -> PolicyFile:
+    """Parse and fully validate a policy (every repository entry too), with one clear error;
+    ``checks`` read the products' sections now, so a bad one fails here as well."""
     where = ""
     try:
         policy = PolicyFile.model_validate(tomllib.loads(text))
-        where = "defaults."
+        where = "defaults"
         RepositoryPolicy.model_validate(policy.defaults)
         for name in policy.repositories:
-            where = f"repositories.{name}."
+            where = f"repositories.{name}"
             policy.for_repository(name)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where += ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{source}: {where}: {first['msg']}") from None
+        raise ConfigError(_message(source, where, exc)) from None
+    policy._source = source
+    for check in checks:
+        check(policy)
     return policy
+
+
+def _message(source: str, where: str, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    path = [where] if where else []
+    path += [str(part) for part in first["loc"]]
+    return f"{source}: {'.'.join(path)}: {first['msg']}"
 
 
 DEFAULT_POLICY = PolicyFile()

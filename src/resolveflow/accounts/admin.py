@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 
 from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.domain.records import Principal, Role, Tenant
+from resolveflow.domain.repository_names import repository_name
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ConfigError, InvalidInput
-from resolveflow.gate.domain.actions import IssueTarget
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
@@ -155,7 +155,7 @@ def list_principals(db: Database, tenant_name: str) -> list[Principal]:
 
 def normalize_repository(full_name: str) -> str:
     try:
-        return IssueTarget(repository=full_name.strip(), issue=1).repository
+        return repository_name(full_name.strip())
     except ValueError:
         raise InvalidInput(f"repository must look like OWNER/REPO, got {full_name!r}") from None
 

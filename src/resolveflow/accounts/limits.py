@@ -18,8 +18,8 @@ logger = logging.getLogger(__name__)
 
 
 class LimitKind(StrEnum):
-    # Model calls have their own budget, reserved before each call by the investigation
-    # (RESOLVEFLOW_MODEL_DAILY_CALLS_PER_PRINCIPAL): a spent budget escalates the run to a person.
+    # Model calls have their own budget (accounts/model_budget.py), reserved before each call
+    # (RESOLVEFLOW_MODEL_DAILY_CALLS_PER_PRINCIPAL); it is spent with the same LimitExceeded.
     RUNS = "runs"
 
 
@@ -28,7 +28,10 @@ _WHAT = {LimitKind.RUNS: "runs started"}
 
 
 class LimitExceeded(Unavailable):
-    """A daily limit was reached; try again tomorrow (UTC) or ask an operator to raise it."""
+    """A daily limit was reached; try again tomorrow (UTC) or ask an operator to raise it.
+
+    The one error of every daily limit: runs started, and model calls (the model budget). The
+    web answers it with 429, the CLI with its category's exit code."""
 
 
 def consume(

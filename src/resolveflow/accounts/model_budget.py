@@ -1,9 +1,11 @@
-"""Model calls of one run: counted against the principal's daily budget, then recorded.
+"""Model calls counted against the principal's daily budget, and recorded.
 
 A call is reserved before it is made (one conditional UPSERT, so concurrent runs cannot overspend)
-and recorded afterwards with provider, model, tokens, latency, attempts and outcome. Any model
-failure, and a spent budget, becomes an escalation (the branch fails closed). A shadow
-``ModelCallBudget`` (backtests, the safety suite) counts nothing and writes nothing.
+and recorded afterwards with provider, model, tokens, latency, attempts and outcome
+(``counted_call``: an investigation's calls); ``BudgetedModel`` only counts (ask, refine, mail).
+A spent budget is ``LimitExceeded``, the one error of every daily limit; each product decides what
+it means for it. A shadow ``ModelCallBudget`` (backtests, the safety suite) counts nothing and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from resolveflow.llm.protocol import ChatModel, Completion, Usage
 from resolveflow.store import model_calls as store
 from resolveflow.store.database import Database
 from resolveflow.telemetry import model_span, record_usage
-from resolveflow.triage.domain.review import Review, not_reviewable
 
 logger = logging.getLogger(__name__)
 
@@ -106,29 +107,16 @@ class ModelCallBudget:
             )
 
 
-class BudgetSpent(ModelError):
-    """The daily budget of model calls of the principal behind this work is spent."""
-
-    outcome = "budget_spent"
-
-
-def budgeted_call(
-    budget: ModelCallBudget, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
-) -> Completion[Any] | Review:
-    """Make one budgeted, recorded call; a failure becomes an escalation (fail closed)."""
-    try:
-        return counted_call(budget, model, purpose, call)
-    except BudgetSpent as exc:
-        return not_reviewable("budget", exc.message)
-    except ModelError as exc:
-        return not_reviewable("model_output", f"{purpose}: {exc.message}")
+BUDGET_SPENT = "budget_spent"  # the outcome recorded for a call the budget refused
+V = TypeVar("V")
 
 
 def counted_call(
-    budget: ModelCallBudget, model: ChatModel, purpose: str, call: Callable[[], Completion[Any]]
-) -> Completion[Any]:
-    """One call counted against the budget and recorded, whatever its outcome; ``BudgetSpent``
-    when the budget is spent (nothing is called), the model's own error when it fails."""
+    budget: ModelCallBudget, model: ChatModel, purpose: str, call: Callable[[], Completion[V]]
+) -> Completion[V]:
+    """One call counted against the budget and recorded, whatever its outcome;
+    ``LimitExceeded`` when the budget is spent (nothing is called), the model's own error when
+    it fails. It wraps one attempt of ``llm.structured.structured_call`` as it is."""
     if not budget.reserve():
         reason = (
             f"the daily budget of {budget.daily_limit} model calls of the person who started "
@@ -136,10 +124,10 @@ def counted_call(
         )
         budget.record(
             CallRecord(
-                purpose, model.provider, model.model, None, Usage(), 0.0, 0, "budget_spent", reason
+                purpose, model.provider, model.model, None, Usage(), 0.0, 0, BUDGET_SPENT, reason
             )
         )
-        raise BudgetSpent(reason)
+        raise LimitExceeded(reason)
     started = time.perf_counter()
     with model_span(model.provider, model.model) as current:
         completion = _call_recorded(budget, model, purpose, call, started)
@@ -152,12 +140,12 @@ def _call_recorded(
     budget: ModelCallBudget,
     model: ChatModel,
     purpose: str,
-    call: Callable[[], Completion[Any]],
+    call: Callable[[], Completion[V]],
     started: float,
-) -> Completion[Any]:
+) -> Completion[V]:
     try:
-        completion: Completion[Any] = call()
-    except ModelError as exc:
+        completion = call()
+    except (ModelError, LimitExceeded) as exc:  # a budgeted model's own budget, too
         elapsed = (time.perf_counter() - started) * 1000
         usage = exc.context.get("usage")
         budget.record(
@@ -169,7 +157,7 @@ def _call_recorded(
                 usage if isinstance(usage, Usage) else Usage(),
                 elapsed,
                 int(exc.context.get("attempts", 1)),
-                exc.outcome,
+                exc.outcome if isinstance(exc, ModelError) else BUDGET_SPENT,
                 exc.message,
             )
         )
@@ -218,7 +206,7 @@ class BudgetedModel:
         return self.inner.text(messages)
 
     def _reserve(self) -> None:
-        # LimitExceeded is not a ModelError: ask() lets it through, so the API caller hears
+        # LimitExceeded is not a ModelError: ask and mail let it through, so the caller hears
         # 429 instead of a silent abstention; refine catches it and falls back to its rules.
         if not self.budget.reserve():
             raise LimitExceeded(

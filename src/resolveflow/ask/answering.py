@@ -32,6 +32,7 @@ from resolveflow.ask.text import prompt, quote
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
 from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.structured import structured_call
 from resolveflow.retrieval.records import Hit
 from resolveflow.retrieval.search import LEXICAL_QUERY_CHARS, MIN_TERM_CHUNKS, Searcher
 from resolveflow.store import documents as documents_store
@@ -250,8 +251,9 @@ def _generated(
     features: AnswerFeatures,
 ) -> Answer:
     """A model's answer over the retrieved passages; its citations are checked against what was
-    retrieved for this question in this tenant. Invalid answers are retried within the budget,
-    then the answer is the abstention."""
+    retrieved for this question in this tenant. Invalid answers are asked for again within the
+    bound, then the answer is the abstention; a spent budget (``LimitExceeded``) goes to the
+    caller."""
     assert service.model is not None
     ids = [r.hit.chunk_id for r in ranked[:SHOWN]]
     with service.db.tenant(tenant_id) as conn:
@@ -260,35 +262,33 @@ def _generated(
         question,
         [(cid, passages[cid]["title"], passages[cid]["text"]) for cid in ids if cid in passages],
     )
-    model_name = f"{service.model.provider}/{service.model.model}"
-    for attempt in range(1, service.max_model_attempts + 1):
-        try:
-            output = service.model.structured(messages, ModelAnswer).value
-            cited = validate_citations(output, list(passages))
-        except ModelOutputInvalid as exc:
-            logger.info("model answer invalid", extra={"attempt": attempt, "reason": str(exc)})
-            continue
-        except ModelError as exc:
-            logger.warning("model unavailable for ask", extra={"reason": str(exc)})
-            break
-        citations = [
-            citation(
-                n,
-                cid,
-                passages[cid],
-                "",
-                quote(passages[cid]["text"]),
-            )
-            for n, cid in enumerate(cited, start=1)
-        ]
-        return Answer(
-            question=question,
-            text=output.answer.strip(),
-            abstained=False,
-            citations=citations,
-            retrieved=retrieved,
-            features=features,
-            confidence=output.confidence,
-            generator=model_name,
+    model = service.model
+    try:
+        made = structured_call(
+            model,
+            messages,
+            ModelAnswer,
+            lambda output: (output, validate_citations(output, list(passages))),
+            attempts=service.max_model_attempts,
         )
-    return _abstention(question, retrieved, features)
+    except ModelOutputInvalid as exc:
+        logger.info("model answer invalid", extra={"reason": exc.message})
+        return _abstention(question, retrieved, features)
+    except ModelError as exc:
+        logger.warning("model unavailable for ask", extra={"reason": str(exc)})
+        return _abstention(question, retrieved, features)
+    output, cited = made.value
+    citations = [
+        citation(n, cid, passages[cid], "", quote(passages[cid]["text"]))
+        for n, cid in enumerate(cited, start=1)
+    ]
+    return Answer(
+        question=question,
+        text=output.answer.strip(),
+        abstained=False,
+        citations=citations,
+        retrieved=retrieved,
+        features=features,
+        confidence=output.confidence,
+        generator=f"{model.provider}/{model.model}",
+    )

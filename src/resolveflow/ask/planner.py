@@ -30,6 +30,7 @@ from resolveflow.ask.domain.planner import (
     PrepareIssue,
     ProposalRef,
     SearchKnowledge,
+    StepReply,
     ToolCall,
     check_final_answer,
     fence,
@@ -43,6 +44,7 @@ from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid, ModelTimeout
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.structured import structured_call
 from resolveflow.retrieval.search import Searcher
 from resolveflow.store.database import Database
 
@@ -97,39 +99,32 @@ def plan(service: PlannerService, principal: Principal, question: str) -> PlanAn
         stop = state.stop_reason(service.clock())
         if stop is not None:
             return _abstain(service, question, state, stop)
-        reply = _ask_model(service, state, messages)
-        if reply is None:
-            return _abstain(service, question, state, state.steps[-1].detail)
         try:
-            call = read_step(reply)
+            call = _next_step(service, state, messages)
         except ModelOutputInvalid as exc:
-            state.record("?", reply, "invalid", exc.message)
+            state.record("?", exc.context.get("answer"), "invalid", exc.message)
             messages.append(_result(state, f"invalid step: {exc.message}"))
             continue
         except PlanViolation as exc:
             state.record(exc.tool, exc.arguments, "violation", exc.reason)
             return _abstain(service, question, state, exc.reason)
+        except ModelError as exc:
+            why = "time limit" if isinstance(exc, ModelTimeout) else "model unavailable"
+            state.record("(model)", None, "stopped", f"{why}: {exc.message}")
+            return _abstain(service, question, state, state.steps[-1].detail)
         outcome = _run_tool(service, principal, question, state, call)
         if isinstance(outcome, PlanAnswer):
             return outcome
         messages.append(outcome)
 
 
-def _ask_model(
-    service: PlannerService, state: PlanState, messages: list[ChatMessage]
-) -> str | None:
-    """The model's next step, within what is left of the deadline; None (and a stopped step in
-    the trace) when it timed out or failed."""
+def _next_step(service: PlannerService, state: PlanState, messages: list[ChatMessage]) -> ToolCall:
+    """The model's next step, in one request within what is left of the deadline: invalid
+    output is told to the model (the loop above), not asked for again here."""
     remaining = max(0.001, state.deadline - service.clock())
     model = service.model
     bounded = model.bounded(remaining) if isinstance(model, _Bounded) else model
-    try:
-        return bounded.text(messages).value
-    except ModelTimeout as exc:
-        state.record("(model)", None, "stopped", f"time limit: {exc.message}")
-    except ModelError as exc:
-        state.record("(model)", None, "stopped", f"model unavailable: {exc.message}")
-    return None
+    return structured_call(bounded, messages, StepReply, read_step, attempts=1).value
 
 
 def _result(state: PlanState, text: str, *, fenced: bool = False) -> ChatMessage:

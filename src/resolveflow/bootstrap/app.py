@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
+from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap import schema as schema_setup
 from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.bootstrap.mail import mail_gate_settings, mailbox_lookup, outside_systems
 from resolveflow.bootstrap.pace import pace_settings, schedule_execute
+from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.config import Settings
 from resolveflow.errors import ConfigError
 from resolveflow.gate.lease import GateSettings
@@ -65,6 +67,10 @@ setup_checkpoints = schema_setup.setup_checkpoints
 
 LEASE_TIMEOUT_RATIO = 5
 T = TypeVar("T")
+
+# Whatever runs in this process reads proposals and decides through the gate, which is given the
+# products' kinds' rules and triage's runs here (every entry point and the tests import this).
+gate_kinds.install()
 
 
 def database_url(settings: Settings) -> str:
@@ -191,7 +197,7 @@ def load_policy(settings: Settings) -> PolicyFile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read the policy file {path}: {exc.strerror}") from None
-    return parse_policy(text, str(path))
+    return parse_policy(text, str(path), PRODUCT_SECTIONS)
 
 
 @dataclass
@@ -263,7 +269,7 @@ class App:
             mail_gate_settings(self),
             token_lookup=self.token_lookup(),
             schedule=schedule_execute,
-            **outside_systems(self),
+            **self._reach(),
         )
 
     def reconciler(self) -> Reconciler:
@@ -274,8 +280,13 @@ class App:
             self.github,
             mail_gate_settings(self),
             token_lookup=self.token_lookup(),
-            **outside_systems(self),
+            **self._reach(),
         )
+
+    def _reach(self) -> dict[str, Any]:
+        """GitLab per tenant for the gate's own kind, and the offered kinds over this app's mail."""
+        systems = outside_systems(self)
+        return {"gitlab": systems["gitlab"], "offered": gate_kinds.offered(systems["mail"])}
 
     def gitlab(self) -> TenantGitLab:
         """GitLab per tenant: its own token from the store, its aliases from the policy file."""
@@ -322,6 +333,10 @@ class App:
     def run_controller(self) -> RunController:
         """The triage graph with its Postgres checkpointer, and the run lease around it."""
         return self._once("run_controller", self._build_run_controller)
+
+    def run_handle(self) -> RunOnDemand:
+        """The run side of a decision, the graph built only when a decision names a run."""
+        return RunOnDemand(self)
 
     def _build_run_controller(self) -> RunController:
         from resolveflow.store.checkpoints import checkpoint_saver
@@ -393,3 +408,21 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
             yield app
         finally:
             app.close()
+
+
+@dataclass(frozen=True)
+class RunOnDemand:
+    """The run side of a decision (``decisions.RunHandle``), built when a decision first names a
+    run: the triage graph, its checkpoint pool, the search and the model load for a run's
+    proposal only, never for an email or a proposal of no run (the CLI and the web alike)."""
+
+    opened: App
+
+    def at_pause(self, run_id: UUID) -> bool:
+        return self.opened.run_controller().at_pause(run_id)
+
+    def continue_with(self, tenant_id: UUID, run_id: UUID, approval_id: UUID) -> None:
+        self.opened.run_controller().continue_with(tenant_id, run_id, approval_id)
+
+    def reach_pause(self, tenant_id: UUID, run_id: UUID) -> bool:
+        return self.opened.run_controller().reach_pause(tenant_id, run_id)

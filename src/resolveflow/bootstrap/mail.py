@@ -16,7 +16,7 @@ from resolveflow.adapters.smtp.protocol import Mailer, Security, SmtpEndpoint
 from resolveflow.config import MailSettings, Settings
 from resolveflow.errors import ConfigError, NotFound
 from resolveflow.gate.lease import GateSettings
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key, tenant_mailboxes
 from resolveflow.policy_file import PolicyFile
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
@@ -103,7 +103,7 @@ class TenantMail:
         return names[tenant_id]
 
     def _mailboxes(self, tenant_id: UUID) -> dict[str, MailboxPolicy]:
-        return self.policy().mailboxes(self.tenant_name(tenant_id))
+        return tenant_mailboxes(self.policy(), self.tenant_name(tenant_id))
 
     def configured_mailboxes(self, tenant_id: UUID) -> frozenset[str]:
         return frozenset(self._mailboxes(tenant_id))

@@ -8,6 +8,7 @@ from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
 from resolveflow.bootstrap.app import App
 from resolveflow.domain.records import Principal
 from resolveflow.llm.protocol import ChatModel
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.drafts import MailDrafts
 from resolveflow.mail.search import MailSearcher
 from resolveflow.store import tenants as tenant_store
@@ -16,7 +17,7 @@ from resolveflow.store import tenants as tenant_store
 def mail_drafts(app: App, principal: Principal) -> MailDrafts:
     with app.db.unscoped() as conn:
         names = {t.id: t.name for t in tenant_store.list_tenants(conn)}
-    mailboxes = app.policy().mailboxes(names.get(principal.tenant_id, ""))
+    mailboxes = tenant_mailboxes(app.policy(), names.get(principal.tenant_id, ""))
     return MailDrafts(
         app.db, mailboxes, MailSearcher(app.db, app.embedder()), _budgeted(app, principal)
     )

@@ -27,8 +27,9 @@ def refine_policy(settings: Settings) -> Callable[[RefineDocument], RefinePolicy
     """The refine rules of the ticket's repository (the policy file's ``refine`` table)."""
 
     def for_ticket(doc: RefineDocument) -> RefinePolicy:
-        policy = load_policy(settings)
-        return policy.for_repository(doc.ticket.repository or "").refine
+        from resolveflow.refine.domain.rules import repository_refine
+
+        return repository_refine(load_policy(settings), doc.ticket.repository or "")
 
     return for_ticket
 

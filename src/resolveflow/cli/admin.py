@@ -12,6 +12,7 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
 from resolveflow.domain.records import Role
 from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.store.database import Database
 from resolveflow.store.migrate import status, upgrade
 from resolveflow.store.token_cipher import KEY_SETTING
@@ -226,7 +227,7 @@ def _mailbox_grant(
 
     with common.app() as opened:
         name = common.tenant_name(opened, tenant)
-        configured = opened.policy().mailboxes(name)
+        configured = tenant_mailboxes(opened.policy(), name)
         changed = mail_admin.set_mailbox_grant(
             opened.db, name, subject, mailbox, configured, granted=granted
         )

@@ -12,6 +12,7 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.store.credentials import SecretKind
 from resolveflow.store.token_cipher import KEY_SETTING
 
@@ -39,7 +40,7 @@ def credentials_set(
         if cipher is None:  # checked before stdin is read: nobody types a secret then refused
             raise ConfigError(f"set {KEY_SETTING} to store a mailbox secret encrypted")
         name = common.tenant_name(opened, tenant)
-        configured = opened.policy().mailboxes(name)
+        configured = tenant_mailboxes(opened.policy(), name)
         mail_admin.configured_mailbox(name, mailbox, configured)
         given = typer.get_text_stream("stdin").read()
         kind: SecretKind = "xoauth2" if xoauth2 else "password"

@@ -13,7 +13,7 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, err_console, fields
 from resolveflow.errors import InvalidInput
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.mail.domain.mailbox import mailbox_key, tenant_mailboxes
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
 def _tenant_and_mailbox(opened: App, tenant: str | None, mailbox: str) -> tuple[str, str]:
     name = common.tenant_name(opened, tenant)
     key = mailbox_key(mailbox)
-    known = opened.policy().mailboxes(name)
+    known = tenant_mailboxes(opened.policy(), name)
     if key not in known:
         listed = ", ".join(sorted(known)) or "none"
         raise InvalidInput(

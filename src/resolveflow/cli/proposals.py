@@ -7,13 +7,17 @@ from typing import Any
 
 import typer
 
+from resolveflow.bootstrap.app import App
+from resolveflow.bootstrap.gitlab import alias_lookup
+from resolveflow.bootstrap.mail import mailbox_lookup
 from resolveflow.cli import common
 from resolveflow.cli.action_view import action_rows, action_texts
 from resolveflow.cli.output import console, emit, exact, fields, table
 from resolveflow.errors import InvalidInput
-from resolveflow.gate import approvals, decisions
+from resolveflow.gate import decisions
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as service
+from resolveflow.gate.approvals import RepositoryLabels
 from resolveflow.gate.domain.actions import ActionChanges, check_digest_format, parse_action
 
 proposals_app = typer.Typer(help="Proposed actions awaiting a decision.", no_args_is_help=True)
@@ -202,6 +206,20 @@ def list_(token: str | None = common.TokenOption, as_json: bool = common.JsonOpt
     )
 
 
+def _deciding(opened: App) -> decisions.Deciding:
+    """The web's path (``decisions``), but a run resumes here and now, under the decision's
+    lease, rather than in the worker."""
+    return decisions.Deciding(
+        runs=opened.run_handle(),
+        follow_up=decisions.FollowUp.NOW,
+        ttl_seconds=opened.settings.approval.ttl_seconds,
+        lease_seconds=opened.settings.triage.run_lease_seconds,
+        labels=RepositoryLabels(opened.github),  # "labels exist" without a run: this command's
+        mailboxes=mailbox_lookup(opened),
+        aliases=alias_lookup(opened),
+    )
+
+
 def approve(
     run_or_proposal: str,
     digest: str = typer.Option(..., "--digest", help="The SHA-256 digest you reviewed."),
@@ -215,8 +233,7 @@ def approve(
     with common.app() as opened:
         actor = common.principal(opened, token)
         target = common.find_id(opened, actor, typed, "run", "proposal")
-        labels = approvals.RepositoryLabels(opened.github)  # "labels exist" without a run
-        decided = opened.run_controller().approve(actor, target, checked, labels)
+        decided = decisions.approve(opened.db, actor, target, checked, _deciding(opened))
         assert decided.execution_id is not None
         execution = execution_service.show_execution(opened.db, actor, decided.execution_id)
     data = {
@@ -255,7 +272,7 @@ def reject(
     with common.app() as opened:
         actor = common.principal(opened, token)
         target = common.find_id(opened, actor, typed, "run", "proposal")
-        decided = opened.run_controller().reject(actor, target, reason)
+        decided = decisions.reject(opened.db, actor, target, reason, _deciding(opened))
     data = {
         "approval_id": str(decided.approval_id),
         "proposal_id": str(decided.proposal_id),

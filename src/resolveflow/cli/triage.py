@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, exact, fields, table
 from resolveflow.errors import NotFound, ProviderRejected, ResolveFlowError, Unavailable
-from resolveflow.policy_file import parse_policy
+from resolveflow.policy_file import PolicyFile, parse_policy
+from resolveflow.refine.domain.rules import repository_refine
 from resolveflow.triage import runs as run_service
 from resolveflow.triage.domain.references import parse_issue_reference
 
@@ -182,19 +185,22 @@ def policy_check(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Validate a policy file; with --repo, show the effective policy for that repository."""
-    policy = parse_policy(common.read_text_file(path), str(path))
-    effective = policy.for_repository(repository) if repository else None
+    policy = parse_policy(common.read_text_file(path), str(path), PRODUCT_SECTIONS)
+    effective = _effective(policy, repository) if repository else None
     repositories = sorted(policy.repositories)
-    data = {
-        "valid": True,
-        "repositories": repositories,
-        "effective": effective.model_dump(mode="json") if effective else None,
-    }
+    data = {"valid": True, "repositories": repositories, "effective": effective}
     emit(
         data,
         as_json,
         lambda: console.print(
             f"{path}: valid; repositories: {', '.join(repositories) or '(defaults only)'}"
-            + (f"\n{effective.model_dump_json(indent=2)}" if effective else "")
+            + (f"\n{json.dumps(effective, indent=2)}" if effective else "")
         ),
     )
+
+
+def _effective(policy: PolicyFile, repository: str) -> dict[str, Any]:
+    """The repository's policy as it applies, refine's section read by refine."""
+    shown = policy.for_repository(repository).model_dump(mode="json")
+    shown["refine"] = repository_refine(policy, repository).model_dump(mode="json")
+    return shown

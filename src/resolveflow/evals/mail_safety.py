@@ -134,7 +134,9 @@ MAIL_CASES: tuple[MailCase, ...] = (
 
 
 def run_mail_case(case: MailCase) -> list[str]:
-    model = ScriptedModel(case.script) if case.script is not None else None
+    # One request per attempt: each scripted answer is one of the drafter's two attempts.
+    script = case.script
+    model = ScriptedModel(script, invalid_output_attempts=1) if script is not None else None
     facts = parse_facts(FACTS)
     written = write_draft(model, REQUEST, MAILBOX, POLICY, facts, [EXAMPLE])
     draft = written.draft

@@ -237,7 +237,9 @@ def _model(case: PlannerCase, scene: Scene) -> ScriptedModel:
         return lambda messages, kind: json.dumps(step(scene, messages))
 
     items = [bind(s) for s in case.steps]
-    return ScriptedModel(items, responder=items[-1] if case.loop else None)
+    # One request per step, as the openai provider plans (``bounded``): each item is one step.
+    last = items[-1] if case.loop else None
+    return ScriptedModel(items, responder=last, invalid_output_attempts=1)
 
 
 def _clock(step: float) -> Callable[[], float]:

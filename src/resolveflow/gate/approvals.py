@@ -19,6 +19,7 @@ from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
+from resolveflow.gate import kind_rules
 from resolveflow.gate.domain.actions import parse_action
 from resolveflow.gate.domain.policy import (
     ApprovalFacts,
@@ -27,17 +28,14 @@ from resolveflow.gate.domain.policy import (
     evaluate,
     require_role,
 )
+from resolveflow.gate.run_records import runs
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
-from resolveflow.mail.readers import mail_reader, mailbox_of
-from resolveflow.mail.store import drafts as mail_drafts
-from resolveflow.mail.store import grants as mail_grants
 from resolveflow.policy_file import ProjectAlias
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
 from resolveflow.telemetry import span
-from resolveflow.triage.store import runs as run_store
 
 logger = logging.getLogger(__name__)
 
@@ -95,9 +93,7 @@ def _evidence_labels(
     """The repository's labels as the run's evidence saw them; None without a run or them."""
     if proposal.run_id is None:
         return None
-    snapshot = run_store.snapshot_for_run(conn, viewer.tenant_id, proposal.run_id)
-    seen = ((snapshot or {}).get("raw") or {}).get("repository_labels")
-    return frozenset(str(name) for name in seen) if isinstance(seen, list) else None
+    return runs().labels_seen(conn, viewer.tenant_id, proposal.run_id)
 
 
 def read_labels(
@@ -141,6 +137,7 @@ def approval_facts(
     when deciding); ``read``: the labels from GitHub when the run's evidence has none."""
     labels = _evidence_labels(conn, viewer, proposal)
     read = read or LabelsRead()
+    kind = kind_rules.approval_facts(conn, viewer, proposal)
     return ApprovalFacts(
         approver=viewer,
         proposal=proposal,
@@ -154,26 +151,10 @@ def approval_facts(
         carried_out=_carried_out(conn, viewer, proposal),
         labels_unreadable=read.unreadable if labels is None else None,
         configured_mailboxes=configured_mailboxes,
-        granted_mailboxes=_granted(conn, viewer, proposal),
-        checked_draft=_checked_draft(conn, viewer, proposal),
+        granted_mailboxes=kind.granted_mailboxes,
+        checked_draft=kind.checked_draft,
         project_aliases=project_aliases,
     )
-
-
-def _granted(conn: Connection, viewer: Principal, proposal: Proposal) -> frozenset[str]:
-    if proposal.action.get("kind") != "email.send":
-        return frozenset()  # only mail is approved by grant
-    return mail_grants.granted_mailboxes(conn, viewer.tenant_id, viewer.id)
-
-
-def _checked_draft(conn: Connection, viewer: Principal, proposal: Proposal) -> bool | None:
-    """A drafted reply's version is approvable only as a draft version that passed its checks
-    (only those become proposal versions there); None when no draft made the lineage."""
-    if proposal.action.get("kind") != "email.send":
-        return None
-    if mail_drafts.draft_of_lineage(conn, viewer.tenant_id, proposal.lineage_id) is None:
-        return None
-    return mail_drafts.draft_of_proposal(conn, viewer.tenant_id, proposal.id) is not None
 
 
 def _carried_out(
@@ -301,7 +282,7 @@ def reject(db: Database, principal: Principal, proposal_id: UUID, reason: str) -
         with db.tenant(principal.tenant_id) as conn:
             proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
             # Deciding on mail one may not read is refused, a rejection as well as an approval.
-            mail_reader(conn, principal).require(mailbox_of(proposal.action))
+            kind_rules.require_readable(conn, principal, proposal.action)
             proposal_store.lock_lineage(conn, proposal.lineage_id)
             existing = proposal_store.approval_for_proposal(conn, principal.tenant_id, proposal.id)
             if existing is not None:

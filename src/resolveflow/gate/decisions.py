@@ -31,9 +31,9 @@ from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import ActionChanges
 from resolveflow.gate.lease import new_owner_id
+from resolveflow.gate.run_records import runs as run_records
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store.database import Database
-from resolveflow.triage.store import runs as run_store
 
 logger = logging.getLogger(__name__)
 
@@ -92,14 +92,12 @@ def reject_unstorable(*texts: str | None) -> None:
 def find_target(db: Database, principal: Principal, run_or_proposal: UUID) -> Target:
     """A run id (its latest proposal) or a proposal id, in the principal's tenant only."""
     with db.tenant(principal.tenant_id) as conn:
-        run = run_store.find_run(conn, principal.tenant_id, run_or_proposal)
-        if run is not None:
-            latest = run_store.latest_proposal_for_run(conn, principal.tenant_id, run["id"])
+        status = run_records().status(conn, principal.tenant_id, run_or_proposal)
+        if status is not None:
+            latest = proposal_store.latest_for_run(conn, principal.tenant_id, run_or_proposal)
             if latest is None:
-                raise NotFound(
-                    f"run {run_or_proposal} has no proposal to decide (status {run['status']})"
-                )
-            return Target(run["id"], latest.id)
+                raise NotFound(f"run {run_or_proposal} has no proposal to decide (status {status})")
+            return Target(run_or_proposal, latest.id)
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, run_or_proposal)
         return Target(proposal.run_id, proposal.id)
 
@@ -116,18 +114,20 @@ def _paused(
     if target.run_id is None:
         yield
         return
-    tenant_id, owner = principal.tenant_id, new_owner_id()
+    tenant_id, owner, records = principal.tenant_id, new_owner_id(), run_records()
     deadline = time.monotonic() + LEASE_WAIT_SECONDS
     while True:
         with db.tenant(tenant_id) as conn:
-            if run_store.acquire_lease(conn, tenant_id, target.run_id, owner, lease_seconds):
+            if records.acquire_lease(conn, tenant_id, target.run_id, owner, lease_seconds):
                 break
         if time.monotonic() > deadline:
             raise RunBusy("the run is busy (still triaging, or being resumed); try again shortly")
         time.sleep(0.1)
     try:
         with db.tenant(tenant_id) as conn:
-            status = RunStatus(run_store.run_by_id(conn, tenant_id, target.run_id)["status"])
+            status = records.status(conn, tenant_id, target.run_id)
+        if status is None:
+            raise NotFound(f"no run {target.run_id}")
         paused = status is RunStatus.AWAITING_APPROVAL and (
             runs.at_pause(target.run_id) or runs.reach_pause(tenant_id, target.run_id)
         )
@@ -139,7 +139,7 @@ def _paused(
         yield
     finally:
         with db.tenant(tenant_id) as conn:
-            run_store.release_lease(conn, tenant_id, target.run_id, owner)
+            records.release_lease(conn, tenant_id, target.run_id, owner)
 
 
 def _follow_up(

@@ -8,12 +8,12 @@ from uuid import UUID
 from resolveflow.domain.records import Execution, ExecutionState, Principal, Role
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidTransition
+from resolveflow.gate import kind_rules
 from resolveflow.gate.approvals import actor_of
 from resolveflow.gate.domain.actions import parse_action
 from resolveflow.gate.domain.policy import require_role
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
-from resolveflow.mail.readers import hidden, mail_reader, mailbox_of
 from resolveflow.store import audit
 from resolveflow.store.database import Database
 
@@ -50,18 +50,16 @@ def list_executions(
         state = ExecutionState(state).value
     with db.tenant(principal.tenant_id) as conn:
         rows = execution_store.list_executions(conn, principal.tenant_id, state, limit)
-        reader = mail_reader(conn, principal)
+        readers = kind_rules.readers(conn, principal)
     views = []
     for row in rows:
         view = execution_view(execution_store.to_execution(row))
         action = parse_action(row["action"])
         view["kind"] = action.kind
         view["target"] = action.summary  # an email's names no recipient (only their count)
-        mailbox = mailbox_of(row["action"])
-        if not reader.may_read(mailbox):
+        if not readers.may_read(row["action"]):
             # The row stays (the work exists); a server's answer may quote a recipient.
-            assert mailbox is not None
-            view["detail"] = hidden(mailbox)
+            view["detail"] = readers.hidden(row["action"])
         views.append(view)
     return views
 
@@ -71,7 +69,7 @@ def show_execution(db: Database, principal: Principal, execution_id: UUID) -> di
         execution = execution_store.execution_by_id(conn, principal.tenant_id, execution_id)
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, execution.proposal_id)
         # As for the proposal (``proposals.describe``): no grant for its mailbox, no email.
-        mail_reader(conn, principal).require(mailbox_of(proposal.action))
+        kind_rules.require_readable(conn, principal, proposal.action)
         attempts = execution_store.attempts_for_execution(conn, principal.tenant_id, execution.id)
         events = audit.events_for(
             conn, principal.tenant_id, [str(execution.id), str(execution.proposal_id)]
@@ -114,7 +112,7 @@ def resolve(
         current = execution_store.execution_by_id(conn, principal.tenant_id, execution_id)
         # Settling whether an email went out means reading its mailbox's mail first.
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, current.proposal_id)
-        mail_reader(conn, principal).require(mailbox_of(proposal.action))
+        kind_rules.require_readable(conn, principal, proposal.action)
         if current.state is not ExecutionState.UNKNOWN:
             raise InvalidTransition(
                 f"only an unknown execution can be resolved; this one is {current.state.value}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from resolveflow.adapters.github.protocol import GitHub
@@ -24,14 +24,13 @@ from resolveflow.errors import NotAuthorized, ResolveFlowError
 from resolveflow.gate.credentials import ApproverTokenLookup, approver_token
 from resolveflow.gate.domain.policy import check_approval_still_valid, check_repository_allowed
 from resolveflow.gate.kinds import KindRegistry
-from resolveflow.gate.kinds.base import Prepared, Verified
+from resolveflow.gate.kinds.base import KindExecutor, KindOffer, Prepared, Verified
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.gate.lease import Attempt, GateSettings, new_owner_id
 from resolveflow.gate.pace import Pacer, Scheduler
 from resolveflow.gate.recorder import Recorder
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store.context import execution_context
-from resolveflow.mail.kind import MailAccess
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
 from resolveflow.telemetry import span
@@ -49,8 +48,8 @@ class Executor:
         token_lookup: ApproverTokenLookup | None = None,
         clock: Callable[[], float] = time.monotonic,
         gitlab: GitLabAccess | None = None,
-        mail: MailAccess | None = None,
         schedule: Scheduler | None = None,
+        offered: Sequence[KindOffer] = (),
     ) -> None:
         self.db = db
         self.github = github
@@ -61,7 +60,7 @@ class Executor:
         self.record = Recorder(db, self.owner, settings, clock)
         self.pacer = Pacer(db, self.owner, settings.pace, schedule)
         self.record.pacer = self.pacer
-        self.kinds = KindRegistry(github, self.record, gitlab, mail)
+        self.kinds = KindRegistry(github, self.record, gitlab, offered)
 
     # --- entry points --------------------------------------------------------------------
 
@@ -118,10 +117,10 @@ class Executor:
     def _prepare(self, conn: Connection, claimed: Execution, begun: float) -> Prepared | Execution:
         try:
             verified = self._verify(conn, claimed)
+            kind: KindExecutor = self.kinds.for_action(verified.action)
         except ResolveFlowError as exc:
             return self.record.refused_in(conn, claimed, exc)
         prior = tuple(execution_store.prior_uncertain(conn, claimed))
-        kind = self.kinds.for_action(verified.action)
         step = kind.step_with_claim(verified.action)
         if step is None or prior:
             return Prepared(claimed, verified, None, prior)

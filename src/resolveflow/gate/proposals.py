@@ -10,6 +10,7 @@ from uuid import UUID
 from resolveflow.domain.records import Approval, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
+from resolveflow.gate import kind_rules
 from resolveflow.gate.approvals import actor_of
 from resolveflow.gate.domain.actions import (
     ActionChanges,
@@ -23,7 +24,6 @@ from resolveflow.gate.domain.actions import (
 )
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
-from resolveflow.mail.readers import mail_reader, mailbox_of
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
@@ -160,7 +160,7 @@ def edit_in(
     _require_proposer(principal)
     base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
     # An edit reads the mail it changes (and answers with it): the grant holds first.
-    mail_reader(conn, principal).require(mailbox_of(base.action))
+    kind_rules.require_readable(conn, principal, base.action)
     proposal_store.lock_lineage(conn, base.lineage_id)
     latest = proposal_store.latest_version(conn, principal.tenant_id, base.lineage_id)
     versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
@@ -221,7 +221,7 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         proposal = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
         # Like the tenant, the mailbox grant bounds who reads an email (403 without it); every
         # page, API answer and command that shows a proposal comes through here.
-        mail_reader(conn, principal).require(mailbox_of(proposal.action))
+        kind_rules.require_readable(conn, principal, proposal.action)
         approval = proposal_store.approval_for_proposal(conn, principal.tenant_id, proposal.id)
         execution = execution_store.execution_for_proposal(conn, principal.tenant_id, proposal.id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)
@@ -274,15 +274,15 @@ def list_proposals(db: Database, principal: Principal, limit: int = 50) -> list[
         rows = proposal_store.list_proposals(conn, principal.tenant_id, limit)
     return [
         {
-            "id": str(row["id"]),
-            "version": row["version"],
-            "digest": row["digest"],
-            "kind": parse_action(row["action"]).kind,
-            "target": parse_action(row["action"]).summary,
-            "decision": row["decision"],
-            "execution_id": str(row["execution_id"]) if row["execution_id"] else None,
-            "execution_state": row["execution_state"],
-            "created_at": row["created_at"].isoformat(),
+            "id": str(row.proposal.id),
+            "version": row.proposal.version,
+            "digest": row.proposal.digest,
+            "kind": parse_action(row.proposal.action).kind,
+            "target": parse_action(row.proposal.action).summary,
+            "decision": row.decision,
+            "execution_id": str(row.execution_id) if row.execution_id else None,
+            "execution_state": row.execution_state,
+            "created_at": row.proposal.created_at.isoformat(),
         }
         for row in rows
     ]

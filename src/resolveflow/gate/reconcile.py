@@ -8,6 +8,7 @@ prove is left ``unknown`` for a person.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -17,16 +18,15 @@ from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AuditEvent, Credential
 from resolveflow.errors import ProviderError, ResolveFlowError
 from resolveflow.gate.credentials import ApproverTokenLookup, approver_token
-from resolveflow.gate.domain.actions import ActionKind, parse_action
-from resolveflow.gate.kinds import SPECS, KindRegistry
-from resolveflow.gate.kinds.base import Evidence, Settled, sent_with
+from resolveflow.gate.domain.actions import parse_action
+from resolveflow.gate.kinds import KindRegistry
+from resolveflow.gate.kinds.base import Evidence, KindOffer, Settled, sent_with
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.gate.lease import GateSettings, new_owner_id
 from resolveflow.gate.recorder import Recorder
 from resolveflow.gate.store import executions as store
 from resolveflow.gate.store.context import ExecutionContext, execution_context
 from resolveflow.gate.store.executions import SentWith
-from resolveflow.mail.kind import MailAccess
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
@@ -56,7 +56,7 @@ class Reconciler:
         owner: str | None = None,
         token_lookup: ApproverTokenLookup | None = None,
         gitlab: GitLabAccess | None = None,
-        mail: MailAccess | None = None,
+        offered: Sequence[KindOffer] = (),
     ) -> None:
         self.token_lookup = token_lookup
         self.db = db
@@ -64,7 +64,8 @@ class Reconciler:
         self.settings = settings
         self.owner = owner or new_owner_id()
         self.actor = f"reconciler:{self.owner}"
-        self.kinds = KindRegistry(github, Recorder(db, self.owner, settings), gitlab, mail)
+        record = Recorder(db, self.owner, settings)
+        self.kinds = KindRegistry(github, record, gitlab, offered)
 
     def run(
         self, tenant_ids: list[UUID] | None = None, min_age_seconds: float = 0
@@ -149,7 +150,7 @@ class Reconciler:
             context = execution_context(conn, execution)
             steps = store.attempt_summary(conn, execution)
             action = parse_action(context.proposal.action)
-            marker_step = SPECS[ActionKind(action.kind)].steps[0]
+            marker_step = self.kinds.for_action(action).spec.steps[0]
             sent = steps[marker_step].sent_with if marker_step in steps else None
             token, check_author = self._reading_credential(conn, context, sent)
         return Evidence(

@@ -57,9 +57,3 @@ class ModelUnavailable(ModelError):
     """The language model could not be reached or kept failing (rate limit, 5xx)."""
 
     outcome = "unavailable"
-
-
-class ModelBudgetSpent(ModelError):
-    """The daily budget of model calls is spent."""
-
-    outcome = "budget_spent"

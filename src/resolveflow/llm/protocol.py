@@ -7,8 +7,10 @@ no port object exists). A model only ever reads what it is given and returns dat
 a way to write anywhere.
 
 Every provider validates structured output with the same code (``parse_structured``): invalid JSON
-or a schema violation is ``ModelOutputInvalid``. Providers retry invalid output a bounded number of
-times and then raise, and the caller fails closed (the investigation escalates to a person).
+or a schema violation is ``ModelOutputInvalid`` (JSON in a Markdown code fence is forgiven).
+Providers retry invalid output a bounded number of times and then raise. The products call a
+model through ``llm.structured.structured_call`` (their checks, their bound, the budget) and fail
+closed on a ``ModelError`` (the investigation escalates to a person).
 """
 
 from __future__ import annotations
@@ -68,15 +70,39 @@ class ChatModel(Protocol):
         ...
 
 
+def strip_code_fence(text: str) -> str:
+    """``text`` without the Markdown code fence around it, if that is all there is around it."""
+    # Many models wrap JSON in a fence even when asked not to; only that is forgiven.
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and len(stripped) >= 6:
+        inner = stripped[3:-3]
+        first_line, _, rest = inner.partition("\n")
+        return (rest if first_line.strip().isalpha() or not first_line.strip() else inner).strip()
+    return stripped
+
+
 def parse_structured(content: str | None, schema: type[T]) -> T:
-    """Validate a model's raw answer; one readable reason when it is not valid."""
+    """Validate a model's raw answer; one readable reason when it is not valid (the answer
+    itself rides along in the error's context, for a trace)."""
     if content is None or not content.strip():
-        raise ModelOutputInvalid("the answer was empty")
+        raise ModelOutputInvalid("the answer was empty", answer=content)
     try:
-        data = json.loads(content)
+        data = json.loads(strip_code_fence(content))
     except json.JSONDecodeError as exc:
-        raise ModelOutputInvalid(f"the answer is not valid JSON ({exc.msg})") from None
-    return parse_model_output(schema, data, "the answer")
+        raise ModelOutputInvalid(
+            f"the answer is not valid JSON ({exc.msg})", answer=content
+        ) from None
+    try:
+        return parse_model_output(schema, data, "the answer")
+    except ModelOutputInvalid as exc:
+        raise ModelOutputInvalid(exc.message, answer=content) from None
+
+
+def last_invalid(last: ModelOutputInvalid, tries: int, **context: Any) -> ModelOutputInvalid:
+    """``ModelOutputInvalid`` once ``tries`` attempts are used: the last reason (and answer),
+    with what ``context`` says of all of them (requests sent, usage)."""
+    message = last.message if tries <= 1 else f"{last.message} (after {tries} attempts)"
+    return ModelOutputInvalid(message, answer=last.context.get("answer"), **context)
 
 
 # Not every server's strict mode accepts these; our own validation (parse_structured) checks them.
@@ -102,6 +128,20 @@ def strict_schema(schema: type[BaseModel]) -> dict[str, Any]:
 
     result: dict[str, Any] = visit(schema.model_json_schema())
     return result
+
+
+def free_form(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` (as ``strict_schema`` made it) holds an object of any keys (such as the
+    planner's tool arguments): strict structured output cannot express one."""
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" not in node:
+                return True
+            return any(visit(v) for v in node.values())
+        return isinstance(node, list) and any(visit(item) for item in node)
+
+    return visit(schema)
 
 
 def as_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:

@@ -26,6 +26,7 @@ from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.structured import structured_call
 from resolveflow.mail.domain.checks import CheckFinding, check_draft
 from resolveflow.mail.domain.draft import (
     Draft,
@@ -36,7 +37,12 @@ from resolveflow.mail.domain.draft import (
 )
 from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
 from resolveflow.mail.domain.message import MailExample, MailMessage
-from resolveflow.mail.domain.model_draft import PROMPT_VERSION, draft_messages, parse_model_draft
+from resolveflow.mail.domain.model_draft import (
+    PROMPT_VERSION,
+    ModelDraft,
+    draft_messages,
+    parse_model_draft,
+)
 from resolveflow.mail.store import drafts as store
 from resolveflow.mail.store import grants as mail_grants
 from resolveflow.mail.store.drafts import DraftRecord, VersionRecord
@@ -248,21 +254,24 @@ def write_draft(
     examples: Sequence[MailExample],
 ) -> Written:
     """The model's draft when one is configured and its output is valid (asked twice at most),
-    else the deterministic draft. Either is checked afterwards like any other version."""
+    else the deterministic draft. Either is checked afterwards like any other version. A spent
+    budget (``LimitExceeded``) goes to the caller."""
     if model is not None:
         messages = [
             ChatMessage(role="system" if m["role"] == "system" else "user", content=m["content"])
             for m in draft_messages(request, examples, facts, policy)
         ]
-        for attempt in range(1, MODEL_ATTEMPTS + 1):
-            try:
-                output = model.text(messages).value
-                draft = parse_model_draft(output, request, mailbox, policy, examples)
-            except (ModelError, InvalidInput) as exc:
-                logger.warning(
-                    "model draft refused", extra={"attempt": attempt, "error": exc.message}
-                )
-                continue
+        try:
+            draft = structured_call(
+                model,
+                messages,
+                ModelDraft,
+                lambda answer: parse_model_draft(answer, request, mailbox, policy, examples),
+                attempts=MODEL_ATTEMPTS,
+            ).value
+        except (ModelError, InvalidInput) as exc:
+            logger.warning("model draft refused", extra={"error": exc.message})
+        else:
             return Written(draft, "model", model.provider, model.model, PROMPT_VERSION)
     reusable = [example for example in examples if example.score >= REUSE_FLOOR]
     return Written(deterministic_draft(request, mailbox, policy, facts, reusable), "deterministic")

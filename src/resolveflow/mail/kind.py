@@ -14,7 +14,13 @@ from typing import Protocol
 from uuid import UUID
 
 from resolveflow.adapters.smtp.message import build_message
-from resolveflow.adapters.smtp.protocol import Mailer, OutgoingMessage, SmtpEndpoint
+from resolveflow.adapters.smtp.protocol import (
+    Attachment,
+    Mailer,
+    MessageFields,
+    OutgoingMessage,
+    SmtpEndpoint,
+)
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
@@ -30,10 +36,19 @@ from resolveflow.errors import (
 from resolveflow.gate.domain.actions import ActionKind, AnyAction, EmailSendAction
 from resolveflow.gate.domain.pace import PaceTarget
 from resolveflow.gate.domain.policy import check_mailbox_configured
-from resolveflow.gate.domain.rechecks import check_recipients_allowed
-from resolveflow.gate.kinds.base import Evidence, KindSpec, Prepared, Settled, Settler, sent_with
+from resolveflow.gate.kinds.base import (
+    Evidence,
+    KindExecutor,
+    KindOffer,
+    KindSpec,
+    Prepared,
+    Settled,
+    Settler,
+    sent_with,
+)
 from resolveflow.gate.kinds.sending import begin, opened_earlier, send_outcome
 from resolveflow.gate.recorder import Recorder
+from resolveflow.mail.domain.recipients import check_recipients_allowed
 
 SPEC = KindSpec(
     kind=ActionKind.EMAIL_SEND,
@@ -83,38 +98,41 @@ class MailAccess(Protocol):
         ...
 
 
-class NoMail:
-    def configured_mailboxes(self, tenant_id: UUID) -> frozenset[str]:
-        return frozenset()
-
-    def approver_granted(self, tenant_id: UUID, approval_id: UUID, mailbox: str) -> bool:
-        return False
-
-    def allowed_domains(self, tenant_id: UUID, mailbox: str) -> tuple[str, ...]:
-        return ()
-
-    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> frozenset[str] | None:
-        return None
-
-    def endpoint(self, tenant_id: UUID, mailbox: str) -> SmtpEndpoint:
-        raise ConfigError("email is not configured in this process")
-
-    def mailer(self, endpoint: SmtpEndpoint) -> Mailer:
-        raise ConfigError("email is not configured in this process")
-
-    def attachments(self, tenant_id: UUID, sha256s: Iterable[str]) -> dict[str, bytes]:
-        return {}
-
-    def in_sent_folder(self, tenant_id: UUID, mailbox: str, message_id: str) -> bool | None:
-        return None
-
-
 def person_settles(execution_id: UUID, message_id: str) -> str:
     """What an unknown outcome shows: the Message-ID to look up, and the command that settles it."""
     return (
         f"look for Message-ID {message_id} in the mailbox's Sent folder or the server's log, "
         f"then: resolveflow executions resolve {execution_id} --sent|--not-sent"
     )
+
+
+def message_fields(action: EmailSendAction, execution_id: str) -> MessageFields:
+    """What the SMTP adapter sends of ``action``, with the execution's Message-ID."""
+    return MessageFields(
+        mailbox=action.mailbox,
+        to=action.to,
+        cc=action.cc,
+        envelope_to=action.envelope_recipients,
+        subject=action.subject,
+        text=action.text,
+        html=action.html,
+        in_reply_to=action.in_reply_to,
+        references=action.references,
+        attachments=tuple(
+            Attachment(item.name, item.media_type, item.size, item.sha256)
+            for item in action.attachments
+        ),
+        message_id=action.message_id(execution_id),
+    )
+
+
+def offer(access: MailAccess) -> KindOffer:
+    """``email.send``'s executor over ``access``, for the gate's registry (the wiring offers it)."""
+
+    def executor(record: Recorder) -> KindExecutor:
+        return EmailSendExecutor(access, record)
+
+    return executor
 
 
 class EmailSendExecutor:
@@ -170,7 +188,7 @@ class EmailSendExecutor:
     ) -> tuple[Mailer, OutgoingMessage]:
         """Re-checked right before sending: the mailbox is still configured, the approver still
         holds its grant, and a drafted reply's recipients are still allowed by the mailbox's
-        policy (gate/domain/rechecks.py); then the secret and the bytes."""
+        policy (mail/domain/recipients.py); then the secret and the bytes."""
         tenant_id = execution.tenant_id
         check_mailbox_configured(action, self.access.configured_mailboxes(tenant_id))
         if not self.access.approver_granted(tenant_id, execution.approval_id, action.mailbox):
@@ -181,7 +199,7 @@ class EmailSendExecutor:
             check_recipients_allowed(action, thread, domains)
         endpoint = self.access.endpoint(tenant_id, action.mailbox)
         files = self.access.attachments(tenant_id, [item.sha256 for item in action.attachments])
-        message = build_message(action, str(execution.id), files)
+        message = build_message(message_fields(action, str(execution.id)), files)
         return self.access.mailer(endpoint), message
 
     def _look_for_earlier(self, prepared: Prepared, action: EmailSendAction) -> Execution | None:

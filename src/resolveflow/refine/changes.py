@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
-from resolveflow.adapters.git import GitRepository, ObjectMissing
-from resolveflow.refine.domain.changes import CommitInfo, FileStat, fix_references, squash_pr
+from resolveflow.adapters.git import CommitInfo, FileStat, GitRepository, ObjectMissing
+from resolveflow.refine.domain.changes import fix_references, squash_pr
 from resolveflow.refine.domain.document import (
     ChangedFile,
     FixCommit,

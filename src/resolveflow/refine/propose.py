@@ -6,9 +6,9 @@ for a person's approval of its digest like every write, and nothing is sent here
 
 ``refine_new_issue`` is the worker's job for one (delivery, tenant) when the repository's policy
 has ``refine.on_new_issues``: at most once, by a claim committed before refine starts (a crash in
-between loses that enrichment rather than proposing two). The claim is a row of the webhook
-events acted on (``webhook_events``), keyed by the delivery, so it is pruned with the delivery.
-A refine that fails is logged with the delivery and its one line; it fails nothing else.
+between loses that enrichment rather than proposing two). The claim is triage's (the webhook
+events acted on, ``triage.webhooks.claim_new_issue``), handed in by the worker, which composes
+the two. A refine that fails is logged with the delivery and its one line; it fails nothing else.
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ from resolveflow.gate.domain.actions import build_action
 from resolveflow.refine.domain.document import RefineDocument, RefineStep, Ticket, TicketSource
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
-from resolveflow.triage import webhooks
-from resolveflow.triage.store import webhooks as webhook_store
 
 logger = logging.getLogger(__name__)
 
 REFINE_NOTE = "refine enrichment"
-# The claim's event name in ``webhook_events``: no GitHub event is called that.
-_CLAIM_EVENT = "resolveflow.refine"
+# The claim's event name among the webhook events acted on: no GitHub event is called that.
+CLAIM_EVENT = "resolveflow.refine"
 
 
 def check_proposable(ticket: Ticket) -> tuple[str, int]:
@@ -76,46 +74,25 @@ def tenant_name(db: Database, tenant_id: UUID) -> str:
 # --- new issues by webhook --------------------------------------------------------------------
 
 
-def _claim(db: Database, delivery_id: str, tenant_id: UUID, retention_days: int) -> str | None:
-    """The issue (``OWNER/REPO#N``) of an ``issues opened`` delivery, for the one caller that may
-    refine it in this tenant; None for everyone else."""
-    with db.tenant(tenant_id) as conn:
-        row = webhook_store.delivery_by_id(conn, delivery_id)
-        if row is None or (row["event"], row["action"]) != ("issues", "opened"):
-            return None
-        if row["repository"] is None or row["issue_number"] is None:
-            return None
-        key = webhook_store.EventKey(
-            tenant_id=tenant_id,
-            event=_CLAIM_EVENT,
-            repository=row["repository"],
-            issue_number=row["issue_number"],
-            action="opened",
-            subject=f"delivery:{delivery_id}",
-            updated_at=row["received_at"],  # fixed per delivery: the key is the same each time
-        )
-        if not webhook_store.claim_event(conn, key, delivery_id, retention_days):
-            return None
-    return f"{row['repository']}#{row['issue_number']}"
-
-
 def refine_new_issue(
     db: Database,
     refine: Callable[[str], RefineDocument],
     *,
+    claim: Callable[[str], str | None],
+    principal: Principal,
     delivery_id: str,
-    tenant_id: UUID,
-    retention_days: int,
 ) -> UUID | None:
-    """Refine the delivery's new issue and propose the enrichment as the tenant's webhook
-    principal, at most once per (delivery, tenant); the proposal's id, or None."""
-    ref = _claim(db, delivery_id, tenant_id, retention_days)
+    """Refine the delivery's new issue and propose the enrichment as ``principal`` (the tenant's
+    webhook principal), at most once: ``claim`` (triage's webhook events, given the claim's event
+    name) gives the issue to the one caller that may refine it, None to everyone else. The
+    proposal's id, or None."""
+    ref = claim(CLAIM_EVENT)
     if ref is None:
         logger.info("refine of the delivery already claimed", extra={"delivery": delivery_id})
         return None
     try:
         doc = refine(ref)
-        view = propose_enrichment(db, webhooks.webhook_principal(db, tenant_id), doc)
+        view = propose_enrichment(db, principal, doc)
     except ResolveFlowError as exc:
         logger.warning(
             "refine of %s for delivery %s failed: %s", ref, delivery_id, _one_line(exc.message)

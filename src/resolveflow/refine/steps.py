@@ -17,6 +17,7 @@ from resolveflow.accounts.limits import LimitExceeded
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
 from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.structured import structured_call
 from resolveflow.refine.changes import SIMILAR_DEPTH, task_from_hit
 from resolveflow.refine.domain.document import (
     SCHEMA_VERSION,
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 RELATED_K = SIMILAR_DEPTH  # the changes step votes with the fixed tasks among these
 JUDGED = 10  # relevance judges (and the Markdown shows) the most similar ones only
-MAX_MODEL_ATTEMPTS = 2  # invalid model judgements are asked again this many times in all
+MAX_MODEL_ATTEMPTS = 2  # invalid model output is asked for this many times in all
 
 
 def require(doc: RefineDocument, step: RefineStep) -> None:
@@ -120,17 +121,20 @@ def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] 
 
     shown = doc.related[:JUDGED]
     messages = rules.judgement_prompt(doc.ticket, shown)
-    for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
-        try:
-            output = model.structured(messages, rules.ModelJudgements).value
-            return rules.validate_judgements(output, shown)
-        except ModelOutputInvalid as exc:
-            logger.info("model judgements invalid", extra={"attempt": attempt, "reason": str(exc)})
-        except (ModelError, LimitExceeded) as exc:
-            _warn(doc, RefineStep.RELEVANCE, f"the model is unavailable ({exc}); judged by rules")
-            return None
-    _warn(doc, RefineStep.RELEVANCE,
-          f"the model's judgements were invalid {MAX_MODEL_ATTEMPTS} times; judged by rules")  # fmt: skip
+    try:
+        return structured_call(
+            model,
+            messages,
+            rules.ModelJudgements,
+            lambda output: rules.validate_judgements(output, shown),
+            attempts=MAX_MODEL_ATTEMPTS,
+        ).value
+    except ModelOutputInvalid as exc:
+        logger.info("model judgements invalid", extra={"reason": exc.message})
+        _warn(doc, RefineStep.RELEVANCE,
+              f"the model's judgements were invalid {MAX_MODEL_ATTEMPTS} times; judged by rules")  # fmt: skip
+    except (ModelError, LimitExceeded) as exc:
+        _warn(doc, RefineStep.RELEVANCE, f"the model is unavailable ({exc}); judged by rules")
     return None
 
 
@@ -161,18 +165,20 @@ def _model_summary(
     shown = [by_model.Candidate(p, p in front, p in back) for p in paths]
     messages = by_model.summary_prompt(doc.ticket, facts, shown)
     generator = f"{model.provider}/{model.model}"
-    for attempt in range(1, MAX_MODEL_ATTEMPTS + 1):
-        try:
-            answer = model.structured(messages, by_model.ModelSummary).value
-            return by_model.validate_summary(answer, doc.ticket, facts, paths, generator)
-        except ModelOutputInvalid as exc:
-            logger.info("model summary invalid", extra={"attempt": attempt, "reason": str(exc)})
-        except (ModelError, LimitExceeded) as exc:
-            why = f"the model is unavailable ({exc}); summarized by rules"
-            _warn(doc, RefineStep.SUMMARIZE, why)
-            return None
-    times = "twice" if MAX_MODEL_ATTEMPTS == 2 else f"{MAX_MODEL_ATTEMPTS} times"
-    why = f"the model's summary was invalid {times}; summarized by rules"
+    try:
+        return structured_call(
+            model,
+            messages,
+            by_model.ModelSummary,
+            lambda answer: by_model.validate_summary(answer, doc.ticket, facts, paths, generator),
+            attempts=MAX_MODEL_ATTEMPTS,
+        ).value
+    except ModelOutputInvalid as exc:
+        logger.info("model summary invalid", extra={"reason": exc.message})
+        times = "twice" if MAX_MODEL_ATTEMPTS == 2 else f"{MAX_MODEL_ATTEMPTS} times"
+        why = f"the model's summary was invalid {times}; summarized by rules"
+    except (ModelError, LimitExceeded) as exc:
+        why = f"the model is unavailable ({exc}); summarized by rules"
     _warn(doc, RefineStep.SUMMARIZE, why)
     return None
 

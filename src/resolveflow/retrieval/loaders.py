@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from resolveflow.domain.front_matter import front_matter, front_matter_triggers
 from resolveflow.domain.user_text import without_surrogates
-from resolveflow.refine.domain.rules import front_matter_triggers
 from resolveflow.retrieval.chunking import normalize_text
 from resolveflow.retrieval.document_bounds import (
     DEFAULT_MAX_BYTES,
@@ -57,9 +57,6 @@ SUFFIXES = {
 }
 # Other names clients send for the same formats.
 _ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
-# Linear on any input: ``[^\S\n]*`` (white space but the newline) cannot also take the newline
-# after it; ``\s*`` could, and backtracked over a run of blank lines once per line after them.
-_FRONT_MATTER = re.compile(r"\A---[^\S\n]*\n(.*?)\n---[^\S\n]*(?:\n|\Z)", re.DOTALL)
 # The heading's text is trimmed in Python (``_heading``): ``(.+?)\s*#*\s*$`` took cubic time on a
 # heading line padded with spaces.
 _HEADING_LINE = re.compile(r"^\s{0,3}(#{1,6})\s+(.+)$")
@@ -145,19 +142,6 @@ def _decode(path: str, data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UnreadableDocument(f"{path}: not UTF-8 text") from None
-
-
-def front_matter(text: str) -> tuple[dict[str, str], str]:
-    """Simple ``key: value`` front matter between ``---`` lines, and the text after it."""
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        return {}, text
-    fields: dict[str, str] = {}
-    for line in match.group(1).splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip():
-            fields[key.strip().lower()] = value.strip().strip("'\"")
-    return fields, text[match.end() :]
 
 
 def split_sections(body: str) -> tuple[Section, ...]:

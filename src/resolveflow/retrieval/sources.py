@@ -24,7 +24,6 @@ from resolveflow.errors import InvalidInput
 from resolveflow.retrieval import loaders
 from resolveflow.retrieval.extraction import ExtractionLimits, shared_extractor
 from resolveflow.retrieval.loaders import LoadedDocument
-from resolveflow.retrieval.loaders import front_matter as front_matter  # noqa: PLC0414 (re-export)
 from resolveflow.retrieval.records import SourceDocument
 
 DOC_SUFFIXES = tuple(loaders.SUFFIXES)

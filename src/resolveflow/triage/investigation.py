@@ -15,16 +15,20 @@ recorded afterwards (provider, model, tokens, latency, attempts, outcome). A sha
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from resolveflow.accounts.model_budget import CallRecord, ModelCallBudget, budgeted_call
+from resolveflow.accounts.limits import LimitExceeded
+from resolveflow.accounts.model_budget import CallRecord, ModelCallBudget, counted_call
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
-from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.errors import ModelError
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.llm.protocol import ChatModel, Completion
+from resolveflow.llm.structured import structured_call
 from resolveflow.policy_file import Classification, RepositoryPolicy
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import audit
@@ -62,6 +66,7 @@ logger = logging.getLogger(__name__)
 
 CRITIQUE_NOTE_CHARS = 1000
 ACTOR = "workflow:triage"
+V = TypeVar("V")
 
 
 class Retriever(Protocol):
@@ -207,17 +212,22 @@ def assess(
             "groundedness", "nothing was retrieved, so there is nothing to cite; no model call made"
         )
         return _finish(issue, policy, model, config, snippets, None, verdict, budget)
-    messages = diagnosis_messages(issue, snippets, sorted(rules.allowed_labels))
-    answer = budgeted_call(
-        budget, model, "diagnosis", lambda: model.structured(messages, Diagnosis)
+    answer = _diagnose(
+        budget, model, diagnosis_messages(issue, snippets, sorted(rules.allowed_labels))
     )
     if isinstance(answer, Review):
         return _finish(issue, policy, model, config, snippets, None, answer, budget)
     diagnosis = answer.value
     critique: str | None = None
     notes: tuple[str, ...] = ()
-    said = budgeted_call(
-        budget, model, "critique", lambda: model.text(critique_messages(issue, snippets, diagnosis))
+    said = _fail_closed(
+        "critique",
+        lambda: counted_call(
+            budget,
+            model,
+            "critique",
+            lambda: model.text(critique_messages(issue, snippets, diagnosis)),
+        ),
     )
     if isinstance(said, Review):
         notes = (f"no critique: {said.failed[0].reason}",)
@@ -231,6 +241,34 @@ def assess(
     )
     verdict = review(draft, snippets, issue, rules, critique=critique, notes=notes)
     return _finish(issue, policy, model, config, snippets, diagnosis, verdict, budget, draft)
+
+
+def _diagnose(
+    budget: ModelCallBudget, model: ChatModel, messages: Sequence[ChatMessage]
+) -> Completion[Diagnosis] | Review:
+    """The diagnosis: one attempt (the provider asks again for invalid output itself), counted
+    and recorded; the review, not a check here, judges what it says."""
+    return _fail_closed(
+        "diagnosis",
+        lambda: structured_call(
+            model,
+            messages,
+            Diagnosis,
+            lambda diagnosis: diagnosis,
+            attempts=1,
+            each_attempt=lambda attempt: counted_call(budget, model, "diagnosis", attempt),
+        ),
+    )
+
+
+def _fail_closed(purpose: str, call: Callable[[], Completion[V]]) -> Completion[V] | Review:
+    """``call``'s completion; a spent budget or a failed model becomes an escalation."""
+    try:
+        return call()
+    except LimitExceeded as exc:
+        return not_reviewable("budget", exc.message)
+    except ModelError as exc:
+        return not_reviewable("model_output", f"{purpose}: {exc.message}")
 
 
 def _finish(

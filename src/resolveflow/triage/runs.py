@@ -9,23 +9,25 @@ from resolveflow.domain.records import Principal
 from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import parse_action
+from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store.database import Database
 from resolveflow.triage.store import runs as run_store
+from resolveflow.triage.store.runs import Run
 
 RUN_STATUSES = tuple(status.value for status in RunStatus)
 
 
-def _run_summary(row: dict[str, Any]) -> dict[str, Any]:
+def _run_summary(run: Run) -> dict[str, Any]:
     return {
-        "run_id": str(row["id"]),
-        "status": row["status"],
-        "target": f"{row['repository']}#{row['issue_number']}",
-        "classification": row.get("classification"),
-        "rule": row.get("rule"),
-        "branch": row.get("branch"),
-        "created_at": row["created_at"].isoformat(),
-        "updated_at": row["updated_at"].isoformat(),
+        "run_id": str(run.id),
+        "status": run.status,
+        "target": f"{run.repository}#{run.issue_number}",
+        "classification": run.classification,
+        "rule": run.rule,
+        "branch": run.branch,
+        "created_at": run.created_at.isoformat(),
+        "updated_at": run.updated_at.isoformat(),
     }
 
 
@@ -37,21 +39,21 @@ def list_runs(
 
         raise InvalidInput(f"unknown status {status!r}; one of {', '.join(RUN_STATUSES)}")
     with db.tenant(principal.tenant_id) as conn:
-        rows = run_store.list_runs(conn, principal.tenant_id, status, limit)
-    return [_run_summary(row) for row in rows]
+        runs = run_store.list_runs(conn, principal.tenant_id, status, limit)
+    return [_run_summary(run) for run in runs]
 
 
 def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, Any]:
     with db.tenant(principal.tenant_id) as conn:
-        row = run_store.run_by_id(conn, principal.tenant_id, run_id)
+        run = run_store.run_by_id(conn, principal.tenant_id, run_id)
         snapshot = run_store.snapshot_for_run(conn, principal.tenant_id, run_id)
-        proposal = run_store.latest_proposal_for_run(conn, principal.tenant_id, run_id)
+        proposal = proposal_store.latest_for_run(conn, principal.tenant_id, run_id)
         events = audit.events_for(conn, principal.tenant_id, [str(run_id)])
-    view = _run_summary(row)
+    view = _run_summary(run)
     view.update(
-        reason=row.get("reason"),
-        route_reason=row.get("route_reason"),
-        detail=row["detail"],
+        reason=run.reason,
+        route_reason=run.route_reason,
+        detail=run.detail,
         facts=snapshot["facts"] if snapshot else None,
         proposal=None,
         proposal_id=None,

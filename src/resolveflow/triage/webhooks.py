@@ -11,11 +11,11 @@ event already processed under another delivery id (a replay) is recorded as igno
 The job (``fan_out``) maps the repository to every tenant whose allowlist holds it (only the
 signing tenant, for a tenant's secret) and queues, per tenant, a triage run (``issues`` opened or
 reopened), a refine of the new issue (``issues`` opened, when the repository's policy has
-``refine.on_new_issues``; ``refine/propose.py``) and an index update (issue opened,
-edited, closed, reopened, labelled; comments created, edited, deleted). Webhook runs and
-refine's proposals are requested by the tenant's service principal ``github-webhook`` (role
-requester), so any person with the approver role can approve them; the daily run cap applies
-to that principal's runs.
+``refine.on_new_issues``; ``refine/propose.py``, its claim ``claim_new_issue``) and an index
+update (issue opened, edited, closed, reopened, labelled; comments created, edited, deleted).
+Webhook runs and refine's proposals are requested by the tenant's service principal
+``github-webhook`` (role requester), so any person with the approver role can approve them; the
+daily run cap applies to that principal's runs.
 """
 
 from __future__ import annotations
@@ -286,6 +286,33 @@ def _webhook_principal(db: Database, tenant_id: UUID) -> Principal:
                 details={"subject": WEBHOOK_SUBJECT, "roles": ["requester"]},
             )
             return principal
+
+
+def claim_new_issue(
+    db: Database, delivery_id: str, tenant_id: UUID, *, claim_event: str, retention_days: int
+) -> str | None:
+    """The issue (``OWNER/REPO#N``) of an ``issues opened`` delivery, for the one caller that may
+    act on it under ``claim_event`` (a name no GitHub event has) in this tenant; None for everyone
+    else. The claim is a row of the events acted on, keyed by the delivery, so it is pruned with
+    the delivery."""
+    with db.tenant(tenant_id) as conn:
+        row = webhook_store.delivery_by_id(conn, delivery_id)
+        if row is None or (row["event"], row["action"]) != ("issues", "opened"):
+            return None
+        if row["repository"] is None or row["issue_number"] is None:
+            return None
+        key = webhook_store.EventKey(
+            tenant_id=tenant_id,
+            event=claim_event,
+            repository=row["repository"],
+            issue_number=row["issue_number"],
+            action="opened",
+            subject=f"delivery:{delivery_id}",
+            updated_at=row["received_at"],  # fixed per delivery: the key is the same each time
+        )
+        if not webhook_store.claim_event(conn, key, delivery_id, retention_days):
+            return None
+    return f"{row['repository']}#{row['issue_number']}"
 
 
 def start_webhook_run(

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from resolveflow import errors as e
 from resolveflow.accounts.limits import LimitExceeded
-from resolveflow.llm.errors import ModelBudgetSpent, ModelError, ModelTimeout, ModelUnavailable
+from resolveflow.llm.errors import ModelError, ModelTimeout, ModelUnavailable
 from resolveflow.retrieval.loaders import DocumentTooLarge, UnsupportedMediaType
 from resolveflow.triage.webhooks import BodyTooLarge, SignatureInvalid
 from resolveflow.web.body_limits import RequestTooLarge
@@ -50,8 +50,7 @@ _STATUS: dict[type[e.ResolveFlowError], int] = {
     DocumentTooLarge: 413,
     UnsupportedMediaType: 415,
     e.ApprovalExpired: 410,
-    LimitExceeded: 429,
-    ModelBudgetSpent: 429,
+    LimitExceeded: 429,  # every daily limit: runs started, model calls
     e.ProviderError: 502,  # GitHub answered, with an error
     ModelError: 502,  # the model answered, unusably
     e.ProviderRateLimited: 503,

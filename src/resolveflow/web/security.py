@@ -48,7 +48,7 @@ def deciding(request: Request) -> Deciding:
     """Decisions taken over HTTP answer at once; the worker carries them out."""
     app = wired(request)
     return Deciding(
-        runs=app.run_controller(),
+        runs=app.run_handle(),  # an email's decision builds no graph
         follow_up=FollowUp.QUEUE,
         ttl_seconds=app.settings.approval.ttl_seconds,
         lease_seconds=app.settings.triage.run_lease_seconds,

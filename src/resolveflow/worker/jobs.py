@@ -45,6 +45,7 @@ from resolveflow.errors import (
 )
 from resolveflow.gate.credentials import due_credentials, no_credential_message
 from resolveflow.refine.domain.document import RefineDocument
+from resolveflow.refine.domain.rules import repository_refine
 from resolveflow.store import queue
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.queries import q
@@ -94,30 +95,36 @@ class Jobs:
     def refines_new_issues(self, repository: str) -> bool:
         # An unreadable policy file must not stop triage and the index: no refine, and a warning.
         try:
-            return self.app.policy().for_repository(repository).refine.on_new_issues
+            return repository_refine(self.app.policy(), repository).on_new_issues
         except ResolveFlowError as exc:
             logger.warning("refine on new issues is off: %s", exc.message)
             return False
 
     def refine_new_issue(self, delivery_id: str, tenant_id: str) -> str | None:
+        # Refine reads no webhook: triage's claim and principal are handed to it here.
         from resolveflow.bootstrap.refine import step_deps
         from resolveflow.refine.graph import refine_document
         from resolveflow.refine.load import ticket_for
         from resolveflow.refine.propose import refine_new_issue, tenant_name
 
         tenant = UUID(tenant_id)
+        principal = webhooks.webhook_principal(self.app.db, tenant)
+
+        def claim(event: str) -> str | None:
+            return webhooks.claim_new_issue(
+                self.app.db,
+                delivery_id,
+                tenant,
+                claim_event=event,
+                retention_days=self.app.settings.webhooks.retention_days,
+            )
 
         def refine(ref: str) -> RefineDocument:
-            principal = webhooks.webhook_principal(self.app.db, tenant)
             deps = step_deps(self.app, lambda: tenant_name(self.app.db, tenant), None, principal)
             return refine_document(RefineDocument(ticket=ticket_for(ref)), deps)
 
         proposal = refine_new_issue(
-            self.app.db,
-            refine,
-            delivery_id=delivery_id,
-            tenant_id=tenant,
-            retention_days=self.app.settings.webhooks.retention_days,
+            self.app.db, refine, claim=claim, principal=principal, delivery_id=delivery_id
         )
         return str(proposal) if proposal else None
 

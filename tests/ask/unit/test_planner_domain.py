@@ -17,12 +17,20 @@ from resolveflow.ask.domain.planner import (
     PlanViolation,
     PrepareIssue,
     SearchKnowledge,
+    StepReply,
+    ToolCall,
     check_final_answer,
     clip,
     fence,
-    read_step,
 )
+from resolveflow.ask.domain.planner import read_step as read_reply
 from resolveflow.llm.errors import ModelOutputInvalid
+from resolveflow.llm.protocol import parse_structured
+
+
+def read_step(text: str) -> ToolCall:
+    # As the planner reads a reply: the model's structured answer, then the step in it.
+    return read_reply(parse_structured(text, StepReply))
 
 
 def step(tool: str, **arguments: Any) -> str:

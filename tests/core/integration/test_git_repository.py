@@ -14,6 +14,7 @@ import pytest
 from git_repos import commit, git, git_env
 from resolveflow.adapters.git import (
     CloneMissing,
+    FileStat,
     GitNotInstalled,
     GitRepository,
     GitTimeout,
@@ -21,8 +22,9 @@ from resolveflow.adapters.git import (
     ObjectMissing,
     process,
 )
+from resolveflow.adapters.git.repository import python_definition
 from resolveflow.errors import ErrorCategory
-from resolveflow.refine.domain.changes import FileStat, fixing_commits
+from resolveflow.refine.domain.changes import fixing_commits
 
 ODD_SUBJECT = "Odd: tab\there, «ünïcode», a \x1e separator and a % sign"
 
@@ -252,3 +254,19 @@ def test_a_merge_commit_is_counted_against_its_first_parent(tmp_path: Path) -> N
     merge = git(repo, "rev-parse", "HEAD")
     assert GitRepository(repo).file_stats([merge]) == {merge: [FileStat("b.txt", 2, 0)]}
     assert "+b\n+b\n" in GitRepository(repo).diff_excerpt(merge, "b.txt").text
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("def load(path):", "load"),
+        ("    async def fetch():", "fetch"),
+        ("class Builder(Base):", "Builder"),
+        ("  class _Inner:", "_Inner"),
+        ("# def commented()", None),
+        ("undefined = 1", None),
+        ("x = 'def f'", None),
+    ],
+)
+def test_python_definition(line: str, expected: str | None) -> None:
+    assert python_definition(line) == expected

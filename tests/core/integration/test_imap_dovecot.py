@@ -26,6 +26,7 @@ from resolveflow.adapters.smtp.imap import sent_folder_has
 from resolveflow.domain.records import ExecutionState
 from resolveflow.errors import ConfigurationError, ProviderUnavailable
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.sandbox.smtp.server import DropAfterData, FakeSmtpServer, Hang
 from resolveflow.store.database import Database
 
@@ -117,7 +118,7 @@ def test_only_the_whole_message_id_matches(dovecot: Dovecot) -> None:
 def gate_mail(db: Database, world: World, dovecot: Dovecot, smtp: FakeSmtpServer) -> MailWorld:
     text = mailbox_toml("acme", smtp.port, imap_port=dovecot.port, username=dovecot.user)
     mail = make_mail(db, world, text)
-    configured = mail.policy.mailboxes("acme")
+    configured = tenant_mailboxes(mail.policy, "acme")
     mail_admin.set_mailbox_secret(
         db, mail.cipher, "acme", MAILBOX, configured, "password", dovecot.password
     )
@@ -170,7 +171,7 @@ def test_an_unreadable_sent_folder_leaves_the_send_unknown_without_the_secret(
         marker = f"<resolveflow.{sent.execution.id}@acme.example>"
         dovecot.deliver(marker)
         wrong = "rotated-but-not-in-dovecot-yet"
-        configured = mail.policy.mailboxes("acme")
+        configured = tenant_mailboxes(mail.policy, "acme")
         mail_admin.set_mailbox_secret(
             db, mail.cipher, "acme", MAILBOX, configured, "password", wrong
         )

@@ -22,6 +22,7 @@ from resolveflow.errors import (
     ProviderUnavailable,
 )
 from resolveflow.gate.domain.actions.email_send import parse_email_send
+from resolveflow.mail.kind import message_fields
 from resolveflow.sandbox.smtp.server import DropAfterData, FakeSmtpServer, Hang, Refuse
 
 pytestmark = pytest.mark.timeout(10)
@@ -86,7 +87,7 @@ def outgoing() -> OutgoingMessage:
         }
     )
     content = {hashlib.sha256(b).hexdigest(): b for b in (PDF, CSV)}
-    return build_message(action, EXECUTION, content)
+    return build_message(message_fields(action, EXECUTION), content)
 
 
 def send(
@@ -148,7 +149,9 @@ def test_attachment_bytes_must_be_the_approved_ones() -> None:
         }
     )
     with pytest.raises(DigestMismatch, match=r"policy\.pdf"):
-        build_message(action, EXECUTION, {hashlib.sha256(PDF).hexdigest(): PDF + b"x"})
+        build_message(
+            message_fields(action, EXECUTION), {hashlib.sha256(PDF).hexdigest(): PDF + b"x"}
+        )
 
 
 @pytest.mark.parametrize("at", ["MAIL", "RCPT"])

@@ -64,7 +64,6 @@ def test_the_walk_finds_the_errors_defined_outside_errors_py() -> None:
         "TokenUnreadable",
         "EmbeddingSpaceMismatch",
         "CrawlRateLimited",
-        "ModelBudgetSpent",
         "CsrfRefused",
         "SignInRefused",
     } <= names
@@ -131,7 +130,6 @@ def test_the_more_exact_http_statuses_defined_elsewhere() -> None:
     expected = {
         "SignatureInvalid": 401,
         "LimitExceeded": 429,
-        "ModelBudgetSpent": 429,
         "ModelTimeout": 504,
         "ModelUnavailable": 503,
         "ModelOutputInvalid": 502,
@@ -140,6 +138,15 @@ def test_the_more_exact_http_statuses_defined_elsewhere() -> None:
         "CsrfRefused": 403,
     }
     assert {name: status_for(_instance(by_name[name])) for name in expected} == expected
+
+
+def test_every_daily_limit_is_one_error_with_one_mapping_at_each_edge() -> None:
+    # Runs started and model calls alike: LimitExceeded, 429 on the web, "unavailable" (6) in the
+    # CLI; no second "budget spent" class that an edge could map differently.
+    from resolveflow.accounts.limits import LimitExceeded
+
+    assert (status_for(LimitExceeded()), cli.exit_code_for(LimitExceeded())) == (429, 6)
+    assert [cls.__qualname__ for cls in ERRORS if "Budget" in cls.__qualname__] == []
 
 
 def test_a_bare_resolveflow_error_is_internal_at_both_edges() -> None:

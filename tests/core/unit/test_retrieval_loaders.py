@@ -119,6 +119,16 @@ def test_markdown_front_matter_and_text() -> None:
         load("x.txt", b"\xff\xfe\xfa latin junk")
 
 
+def test_a_runbook_with_windows_line_endings_keeps_its_triggers() -> None:
+    # The tag and the triggers come from one reading of the front matter: CRLF gave the tag alone.
+    text = (
+        b"---\r\nrunbook: disk-full\r\ntriggers: [disk full, no space left]\r\n---\r\n# Steps\r\n"
+    )
+    runbook = load("disk.md", text)
+    assert runbook.runbook_tag == "disk-full"
+    assert runbook.triggers == ("disk full", "no space left")
+
+
 def test_media_types_declared_or_from_the_name() -> None:
     assert media_type_for("a/B.HTM") == "text/html"
     assert media_type_for("a.bin", "application/pdf; charset=binary") == "application/pdf"

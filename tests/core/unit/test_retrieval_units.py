@@ -10,12 +10,13 @@ import pytest
 
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace
+from resolveflow.domain.front_matter import front_matter
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.metrics import label_report, ranking_report
 from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.relevance import relevance
-from resolveflow.retrieval.sources import front_matter, read_corpus
+from resolveflow.retrieval.sources import read_corpus
 from resolveflow.triage.labels import Example, LabelModel, topical
 
 A, B, C = (UUID(int=i) for i in (1, 2, 3))

@@ -33,6 +33,7 @@ from resolveflow.accounts import admin
 from resolveflow.bootstrap.app import App, open_app
 from resolveflow.domain.records import Role
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.importer import MailImporter
 from resolveflow.mail.loader import MailSource
 from resolveflow.retrieval.ingest import Indexer
@@ -108,7 +109,7 @@ def _rss() -> int:
 
 
 def _with_mailbox(app: App, tenant_id: uuid.UUID) -> None:
-    configured = app.policy().mailboxes("acme")
+    configured = tenant_mailboxes(app.policy(), "acme")
     for subject in ("rita", "alex"):
         mail_admin.set_mailbox_grant(app.db, "acme", subject, MAILBOX, configured, granted=True)
     source = MailSource(MAIL / "support-eml")

@@ -1,11 +1,13 @@
 """Every CLI command that shows or lists proposals and executions, over every action kind, with and
-without ``--json``, in real processes (issue 26, finding 8: ``proposals show`` crashed on an
+without ``--json`` (issue 26, finding 8: ``proposals show`` crashed on an
 email proposal with ``KeyError: 'labels'``). Each kind's own fields are printed: a comment and its
 labels, a new issue's title, body, labels and assignees, a GitLab issue's project, title,
 description, labels and assignees, an email's From, To, Cc, Bcc, subject and text.
 
-One world for the whole module (a proposal of each kind, approved and sent on the sandboxes), so
-each case is one process."""
+One world for the whole module (a proposal of each kind, approved and sent on the sandboxes). The
+world is built by real processes; the cases run the CLI's ``main`` in this process
+(``InProcessCli``): the same code from argument parsing to the printed line and the exit code,
+without an interpreter start per case."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import psycopg
 import pytest
 from cryptography.fernet import Fernet
 
-from fixtures_cli import Cli
+from fixtures_cli import Cli, InProcessCli
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.sandbox.smtp.server import FakeSmtpServer
@@ -103,7 +105,9 @@ def kinds_world(
             RESOLVEFLOW_HOME=str(home / "home"),
             COLUMNS="200",
         )
-        yield build_world(Cli(env), home)
+        world = build_world(Cli(env), home)
+        world.cli = InProcessCli(env)
+        yield world
 
 
 def build_world(cli: Cli, home: Path) -> KindsWorld:

@@ -22,6 +22,7 @@ from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
+from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap.gitlab import TenantGitLab
 from resolveflow.bootstrap.mail import TenantMail
 from resolveflow.config import GitLabSettings, Settings
@@ -30,6 +31,7 @@ from resolveflow.errors import PolicyViolation
 from resolveflow.gate import approvals, proposals
 from resolveflow.gate.executor import Executor
 from resolveflow.gate.lease import GateSettings
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.drafts import Edit, MailDrafts
 from resolveflow.mail.loader import parse_message
 from resolveflow.mail.search import MailSearcher
@@ -282,7 +284,7 @@ class MailWorld:
 
     def executor(self, db: Database) -> Executor:
         settings = GateSettings(lease_seconds=30.0, unavailable_retry_seconds=0.5)
-        return Executor(db, None, settings, mail=self.access)  # type: ignore[arg-type]
+        return Executor(db, None, settings, offered=gate_kinds.offered(self.access))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -306,7 +308,9 @@ REQUEST = (
 
 def approved_reply(db: Database, world: World, mail: MailWorld) -> Any:
     """A drafted reply to Kim, Cc the thread's Lee and ops@acme.example (an allowed domain)."""
-    drafts = MailDrafts(db, mail.policy.file.mailboxes("acme"), MailSearcher(db, HashingEmbedder()))
+    drafts = MailDrafts(
+        db, tenant_mailboxes(mail.policy.file, "acme"), MailSearcher(db, HashingEmbedder())
+    )
     alex = world.approver(db)
     record, _ = drafts.draft(alex, MAILBOX, parse_message(REQUEST, "req.eml"))
     version = drafts.edit(

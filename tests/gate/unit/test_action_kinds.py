@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from resolveflow.bootstrap.kinds import KIND_SPECS as SPECS
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions import (
     ActionChanges,
@@ -20,7 +21,6 @@ from resolveflow.gate.domain.actions import (
     parse_action,
     revise,
 )
-from resolveflow.gate.kinds import SPECS
 
 GOLDEN = json.loads(
     (Path(__file__).parents[2] / "data" / "github_issue_digests_v1.json").read_text("utf-8")

@@ -19,6 +19,7 @@ from fixtures_mail import MAILBOX, approve, email_action, executor, mailbox_toml
 from resolveflow.domain.records import ExecutionState
 from resolveflow.errors import InvalidInput
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.store import credentials as mail_credentials
 from resolveflow.mail.store import grants as mail_grants
 from resolveflow.sandbox.smtp.server import FakeSmtpServer
@@ -100,7 +101,13 @@ def test_the_secret_is_in_no_log_record_and_not_in_the_database_in_clear(
     with FakeSmtpServer(credentials=(MAILBOX, SECRET)) as smtp:
         mail = make_mail(db, world, mailbox_toml("acme", smtp.port, username=MAILBOX))
         mail_admin.set_mailbox_secret(
-            db, mail.cipher, "acme", MAILBOX, mail.policy.mailboxes("acme"), "password", SECRET
+            db,
+            mail.cipher,
+            "acme",
+            MAILBOX,
+            tenant_mailboxes(mail.policy, "acme"),
+            "password",
+            SECRET,
         )
         approved = approve(db, mail, propose(db, mail, email_action()))
         executor(db, mail).run_due()
@@ -115,7 +122,7 @@ def test_the_secret_is_in_no_log_record_and_not_in_the_database_in_clear(
 
 def test_grants_are_per_tenant_principal_and_configured_mailbox(db: Database, world: World) -> None:
     mail = make_mail(db, world, mailbox_toml("acme", 2525), grant=())
-    configured = mail.policy.mailboxes("acme")
+    configured = tenant_mailboxes(mail.policy, "acme")
     assert mail_admin.set_mailbox_grant(
         db, "acme", "alex", "SUPPORT@acme.example", configured, granted=True
     )

@@ -23,6 +23,7 @@ from resolveflow.gate import approvals, proposals
 from resolveflow.gate.domain.actions import ActionChanges
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.drafts import Edit, MailDrafts
 from resolveflow.mail.importer import MailImporter
 from resolveflow.mail.loader import MailSource, parse_message
@@ -87,7 +88,9 @@ def reviewer(db: Database, mail: MailWorld) -> Principal:
 
 
 def drafts(db: Database, mail: MailWorld, model: ScriptedModel | None = None) -> MailDrafts:
-    return MailDrafts(db, mail.policy.mailboxes("acme"), MailSearcher(db, HashingEmbedder()), model)
+    return MailDrafts(
+        db, tenant_mailboxes(mail.policy, "acme"), MailSearcher(db, HashingEmbedder()), model
+    )
 
 
 def test_examples_come_only_from_the_mailboxes_granted(

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from resolveflow.errors import InvalidInput
+from resolveflow.llm.errors import ModelOutputInvalid
+from resolveflow.llm.protocol import parse_structured
 from resolveflow.mail.domain.checks import DraftCheck, check_draft
 from resolveflow.mail.domain.draft import Facts, parse_facts
 from resolveflow.mail.domain.mailbox import MailboxPolicy
@@ -16,6 +17,7 @@ from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.domain.model_draft import (
     MODEL_DRAFT_SCHEMA,
     PROMPT_VERSION,
+    ModelDraft,
     draft_messages,
     parse_model_draft,
 )
@@ -69,7 +71,8 @@ def output(**changes: Any) -> str:
 
 
 def parse(text: str) -> Any:
-    return parse_model_draft(text, REQUEST, MAILBOX, POLICY, EXAMPLES)
+    # As the model's structured answer reaches the check: parsed into the schema first.
+    return parse_model_draft(parse_structured(text, ModelDraft), REQUEST, MAILBOX, POLICY, EXAMPLES)
 
 
 def test_a_good_answer_becomes_a_draft_with_headers_from_code() -> None:
@@ -94,7 +97,7 @@ def test_json_in_a_markdown_fence_is_accepted() -> None:
     ("text", "says"),
     [
         ("Sure! Here is the reply: Hello Jane", "not valid JSON"),
-        ("[1, 2]", "one JSON object"),
+        ("[1, 2]", "schema at (top level)"),
         (output(bcc=["x@evil.example"]), "bcc"),
         (output(to=["boss@evil.example"]), "to"),
         (json.dumps({"subject": "x", "body": "y", "used_examples": []}), "missing_information"),
@@ -103,8 +106,8 @@ def test_json_in_a_markdown_fence_is_accepted() -> None:
         (output(used_examples=["<sent-99@acme.example>"]), "was not retrieved"),
     ],
 )
-def test_bad_answers_are_invalid_input(text: str, says: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
+def test_bad_answers_are_invalid_output(text: str, says: str) -> None:
+    with pytest.raises(ModelOutputInvalid) as caught:
         parse(text)
     assert says in caught.value.message and "\n" not in caught.value.message
 

@@ -24,6 +24,7 @@ from resolveflow.accounts import admin
 from resolveflow.bootstrap.app import App, open_app
 from resolveflow.domain.records import Role
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.sandbox.smtp.server import FakeSmtpServer
 from resolveflow.web.app import create_app
@@ -186,7 +187,7 @@ def test_a_grant_taken_away_takes_the_mail_with_it(mail: Mail) -> None:
     alex = {"Authorization": f"Bearer {mail.tokens['alex']}"}
     path = f"/api/v1/proposals/{mail.sent}"
     assert mail.client.get(path, headers=alex).status_code == 200
-    configured = mail.app.policy().mailboxes("acme")
+    configured = tenant_mailboxes(mail.app.policy(), "acme")
     mail_admin.set_mailbox_grant(mail.app.db, "acme", "alex", MAILBOX, configured, granted=False)
     refused = mail.client.get(path, headers=alex)
     assert refused.status_code == 403

@@ -20,6 +20,7 @@ from resolveflow.accounts import admin
 from resolveflow.bootstrap.app import App, open_app
 from resolveflow.domain.records import Role
 from resolveflow.mail import admin as mail_admin
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 from resolveflow.mail.importer import MailImporter
 from resolveflow.mail.loader import MailSource
 from resolveflow.retrieval.ingest import Indexer
@@ -53,7 +54,7 @@ class MailSite:
 
 
 def setup_mail(app: App, world: World, *, grant: tuple[str, ...] = ("rita", "alex")) -> None:
-    configured = app.policy().mailboxes("acme")
+    configured = tenant_mailboxes(app.policy(), "acme")
     for subject in grant:
         mail_admin.set_mailbox_grant(app.db, "acme", subject, MAILBOX, configured, granted=True)
     source = MailSource(MAIL / "support-eml")

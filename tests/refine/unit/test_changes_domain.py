@@ -6,13 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from resolveflow.refine.domain.changes import (
-    CommitInfo,
-    fix_references,
-    fixing_commits,
-    python_definition,
-    squash_pr,
-)
+from resolveflow.adapters.git import CommitInfo
+from resolveflow.refine.domain.changes import fix_references, fixing_commits, squash_pr
 
 
 @pytest.mark.parametrize(
@@ -102,19 +97,3 @@ def test_fixing_commits_keeps_the_input_order_for_equal_dates() -> None:
     first, second = _commit("1" * 40, 2, "fixes #3"), _commit("2" * 40, 2, "closes #3")
     assert fixing_commits([first, second], 3, ()) == [first, second]
     assert fixing_commits([second, first], 3, ()) == [second, first]
-
-
-@pytest.mark.parametrize(
-    ("line", "expected"),
-    [
-        ("def load(path):", "load"),
-        ("    async def fetch():", "fetch"),
-        ("class Builder(Base):", "Builder"),
-        ("  class _Inner:", "_Inner"),
-        ("# def commented()", None),
-        ("undefined = 1", None),
-        ("x = 'def f'", None),
-    ],
-)
-def test_python_definition(line: str, expected: str | None) -> None:
-    assert python_definition(line) == expected

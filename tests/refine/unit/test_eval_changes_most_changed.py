@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from resolveflow.adapters.git import CommitInfo, FileStat
 from resolveflow.evals.changes import MostChanged
 from resolveflow.refine.changes import RepositoryHistory
-from resolveflow.refine.domain.changes import CommitInfo, FileStat
 
 START = datetime(2023, 1, 1, tzinfo=UTC)
 FILES = ["src/a.py", "src/b.py", "src/c.py", "docs/x.md", "src/d.py"]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.errors import ConfigError
 from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.policy_file import parse_policy
@@ -37,6 +38,7 @@ from resolveflow.refine.domain.rules import (
     glob_matches,
     judge,
     judgement_prompt,
+    repository_refine,
     scopes,
     summarize,
     summarize_ticket,
@@ -412,10 +414,10 @@ scopes = { frontend = ["web/**", "*.tsx"], backend = ["server/**"] }
 
 def test_the_policy_carries_a_repository_refine_block() -> None:
     policy = parse_policy(POLICY)
-    refine = policy.for_repository("Acme/Widgets").refine
+    refine = repository_refine(policy, "Acme/Widgets")
     assert refine.clone == "/srv/clones/widgets" and refine.on_new_issues is True
     assert refine.scopes.frontend == ("web/**", "*.tsx")
-    assert policy.for_repository("acme/other").refine == RefinePolicy()
+    assert repository_refine(policy, "acme/other") == RefinePolicy()
 
 
 @pytest.mark.parametrize(
@@ -428,5 +430,16 @@ def test_the_policy_carries_a_repository_refine_block() -> None:
     ],
 )
 def test_a_bad_refine_block_is_one_clear_error(block: str) -> None:
-    with pytest.raises(ConfigError, match=r"repositories\.acme/widgets\.refine"):
-        parse_policy(f'[repositories."acme/widgets".refine]\n{block}\n')
+    text = f'[repositories."acme/widgets".refine]\n{block}\n'
+    policy = parse_policy(text)  # the kernel keeps refine's section raw
+    with pytest.raises(ConfigError, match=r"^policy: repositories\.acme/widgets\.refine"):
+        repository_refine(policy, "acme/widgets")
+    with pytest.raises(ConfigError, match=r"^policy: repositories\.acme/widgets\.refine"):
+        parse_policy(text, checks=PRODUCT_SECTIONS)  # as the wiring loads it
+
+
+def test_a_bad_default_refine_block_fails_the_load_of_the_file() -> None:
+    with pytest.raises(ConfigError, match=r"^p\.toml: defaults\.refine\.colour"):
+        parse_policy("[defaults.refine]\ncolour = true\n", "p.toml", PRODUCT_SECTIONS)
+    with pytest.raises(ConfigError, match=r"repositories\.acme/widgets\.refine: Input should"):
+        parse_policy('[repositories."acme/widgets"]\nrefine = 3\n')

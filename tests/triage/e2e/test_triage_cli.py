@@ -141,7 +141,7 @@ def test_two_processes_resuming_the_same_run_post_once(embedded_cli, fake_github
     script = (
         "import sys, uuid\n"
         "from resolveflow.cli import common\n"
-        "from resolveflow.service import approvals\n"
+        "from resolveflow.gate import approvals\n"
         "with common.app() as app:\n"
         "    p = common.principal(app, None)\n"
         "    approvals.approve(app.db, p, uuid.UUID(sys.argv[1]), sys.argv[2], 3600)\n"

@@ -15,6 +15,7 @@ from langgraph.types import interrupt
 from psycopg.rows import dict_row
 
 from conftest import World, make_executor, make_world
+from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.policy_file import DEFAULT_POLICY
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.store.checkpoints import checkpoint_saver
@@ -153,7 +154,7 @@ def test_a_paused_runs_checkpoints_read_back_exactly_as_written(
 
     # The ids are the records' ids, as strings that parse back to the same UUIDs.
     with db.tenant(world.tenant.id) as conn:
-        proposal = run_store.latest_proposal_for_run(conn, world.tenant.id, run_id)
+        proposal = proposal_store.latest_for_run(conn, world.tenant.id, run_id)
         snapshot = run_store.snapshot_for_run(conn, world.tenant.id, run_id)
     assert proposal is not None and snapshot is not None
     assert uuid.UUID(state["run_id"]) == run_id and state["run_id"] == str(run_id)

@@ -6,12 +6,12 @@ from uuid import UUID
 
 import pytest
 
+from resolveflow.accounts.limits import LimitExceeded
 from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.evals import safety
 from resolveflow.evals.mail_safety import MAIL_CASES
 from resolveflow.evals.safety import CASES, SNIPPETS, Case, diagnosis, issue, run_case
-from resolveflow.llm.errors import ModelBudgetSpent
 from resolveflow.triage.domain.review import (
     Draft,
     Outcome,
@@ -104,11 +104,11 @@ def test_the_suite_notices_a_gate_that_lets_something_through() -> None:
 
 @pytest.mark.parametrize(
     ("script", "outcome"),
-    [([ModelBudgetSpent("spent")], "budget_spent"), ([], "unavailable")],
+    [([LimitExceeded("spent")], "budget_spent"), ([], "unavailable")],
     ids=["budget spent", "model unavailable"],
 )
 def test_a_spent_budget_or_a_failed_model_escalates_without_a_comment(
-    script: list[ModelBudgetSpent], outcome: str
+    script: list[LimitExceeded], outcome: str
 ) -> None:
     result = assess(
         issue(),

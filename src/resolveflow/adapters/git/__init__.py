@@ -8,8 +8,8 @@ from resolveflow.adapters.git.errors import (
     InvalidRevision,
     ObjectMissing,
 )
+from resolveflow.adapters.git.records import CommitInfo, DiffExcerpt, FileStat
 from resolveflow.adapters.git.repository import GitRepository
-from resolveflow.refine.domain.changes import CommitInfo, DiffExcerpt, FileStat
 
 __all__ = [
     "CloneMissing",

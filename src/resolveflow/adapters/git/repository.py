@@ -21,15 +21,17 @@ from resolveflow.adapters.git.errors import (
     ObjectMissing,
 )
 from resolveflow.adapters.git.process import GitProcess
+from resolveflow.adapters.git.records import CommitInfo, DiffExcerpt, FileStat
 from resolveflow.errors import InvalidInput
-from resolveflow.refine.domain.changes import CommitInfo, DiffExcerpt, FileStat, python_definition
 
 _SHA = re.compile(r"[0-9a-fA-F]{4,64}")
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 # A revision git may be given: not an option, no whitespace or control characters.
 _REV = re.compile(r"[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]*")
 _LOG_FORMAT = "--format=%H%x00%cI%x00%s%x00%b"
+# git grep selects the lines (POSIX ERE); python_definition reads the name back from each.
 _DEFINITION = r"^[[:space:]]*(async[[:space:]]+)?(def|class)[[:space:]]+[A-Za-z_][A-Za-z0-9_]*"
+_DEFINITION_NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*)")
 _NO_COMMITS = "does not have any commits yet"
 # Against the first parent (a merge's own change), a root commit against the empty tree; no
 # external diff or textconv program from the clone's attributes ever runs.
@@ -134,6 +136,12 @@ class GitRepository:
             if defined:
                 found.setdefault(defined, set()).add(name.removeprefix(prefix))
         return found
+
+
+def python_definition(line: str) -> str | None:
+    """The name a Python ``def`` or ``class`` line defines (any indentation), else None."""
+    found = _DEFINITION_NAME.match(line)
+    return found.group(1) if found else None
 
 
 def _revision(rev: str) -> str:

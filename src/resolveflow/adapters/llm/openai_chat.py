@@ -1,7 +1,8 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp) through the official client.
 
-Structured calls send ``response_format = json_schema`` (strict) and validate the answer again
-here: a server may ignore the schema. The client's own retries are off so that every wait is ours
+Structured calls send ``response_format = json_schema`` (strict, unless the schema holds an object
+of any keys, which strict mode cannot express) and validate the answer again here: a server may
+ignore the schema. The client's own retries are off so that every wait is ours
 and bounded: a 429 is waited out for its Retry-After when that is at most ``max_wait_seconds``,
 a 5xx, a timeout or a dropped connection is retried after a short backoff, at most
 ``max_retries`` times; invalid output is asked again at most ``invalid_output_attempts`` times in
@@ -31,6 +32,8 @@ from resolveflow.llm.protocol import (
     Completion,
     Usage,
     as_openai_messages,
+    free_form,
+    last_invalid,
     parse_structured,
     strict_schema,
 )
@@ -90,11 +93,13 @@ class OpenAIChatModel:
 
     def bounded(self, timeout_seconds: float) -> OpenAIChatModel:
         """This model with one request per call, cut after ``timeout_seconds``: a caller with a
-        deadline (the planner) passes what is left of it, and no retry or wait can overrun it.
-        Shares the connection pool."""
+        deadline (the planner) passes what is left of it, and no retry or wait can overrun it
+        (invalid output is not asked for again either: the caller decides). Shares the
+        connection pool."""
         bounded = copy.copy(self)
         bounded._client = self._client.with_options(timeout=timeout_seconds)
         bounded._max_retries = 0
+        bounded._invalid_attempts = 1
         return bounded
 
     def _create(self, messages: Sequence[ChatMessage], **extra: Any) -> tuple[Any, int]:
@@ -148,12 +153,13 @@ class OpenAIChatModel:
                 ) from None
 
     def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
+        sent_schema = strict_schema(schema)
         response_format = {
             "type": "json_schema",
             "json_schema": {
                 "name": schema.__name__,
-                "schema": strict_schema(schema),
-                "strict": True,
+                "schema": sent_schema,
+                "strict": not free_form(sent_schema),
             },
         }
         usage, sent = Usage(), 0
@@ -175,9 +181,7 @@ class OpenAIChatModel:
                 continue
             return Completion(value, usage, sent, getattr(response, "model", None))
         assert last is not None
-        raise ModelOutputInvalid(
-            f"{last.message} (after {self._invalid_attempts} attempts)", attempts=sent, usage=usage
-        )
+        raise last_invalid(last, self._invalid_attempts, attempts=sent, usage=usage)
 
     def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
         response, sent = self._create(messages)

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.errors import ModelOutputInvalid, ModelUnavailable
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import Completion, Usage, parse_structured
+from resolveflow.llm.protocol import Completion, Usage, last_invalid, parse_structured
 
 T = TypeVar("T", bound=BaseModel)
 Scripted = str | dict[str, Any] | BaseException | Callable[[Sequence[ChatMessage], str], Any]
@@ -77,7 +77,7 @@ class ScriptedModel:
             except ModelOutputInvalid as exc:
                 last = exc
         assert last is not None
-        raise ModelOutputInvalid(f"{last.message} (after {self._attempts} attempts)")
+        raise last_invalid(last, self._attempts)
 
     def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
         item = self._next(messages, "text")

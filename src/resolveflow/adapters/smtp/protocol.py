@@ -52,6 +52,34 @@ class SmtpEndpoint:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """One file as the approver saw it: its bytes must still hash to ``sha256``."""
+
+    name: str
+    media_type: str  # "type/subtype"
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class MessageFields:
+    """What one message says, as approved: From is the mailbox, ``envelope_to`` every recipient
+    (Bcc included), ``message_id`` the marker the sender chose."""
+
+    mailbox: str
+    to: tuple[str, ...]
+    cc: tuple[str, ...]
+    envelope_to: tuple[str, ...]
+    subject: str
+    text: str
+    html: str | None
+    in_reply_to: str | None
+    references: tuple[str, ...]
+    attachments: tuple[Attachment, ...]
+    message_id: str
+
+
+@dataclass(frozen=True)
 class OutgoingMessage:
     """One message exactly as it will leave: the envelope (Bcc included) and the bytes (no Bcc)."""
 

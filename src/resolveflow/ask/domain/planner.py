@@ -1,12 +1,13 @@
 """The bounded planner's pure parts: its three tools' schemas, how a model's step is read and
 checked, the limits and the state of one plan. No I/O (the loop is ``ask/planner.py``).
 
-A step is one JSON object, ``{"tool": NAME, "arguments": {...}}``, and nothing else. Reading it
-has two outcomes besides a valid call:
+A step is one JSON object, ``{"tool": NAME, "arguments": {...}}`` (``StepReply``), and nothing
+else. Reading it has two outcomes besides a valid call:
 
 - *invalid output* (not JSON, not an object, ``tool`` or ``arguments`` missing or of the wrong
-  type; or a final answer whose citations fail Ask's checks): the model is told why and may try
-  again, at most ``PlanLimits.max_invalid`` times in all;
+  type: the schema's ``ModelOutputInvalid``; or a final answer whose citations fail Ask's
+  checks): the model is told why and may try again, at most ``PlanLimits.max_invalid`` times in
+  all;
 - a *violation* (any other top-level field, such as ``"approved": true``; a tool that does not
   exist, such as ``create_issue`` or ``approve``; an argument that is unknown or invalid): the
   plan ends at once with the fixed abstention. The planner has no tool that approves, executes or
@@ -15,7 +16,6 @@ has two outcomes besides a valid call:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from resolveflow.ask.domain.answers import Citation, DocumentRef, ModelAnswer
 from resolveflow.ask.domain.answers import validate_citations as _validate_citations
 from resolveflow.errors import Forbidden
-from resolveflow.llm.errors import ModelOutputInvalid
 
 PLANNER_VERSION = "plan-v1"
 TRACE_TEXT_CHARS = 500  # of a raw argument or detail, as kept in the trace
@@ -80,31 +79,26 @@ class ToolCall:
     arguments: ToolArguments
 
 
-def _strip_code_fence(text: str) -> str:
-    # Many models wrap JSON in a Markdown fence even when asked not to; only that is forgiven.
-    stripped = text.strip()
-    if stripped.startswith("```") and stripped.endswith("```") and len(stripped) >= 6:
-        inner = stripped[3:-3]
-        first_line, _, rest = inner.partition("\n")
-        return (rest if first_line.strip().isalpha() or not first_line.strip() else inner).strip()
-    return stripped
+class StepReply(BaseModel):
+    """A step as the model answers it: read loosely (any other field is kept), so that
+    ``read_step``, not the schema, tells a forbidden step from a malformed one."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    tool: str
+    arguments: dict[str, Any]
 
 
-def read_step(text: str) -> ToolCall:
-    """The tool call in a model's reply: ``ModelOutputInvalid`` when it is not one (the model may
-    try again), ``PlanViolation`` when it asks for something no plan may do."""
-    try:
-        data = json.loads(_strip_code_fence(text))
-    except json.JSONDecodeError as exc:
-        raise ModelOutputInvalid(f"the step is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ModelOutputInvalid('the step must be one JSON object {"tool": ..., "arguments": ...}')
-    tool, arguments = data.get("tool"), data.get("arguments")
-    if not isinstance(tool, str) or not isinstance(arguments, dict):
-        raise ModelOutputInvalid('the step needs "tool" (a string) and "arguments" (an object)')
-    extra = sorted(set(data) - {"tool", "arguments"})
+def read_step(reply: StepReply) -> ToolCall:
+    """The tool call in a model's step (its schema read it: a malformed step is the model's
+    ``ModelOutputInvalid`` already); ``PlanViolation`` when it asks for something no plan may
+    do."""
+    tool, arguments = reply.tool, reply.arguments
+    extra = sorted(reply.model_extra or {})
     if extra:
-        raise PlanViolation(f"the step has fields no step may have: {extra}", tool, data)
+        raise PlanViolation(
+            f"the step has fields no step may have: {extra}", tool, reply.model_dump()
+        )
     schema = TOOLS.get(tool)
     if schema is None:
         raise PlanViolation(f"unknown tool {tool!r} (tools: {', '.join(TOOLS)})", tool, arguments)

@@ -6,8 +6,8 @@ force: by the approval checks (``gate/domain/policy.py``) and by the executor ri
   label still allowed by it, every assignee's name still in its map and mapped to the same GitLab
   user. (A GitHub issue's labels and assignees are free, within an allowlisted repository and its
   labels: those are the GitHub re-checks, in ``policy.py`` and the kinds.)
-- ``email.send`` drafted as a reply: every To, Cc and Bcc is still the requester, one of the
-  request's thread or in one of the mailbox's allowed domains (``mail_checks`` at drafting).
+- ``email.send`` drafted as a reply: its recipients, which mail re-checks
+  (``mail/domain/recipients.py``).
 
 A field no longer allowed raises ``PolicyViolation`` naming it: the executor records the
 execution as refused, with that reason, and writes nothing.
@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from resolveflow.errors import PolicyViolation
-from resolveflow.gate.domain.actions import EmailSendAction, GitLabIssueCreateAction
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.gate.domain.actions import GitLabIssueCreateAction
 from resolveflow.policy_file import ProjectAlias
 
 # A username in an alias's assignee map -> its GitLab user id (None: no such user). A read of
@@ -69,24 +68,3 @@ def _alias_problems(
         ):
             found.append(f"assignee {person.name} (now maps to another GitLab user)")
     return found
-
-
-def check_recipients_allowed(
-    action: EmailSendAction, thread: Iterable[str], allowed_domains: Iterable[str]
-) -> None:
-    """Every recipient of a drafted reply is still in the request's thread (less the mailbox) or
-    in one of the mailbox's allowed domains, as the policy file says now."""
-    own = mailbox_key(action.mailbox)
-    participants = {mailbox_key(address) for address in thread} - {own}
-    domains = {domain.lower() for domain in allowed_domains}
-    refused = [
-        address
-        for address in action.envelope_recipients
-        if mailbox_key(address) not in participants
-        and mailbox_key(address).rsplit("@", 1)[1] not in domains
-    ]
-    if refused:
-        raise PolicyViolation(
-            f"recipient(s) {', '.join(refused)} no longer allowed from {action.mailbox}: not in "
-            "the request's thread or an allowed domain of the mailbox"
-        )

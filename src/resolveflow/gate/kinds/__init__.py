@@ -1,48 +1,56 @@
-"""The registry of action kinds: one executor per ``ActionKind``."""
+"""The registry of action kinds: one executor per ``ActionKind``.
+
+The gate's own kinds (GitHub's and GitLab's) are built here; a kind a product carries out
+(mail's ``email.send``) is offered by the wiring (``bootstrap/kinds.py``), so the gate never names
+its executor. A kind offered by nothing in this process is refused at execution.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.errors import ConfigError
 from resolveflow.gate.domain.actions import ActionKind, AnyAction
 from resolveflow.gate.kinds import github_issue, github_issue_create, gitlab_issue_create
-from resolveflow.gate.kinds.base import KindExecutor, KindSpec
+from resolveflow.gate.kinds.base import KindExecutor, KindOffer, KindSpec
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess, NoGitLab
 from resolveflow.gate.recorder import Recorder
-from resolveflow.mail import kind as email_send
-from resolveflow.mail.kind import MailAccess, NoMail
 
+# The gate's own kinds' declarations (``kinds list`` adds the offered ones').
 SPECS: dict[ActionKind, KindSpec] = {
     ActionKind.GITHUB_ISSUE: github_issue.SPEC,
     ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.SPEC,
     ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.SPEC,
-    ActionKind.EMAIL_SEND: email_send.SPEC,
 }
 
 
 class KindRegistry:
-    """Each kind's executor, built over one GitHub client, GitLab and mailboxes per tenant and
-    one recorder."""
+    """Each kind's executor, built over one GitHub client, GitLab per tenant and one recorder,
+    with the offered kinds' executors over the same recorder."""
 
     def __init__(
         self,
         github: GitHub,
         record: Recorder,
         gitlab: GitLabAccess | None = None,
-        mail: MailAccess | None = None,
+        offered: Iterable[KindOffer] = (),
     ) -> None:
-        self._executors: dict[ActionKind, KindExecutor] = {
-            ActionKind.GITHUB_ISSUE: github_issue.GitHubIssueExecutor(github, record),
-            ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.GitHubIssueCreateExecutor(
-                github, record
-            ),
-            ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.GitLabIssueCreateExecutor(
-                gitlab or NoGitLab(), record
-            ),
-            ActionKind.EMAIL_SEND: email_send.EmailSendExecutor(mail or NoMail(), record),
-        }
-        missing = set(ActionKind) - set(self._executors)
-        if missing:  # a kind without an executor could be approved but never sent
-            raise RuntimeError(f"no executor for {sorted(missing)}")
+        own: list[KindExecutor] = [
+            github_issue.GitHubIssueExecutor(github, record),
+            github_issue_create.GitHubIssueCreateExecutor(github, record),
+            gitlab_issue_create.GitLabIssueCreateExecutor(gitlab or NoGitLab(), record),
+        ]
+        self._executors = {executor.spec.kind: executor for executor in own}
+        for offer in offered:
+            executor = offer(record)
+            if executor.spec.kind in self._executors:
+                raise RuntimeError(f"{executor.spec.kind} is offered twice")
+            self._executors[executor.spec.kind] = executor
 
     def for_action(self, action: AnyAction) -> KindExecutor:
-        return self._executors[ActionKind(action.kind)]
+        """``ConfigError`` for a kind no package offered in this process: refused, not sent."""
+        executor = self._executors.get(ActionKind(action.kind))
+        if executor is None:
+            raise ConfigError(f"{action.kind} is not carried out in this process")
+        return executor

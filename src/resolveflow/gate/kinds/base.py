@@ -8,6 +8,7 @@ partial success. ``KindSpec`` states those in words (the docs and ``kinds list``
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from resolveflow.domain.vocabulary import AttemptStep, Credential
 from resolveflow.gate.domain.actions import ActionKind, AnyAction
 from resolveflow.gate.domain.pace import PaceTarget
 from resolveflow.gate.lease import Attempt
+from resolveflow.gate.recorder import Recorder
 from resolveflow.gate.store.executions import PriorExecution, SentWith
 
 
@@ -110,3 +112,8 @@ class KindExecutor(Protocol):
         """Settle an execution whose outcome is unknown by reading the outside system; never
         resend anything."""
         ...
+
+
+# A kind a package above the gate offers (mail's ``email.send``): its executor over the gate's
+# recorder, with whatever it reaches outside already bound by the wiring.
+KindOffer = Callable[[Recorder], KindExecutor]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -86,6 +87,13 @@ def proposal_by_id(conn: Connection, tenant_id: UUID, proposal_id: UUID) -> Prop
     return proposal_from_row(row)
 
 
+def latest_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> Proposal | None:
+    row = conn.execute(
+        q("gate/store/proposals", "latest_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
+    ).fetchone()
+    return proposal_from_row(row) if row else None
+
+
 def lock_lineage(conn: Connection, lineage_id: UUID) -> None:
     """Serialize edits and decisions on one proposal's versions until the transaction ends."""
     conn.execute(q("gate/store/proposals", "lock_lineage"), {"lineage_id": lineage_id})
@@ -107,10 +115,26 @@ def lineage_versions(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> lis
     ).fetchall()
 
 
-def list_proposals(conn: Connection, tenant_id: UUID, limit: int) -> list[dict[str, Any]]:
-    return conn.execute(
+@dataclass(frozen=True)
+class ListedProposal:
+    """A proposal version in the tenant's list, with its decision and execution if any."""
+
+    proposal: Proposal
+    decision: str | None
+    execution_id: UUID | None
+    execution_state: str | None
+
+
+def list_proposals(conn: Connection, tenant_id: UUID, limit: int) -> list[ListedProposal]:
+    rows = conn.execute(
         q("gate/store/proposals", "list_proposals"), {"tenant_id": tenant_id, "limit": limit}
     ).fetchall()
+    return [
+        ListedProposal(
+            proposal_from_row(row), row["decision"], row["execution_id"], row["execution_state"]
+        )
+        for row in rows
+    ]
 
 
 def insert_approval(

@@ -44,3 +44,10 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(lineage_id)s::text, 0))
 
 -- name: now
 SELECT now() AS now
+
+-- name: latest_for_run
+-- The newest version of the run's proposal (edits make new versions in the same lineage).
+SELECT p.* FROM proposals p
+WHERE p.tenant_id = %(tenant_id)s AND p.run_id = %(run_id)s
+ORDER BY p.version DESC, p.created_at DESC
+LIMIT 1

@@ -16,14 +16,18 @@ to whom a reply may go.
     imap_host = "imap.acme.example"
     imap_port = 993
 
-The address is the table's key (lower case); the From of every message sent from it.
+The address is the table's key (lower case); the From of every message sent from it. The policy
+file keeps this table raw (``policy_file``): mail reads it here, ``tenant_mailboxes``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+
+from resolveflow.policy_file import PolicyFile
 
 ADDRESS_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
@@ -66,3 +70,34 @@ class MailboxPolicy(BaseModel):
 def mailbox_key(address: str) -> str:
     """Mailboxes are compared without case (the policy key, grants, the From)."""
     return address.strip().lower()
+
+
+class TenantMailboxes(RootModel[dict[str, MailboxPolicy]]):
+    """A tenant's ``mailboxes`` table: each address (compared without case) to its policy."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @model_validator(mode="after")
+    def _addresses(self) -> TenantMailboxes:
+        for address in self.root:
+            if not re.match(ADDRESS_PATTERN, address):
+                raise ValueError(f"a mailbox is an address like support@acme.example: {address!r}")
+        if len({mailbox_key(a) for a in self.root}) != len(self.root):
+            raise ValueError("a mailbox is listed twice (addresses are compared without case)")
+        return self
+
+
+def tenant_mailboxes(policy: PolicyFile, tenant: str) -> dict[str, MailboxPolicy]:
+    """The tenant's mailboxes by address in lower case (none when the file names no such
+    tenant); ``ConfigError`` for a bad one."""
+    found = policy.tenants.get(tenant)
+    if found is None:
+        return {}
+    read = policy.section(TenantMailboxes, found.mailboxes, f"tenants.{tenant}.mailboxes")
+    return {mailbox_key(address): mailbox for address, mailbox in read.root.items()}
+
+
+def check_mailboxes(policy: PolicyFile) -> None:
+    """Every tenant's mailboxes, read now (a ``SectionCheck`` of ``parse_policy``)."""
+    for tenant in policy.tenants:
+        tenant_mailboxes(policy, tenant)

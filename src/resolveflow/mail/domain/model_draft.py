@@ -1,4 +1,4 @@
-"""A reply drafted by a model: the prompt, the schema of its answer, and the parse that turns the
+"""A reply drafted by a model: the prompt, the schema of its answer, and the check that turns the
 answer into a ``Draft``.
 
 The model writes the subject and the body and says which examples it used and what is missing;
@@ -16,9 +16,10 @@ import json
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.errors import InvalidInput, one_line
+from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.llm.messages import fence
 from resolveflow.mail.domain.draft import Draft, Facts, first_name, reply_subject
 from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
@@ -121,33 +122,6 @@ def draft_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _strip_code_fence(text: str) -> str:
-    # Many models wrap JSON in a Markdown fence even when asked not to; only that is forgiven.
-    stripped = text.strip()
-    if stripped.startswith("```") and stripped.endswith("```") and len(stripped) >= 6:
-        inner = stripped[3:-3]
-        first_line, _, rest = inner.partition("\n")
-        return (rest if first_line.strip().isalpha() or not first_line.strip() else inner).strip()
-    return stripped
-
-
-def _validated(output: str) -> ModelDraft:
-    try:
-        data = json.loads(_strip_code_fence(output))
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"the model's draft is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("the model's draft must be one JSON object")
-    try:
-        return ModelDraft.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise InvalidInput(
-            f"the model's draft does not match the schema at {one_line(where, 80)}: {first['msg']}"
-        ) from None
-
-
 def _used(cited: list[str], examples: Sequence[MailExample]) -> tuple[str, ...]:
     """The cited examples as reply Message-IDs; E1.. or the Message-ID itself are accepted."""
     by_ref = {f"e{i}": e.reply_message_id for i, e in enumerate(examples, start=1)}
@@ -156,7 +130,7 @@ def _used(cited: list[str], examples: Sequence[MailExample]) -> tuple[str, ...]:
     for ref in cited:
         message_id = by_ref.get(ref.strip().lower())
         if message_id is None:
-            raise InvalidInput(
+            raise ModelOutputInvalid(
                 f"the model cites the example {one_line(ref, 80)!r}, which was not retrieved"
             )
         if message_id not in used:
@@ -165,19 +139,19 @@ def _used(cited: list[str], examples: Sequence[MailExample]) -> tuple[str, ...]:
 
 
 def parse_model_draft(
-    output: str,
+    answer: ModelDraft,
     request: MailMessage,
     mailbox: str,
     policy: MailboxPolicy,
     examples: Sequence[MailExample],
 ) -> Draft:
-    """The model's answer as a draft, or InvalidInput saying what is wrong with it. The model's
-    subject is taken when it is one line; recipients and thread headers never come from it."""
-    answer = _validated(output)
+    """The model's answer as a draft, or ``ModelOutputInvalid`` saying what is wrong with it
+    (``InvalidInput`` when the request itself is not one to answer). The model's subject is
+    taken when it is one line; recipients and thread headers never come from it."""
     subject = " ".join(answer.subject.split())
     body = answer.body.replace("\r\n", "\n").replace("\r", "\n").strip()
     if not body:
-        raise InvalidInput("the model's draft has an empty body")
+        raise ModelOutputInvalid("the model's draft has an empty body")
     missing = tuple(dict.fromkeys(" ".join(n.split()) for n in answer.missing_information))
     own = mailbox_key(mailbox)
     requester = mailbox_key(request.from_address)

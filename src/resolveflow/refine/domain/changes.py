@@ -9,35 +9,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 
-@dataclass(frozen=True)
-class CommitInfo:
-    """One commit as git reports it; ``message`` is the body after the subject ('' if none)."""
+class Commit(Protocol):
+    """What the rules read of a commit (``adapters.git.CommitInfo`` is one)."""
 
-    sha: str
-    committed_at: datetime  # the committer date, timezone-aware, in UTC
-    subject: str
-    message: str
-
-
-@dataclass(frozen=True)
-class FileStat:
-    """One file a commit changed, against its first parent; counts are None for a binary file."""
-
-    path: str  # the new path when the file was renamed
-    added: int | None
-    removed: int | None
+    @property
+    def sha(self) -> str: ...
+    @property
+    def committed_at(self) -> datetime: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class DiffExcerpt:
-    """The start of one file's unified diff in one commit; ``truncated`` when lines were left out."""
-
-    text: str
-    truncated: bool
+C = TypeVar("C", bound=Commit)
 
 
 # Only at the very end of the subject: GitHub's squash merge appends "(#PR)", while "(#12)"
@@ -84,15 +73,13 @@ def fix_references(text: str) -> frozenset[int]:
     return frozenset(numbers)
 
 
-def fixing_commits(
-    commits: Iterable[CommitInfo], issue_number: int, fix_prs: Collection[int]
-) -> list[CommitInfo]:
+def fixing_commits(commits: Iterable[C], issue_number: int, fix_prs: Collection[int]) -> list[C]:
     """The commits that fixed the issue: squash commits of ``fix_prs`` (the pull requests linked
     as its fix) and commits whose subject or message says it fixes ``#issue_number``.
 
     Oldest first (ties keep the input order), each commit once.
     """
-    found: dict[str, CommitInfo] = {}
+    found: dict[str, C] = {}
     for commit in commits:
         if commit.sha in found:
             continue
@@ -101,12 +88,3 @@ def fixing_commits(
         if (pull is not None and pull in fix_prs) or issue_number in says:
             found[commit.sha] = commit
     return sorted(found.values(), key=lambda commit: commit.committed_at)
-
-
-_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def python_definition(line: str) -> str | None:
-    """The name a Python ``def`` or ``class`` line defines (any indentation), else None."""
-    found = _DEFINITION.match(line)
-    return found.group(1) if found else None

@@ -16,8 +16,10 @@ from typing import Annotated
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from resolveflow.domain.front_matter import front_matter, front_matter_triggers
 from resolveflow.llm.errors import ModelOutputInvalid, parse_model_output
 from resolveflow.llm.messages import ChatMessage, fence
+from resolveflow.policy_file import PolicyFile
 from resolveflow.refine.domain.document import (
     Facts,
     Judgement,
@@ -83,6 +85,21 @@ class RefinePolicy(BaseModel):
     scopes: ScopeRules = ScopeRules()
     include: tuple[Glob, ...] = ()  # files that may be suggested (all when empty)
     on_new_issues: bool = False  # refine new issues arriving by webhook
+
+
+def repository_refine(policy: PolicyFile, repository: str) -> RefinePolicy:
+    """The repository's refine settings from the policy file (an absent block: no clone, no
+    scopes, off); ``ConfigError`` for a bad one."""
+    raw = policy.for_repository(repository).refine
+    return policy.section(RefinePolicy, raw, f"repositories.{repository}.refine")
+
+
+def check_refine(policy: PolicyFile) -> None:
+    """The defaults' and every repository's refine block, read now (a ``SectionCheck`` of
+    ``parse_policy``)."""
+    policy.section(RefinePolicy, policy.defaults.get("refine", {}), "defaults.refine")
+    for name in policy.repositories:
+        repository_refine(policy, name)
 
 
 # --- scopes and the summary ------------------------------------------------------------------
@@ -286,8 +303,6 @@ def validate_judgements(raw: object, related: Sequence[RelatedTask]) -> list[Jud
 
 # --- runbooks --------------------------------------------------------------------------------
 
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
-
 
 @dataclass(frozen=True)
 class RunbookInfo:
@@ -305,30 +320,7 @@ class RunbookInfo:
         return self.triggers or front_matter_triggers(self.text)
 
     def checklist(self) -> str:
-        match = _FRONT.match(self.text)
-        return self.text[match.end() :] if match else self.text
-
-
-def front_matter_triggers(text: str) -> tuple[str, ...]:
-    """``triggers: [a, b]``, ``triggers: a, b`` or a ``- a`` list under ``triggers:``."""
-    match = _FRONT.match(text)
-    if not match:
-        return ()
-    lines = match.group(1).splitlines()
-    for i, line in enumerate(lines):
-        key, sep, value = line.partition(":")
-        if not sep or key.strip().lower() != "triggers":
-            continue
-        if value.strip():
-            items = value.strip().strip("[]").split(",")
-        else:
-            items = []
-            for item in lines[i + 1 :]:
-                if not item.strip().startswith("- "):
-                    break
-                items.append(item.strip()[2:])
-        return tuple(p for p in (s.strip().strip("'\"").strip() for s in items) if len(p) >= 3)
-    return ()
+        return front_matter(self.text)[1]
 
 
 def _task_ref(task: RelatedTask) -> str:

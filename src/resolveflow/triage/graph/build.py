@@ -13,7 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 from uuid import UUID
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -36,31 +36,9 @@ from resolveflow.triage.domain.rules import (
     propose,
 )
 from resolveflow.triage.graph import steps
+from resolveflow.triage.graph.state import TriageState
 
 logger = logging.getLogger(__name__)
-
-
-class TriageState(TypedDict, total=False):
-    tenant_id: str
-    run_id: str
-    repository: str
-    issue_number: int
-    requested_by: str
-    raw: dict[str, Any] | None
-    facts: dict[str, Any]
-    classification: str
-    rule: str
-    reason: str
-    branch: str
-    route_reason: str | None
-    investigation: dict[str, Any] | None
-    investigation_action: dict[str, Any] | None
-    proposal_id: str | None
-    digest: str | None
-    approval_id: str | None
-    resume_refused: str | None
-    outcome: str
-    error: str | None
 
 
 @dataclass(frozen=True)
@@ -266,7 +244,8 @@ def _execute(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     try:
         approval_id = UUID(state.get("approval_id") or "")
     except ValueError:
-        return steps.refuse_resume(deps.db, state, "the resume value is not an approval id")
+        with deps.db.tenant(UUID(state["tenant_id"])) as conn:
+            return steps.refuse_resume(conn, state, "the resume value is not an approval id")
     return steps.execute_approved(deps.db, deps.executor(), state, approval_id)
 
 

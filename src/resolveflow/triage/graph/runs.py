@@ -118,7 +118,7 @@ class RunController:
             logger.exception("triage run failed", extra={"run": str(run_id)})
             with self.db.tenant(tenant_id) as conn:
                 run = run_store.run_by_id(conn, tenant_id, run_id)
-                if run["status"] in ("running", "awaiting_approval"):
+                if run.status in ("running", "awaiting_approval"):
                     run_store.set_status(conn, tenant_id, run_id, "failed", {"error": reason})
                     audit.record(
                         conn,
@@ -173,7 +173,7 @@ class RunController:
             with self.db.tenant(tenant_id) as conn:
                 run = run_store.run_by_id(conn, tenant_id, run_id)
             state = _initial_state(
-                tenant_id, run_id, run["repository"], run["issue_number"], run["requested_by"]
+                tenant_id, run_id, run.repository, run.issue_number, run.requested_by
             )
             self._drive(tenant_id, run_id, state)
         else:
@@ -191,24 +191,24 @@ class RunController:
         with self._leased(principal.tenant_id, run_id):
             snapshot = self.graph.get_state(self._config(run_id))
             waiting = tuple(snapshot.next)
-            if not waiting and snapshot.created_at is None and run["status"] == "running":
+            if not waiting and snapshot.created_at is None and run.status == "running":
                 # Killed before its first checkpoint: the run starts over from its request.
                 state = _initial_state(
                     principal.tenant_id,
                     run_id,
-                    run["repository"],
-                    run["issue_number"],
-                    run["requested_by"],
+                    run.repository,
+                    run.issue_number,
+                    run.requested_by,
                 )
                 self._drive(principal.tenant_id, run_id, state)
                 return
             if not waiting:
-                raise InvalidInput(f"run {run_id} has finished (status {run['status']})")
+                raise InvalidInput(f"run {run_id} has finished (status {run.status})")
             if waiting != ("await_approval",):
                 self._drive(principal.tenant_id, run_id, None)  # on from the last checkpoint
                 return
             with self.db.tenant(principal.tenant_id) as conn:
-                latest = run_store.latest_proposal_for_run(conn, principal.tenant_id, run_id)
+                latest = proposal_store.latest_for_run(conn, principal.tenant_id, run_id)
                 decision = (
                     proposal_store.approval_for_proposal(conn, principal.tenant_id, latest.id)
                     if latest

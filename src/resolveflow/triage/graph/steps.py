@@ -15,8 +15,9 @@ from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.database import Database
+from resolveflow.store.database import Connection, Database
 from resolveflow.triage.domain.rules import ProposedAction
+from resolveflow.triage.graph.state import TriageState
 from resolveflow.triage.store import runs as run_store
 
 logger = logging.getLogger(__name__)
@@ -30,56 +31,56 @@ _RUN_STATUS_FOR_EXECUTION = {
 }
 
 
-def _ids(state: Any) -> tuple[UUID, UUID]:
+def _ids(state: TriageState) -> tuple[UUID, UUID]:
     return UUID(state["tenant_id"]), UUID(state["run_id"])
 
 
-def audit_run(db: Database, state: Any, event: AuditEvent, **details: Any) -> None:
+def _audit_in(conn: Connection, state: TriageState, event: AuditEvent, **details: Any) -> None:
     tenant_id, run_id = _ids(state)
-    with db.tenant(tenant_id) as conn:
-        audit.record(
-            conn,
-            tenant_id=tenant_id,
-            actor=WORKFLOW_ACTOR,
-            event=event,
-            subject_type="run",
-            subject_id=run_id,
-            run_id=run_id,
-            details=details,
-        )
+    audit.record(
+        conn,
+        tenant_id=tenant_id,
+        actor=WORKFLOW_ACTOR,
+        event=event,
+        subject_type="run",
+        subject_id=run_id,
+        run_id=run_id,
+        details=details,
+    )
 
 
-def record_snapshot(db: Database, state: Any, raw: dict[str, Any], facts: dict[str, Any]) -> None:
+def audit_run(db: Database, state: TriageState, event: AuditEvent, **details: Any) -> None:
+    with db.tenant(UUID(state["tenant_id"])) as conn:
+        _audit_in(conn, state, event, **details)
+
+
+def record_snapshot(
+    db: Database, state: TriageState, raw: dict[str, Any], facts: dict[str, Any]
+) -> None:
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
         run_store.insert_snapshot(conn, tenant_id, run_id, raw, facts)
-        audit.record(
+        _audit_in(
             conn,
-            tenant_id=tenant_id,
-            actor=WORKFLOW_ACTOR,
-            event=AuditEvent.RUN_EVIDENCE,
-            subject_type="run",
-            subject_id=run_id,
-            run_id=run_id,
-            details={
-                "facts": {k: v["value"] for k, v in facts.items()},
-                "check_runs": len(raw.get("check_runs", [])),
-                "comments": len(raw.get("comments", [])),
-            },
+            state,
+            AuditEvent.RUN_EVIDENCE,
+            facts={k: v["value"] for k, v in facts.items()},
+            check_runs=len(raw.get("check_runs", [])),
+            comments=len(raw.get("comments", [])),
         )
 
 
 def create_run_proposal(
-    db: Database, state: Any, action: ProposedAction, author_kind: str = "workflow"
+    db: Database, state: TriageState, action: ProposedAction, author_kind: str = "workflow"
 ) -> Proposal | None:
     """Record the classification, then propose on behalf of the run's requester (or nothing)."""
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
-        existing = run_store.latest_proposal_for_run(conn, tenant_id, run_id)
+        existing = proposal_store.latest_for_run(conn, tenant_id, run_id)
         if existing is not None:
             # The node is re-running after a crash between its commit and the checkpoint (the
             # status may not have been written yet either: a run at its pause must say so).
-            if run_store.run_by_id(conn, tenant_id, run_id)["status"] == "running":
+            if run_store.run_by_id(conn, tenant_id, run_id).status == "running":
                 run_store.set_status(
                     conn, tenant_id, run_id, "awaiting_approval", {"proposal_id": str(existing.id)}
                 )
@@ -99,16 +100,7 @@ def create_run_proposal(
             run_store.set_status(
                 conn, tenant_id, run_id, "no_action", {"notes": list(action.notes)}
             )
-            audit.record(
-                conn,
-                tenant_id=tenant_id,
-                actor=WORKFLOW_ACTOR,
-                event=AuditEvent.RUN_NO_ACTION,
-                subject_type="run",
-                subject_id=run_id,
-                run_id=run_id,
-                details={"notes": list(action.notes)},
-            )
+            _audit_in(conn, state, AuditEvent.RUN_NO_ACTION, notes=list(action.notes))
             return None
     if requester is None:
         raise NotFound("the principal who started this run no longer exists")
@@ -134,31 +126,32 @@ def create_run_proposal(
     return proposal
 
 
-def refuse_resume(db: Database, state: Any, reason: str) -> dict[str, Any]:
+def refuse_resume(conn: Connection, state: TriageState, reason: str) -> dict[str, Any]:
+    """Recorded in the caller's transaction, the one that read what the refusal is about."""
     logger.warning("resume refused", extra={"run": state.get("run_id"), "reason": reason})
-    audit_run(db, state, AuditEvent.RUN_RESUME_REFUSED, reason=reason)
+    _audit_in(conn, state, AuditEvent.RUN_RESUME_REFUSED, reason=reason)
     return {"resume_refused": reason, "approval_id": None}
 
 
 def execute_approved(
-    db: Database, executor: Executor, state: Any, approval_id: UUID
+    db: Database, executor: Executor, state: TriageState, approval_id: UUID
 ) -> dict[str, Any]:
     """Only an approval, in this tenant, of this run's latest proposal continues the run."""
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
         approval = proposal_store.approval_by_id(conn, tenant_id, approval_id)
         if approval is None:
-            return refuse_resume(db, state, "no such approval in this tenant")
+            return refuse_resume(conn, state, "no such approval in this tenant")
         proposal = proposal_store.proposal_by_id(conn, tenant_id, approval.proposal_id)
-        latest = run_store.latest_proposal_for_run(conn, tenant_id, run_id)
+        latest = proposal_store.latest_for_run(conn, tenant_id, run_id)
         if proposal.run_id != run_id or latest is None or latest.id != proposal.id:
-            return refuse_resume(db, state, "the approval is for another proposal")
+            return refuse_resume(conn, state, "the approval is for another proposal")
         if approval.decision == "rejected":
             run_store.set_status(conn, tenant_id, run_id, "rejected", {"reason": approval.reason})
             return {"outcome": "rejected", "resume_refused": None}
         execution = execution_store.execution_for_proposal(conn, tenant_id, proposal.id)
         if execution is None:
-            return refuse_resume(db, state, "the approval has no execution")
+            return refuse_resume(conn, state, "the approval has no execution")
         run_store.set_status(
             conn, tenant_id, run_id, "executing", {"execution_id": str(execution.id)}
         )
@@ -177,17 +170,8 @@ def execute_approved(
     return {"outcome": final.state.value, "resume_refused": None}
 
 
-def mark_failed(db: Database, state: Any, reason: str) -> None:
+def mark_failed(db: Database, state: TriageState, reason: str) -> None:
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
         run_store.set_status(conn, tenant_id, run_id, "failed", {"error": reason})
-        audit.record(
-            conn,
-            tenant_id=tenant_id,
-            actor=WORKFLOW_ACTOR,
-            event=AuditEvent.RUN_FAILED,
-            subject_type="run",
-            subject_id=run_id,
-            run_id=run_id,
-            details={"error": reason},
-        )
+        _audit_in(conn, state, AuditEvent.RUN_FAILED, error=reason)

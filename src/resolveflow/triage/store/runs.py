@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from resolveflow.domain.records import Proposal
 from resolveflow.errors import NotFound
-from resolveflow.gate.store.proposals import proposal_from_row
+from resolveflow.store import rows
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run with its classification (none until the run is classified)."""
+
+    id: UUID
+    tenant_id: UUID
+    workflow: str
+    # Nullable columns, but every run is inserted with them (``insert_run``).
+    repository: str
+    issue_number: int
+    requested_by: UUID
+    status: str  # a ``RunStatus`` value
+    detail: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    classification: str | None
+    rule: str | None
+    reason: str | None
+    branch: str | None
+    route_reason: str | None
 
 
 def insert_run(
@@ -23,8 +46,8 @@ def insert_run(
     repository: str,
     issue_number: int,
     requested_by: UUID,
-) -> dict[str, Any]:
-    row = conn.execute(
+) -> None:
+    conn.execute(
         q("triage/store/runs", "insert_run"),
         {
             "id": run_id,
@@ -34,18 +57,16 @@ def insert_run(
             "issue_number": issue_number,
             "requested_by": requested_by,
         },
-    ).fetchone()
-    assert row is not None
-    return row
+    )
 
 
-def run_by_id(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any]:
-    row = conn.execute(
-        q("triage/store/runs", "run_by_id"), {"tenant_id": tenant_id, "id": run_id}
-    ).fetchone()
-    if row is None:
+def run_by_id(conn: Connection, tenant_id: UUID, run_id: UUID) -> Run:
+    run = rows.one(
+        conn, Run, q("triage/store/runs", "run_by_id"), {"tenant_id": tenant_id, "id": run_id}
+    )
+    if run is None:
         raise NotFound(f"no run {run_id}")
-    return row
+    return run
 
 
 def find_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
@@ -54,13 +75,9 @@ def find_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any] 
     ).fetchone()
 
 
-def list_runs(
-    conn: Connection, tenant_id: UUID, status: str | None, limit: int
-) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("triage/store/runs", "list_runs"),
-        {"tenant_id": tenant_id, "status": status, "limit": limit},
-    ).fetchall()
+def list_runs(conn: Connection, tenant_id: UUID, status: str | None, limit: int) -> list[Run]:
+    params = {"tenant_id": tenant_id, "status": status, "limit": limit}
+    return rows.every(conn, Run, q("triage/store/runs", "list_runs"), params)
 
 
 def set_status(
@@ -112,14 +129,6 @@ def insert_classification(
             "route_reason": route_reason,
         },
     )
-
-
-def latest_proposal_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> Proposal | None:
-    row = conn.execute(
-        q("triage/store/runs", "latest_proposal_for_run"),
-        {"tenant_id": tenant_id, "run_id": run_id},
-    ).fetchone()
-    return proposal_from_row(row) if row else None
 
 
 def acquire_lease(

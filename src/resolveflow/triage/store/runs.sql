@@ -2,15 +2,18 @@
 INSERT INTO runs (id, tenant_id, workflow, repository, issue_number, requested_by, status)
 VALUES (%(id)s, %(tenant_id)s, %(workflow)s, %(repository)s, %(issue_number)s,
         %(requested_by)s, 'running')
-RETURNING *
 
 -- name: run_by_id
-SELECT r.*, c.classification, c.rule, c.reason, c.branch, c.route_reason
+SELECT r.id, r.tenant_id, r.workflow, r.repository, r.issue_number, r.requested_by, r.status,
+       r.detail, r.created_at, r.updated_at,
+       c.classification, c.rule, c.reason, c.branch, c.route_reason
 FROM runs r LEFT JOIN run_classifications c ON c.run_id = r.id
 WHERE r.tenant_id = %(tenant_id)s AND r.id = %(id)s
 
 -- name: list_runs
-SELECT r.*, c.classification, c.rule, c.branch
+SELECT r.id, r.tenant_id, r.workflow, r.repository, r.issue_number, r.requested_by, r.status,
+       r.detail, r.created_at, r.updated_at,
+       c.classification, c.rule, c.reason, c.branch, c.route_reason
 FROM runs r LEFT JOIN run_classifications c ON c.run_id = r.id
 WHERE r.tenant_id = %(tenant_id)s AND (%(status)s::text IS NULL OR r.status = %(status)s)
 ORDER BY r.created_at DESC
@@ -37,13 +40,6 @@ INSERT INTO run_classifications (run_id, tenant_id, classification, rule, reason
 VALUES (%(run_id)s, %(tenant_id)s, %(classification)s, %(rule)s, %(reason)s, %(branch)s,
         %(route_reason)s)
 ON CONFLICT (run_id) DO NOTHING
-
--- name: latest_proposal_for_run
--- The newest version of the run's proposal (edits make new versions in the same lineage).
-SELECT p.* FROM proposals p
-WHERE p.tenant_id = %(tenant_id)s AND p.run_id = %(run_id)s
-ORDER BY p.version DESC, p.created_at DESC
-LIMIT 1
 
 -- name: acquire_lease
 -- Taken only if free or expired: a second resumer gets no row and changes nothing.
