@@ -65,12 +65,34 @@ class InProcessCli(Cli):
         if token:
             env["RESOLVEFLOW_TOKEN"] = token
         out, err = io.StringIO(), io.StringIO()
-        with _environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with (
+            _environment(env),
+            _width(env.get("COLUMNS")),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
             code = main(list(args))
         result = subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
         if ok:
             assert result.returncode == 0, result.stderr
         return result
+
+
+@contextlib.contextmanager
+def _width(columns: str | None) -> Iterator[None]:
+    """A new process's consoles read COLUMNS when they are made, at import; these were made
+    already, so they are told."""
+    from resolveflow.cli.output import console, err_console
+
+    saved = [(c, c._width) for c in (console, err_console)]
+    if columns and columns.isdigit():
+        for c, _ in saved:
+            c.width = int(columns)
+    try:
+        yield
+    finally:
+        for c, width in saved:
+            c._width = width
 
 
 @contextlib.contextmanager
