@@ -14,7 +14,7 @@ default reproduces every live ranking).
   or target's body > 128 tokens).
 - Runbooks (answerable questions of ``questions-dev.jsonl``): MRR@5 of the first right page by
   plain search and by ``ask``'s ranking (title bonus; the 0.95 target is on it), R@5.
-- Changes (``evals/changes.py``): refine's Hit@5 and MRR@10 on the hf-datasets issues of 2023,
+- Changes (``refine/evaluation.py``): refine's Hit@5 and MRR@10 on the hf-datasets issues of 2023,
   ``changes_step`` re-run on each setting's hits. Labels use no vectors or search: unaffected.
 - Ingestion reports/s per vector setting (``benchmarks/retrieval.py ingest``'s method), and with
   ``--rerank`` a logistic-regression re-ranker over the duplicates' top 30, leave-one-query-out.
@@ -39,15 +39,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.onnx_minilm import MODEL_DIR, TOKENIZER_FILE, OnnxMiniLM
 from resolveflow.adapters.git import GitRepository
 from resolveflow.ask import answering as ask_module
+from resolveflow.ask.evaluation import read_questions
 from resolveflow.ask.store import answers as answers_store
 from resolveflow.bootstrap.app import migrate
-from resolveflow.evals import changes as changes_eval
-from resolveflow.evals.answers import read_questions
 from resolveflow.evals.duplicates import query_and_target, read_pairs
-from resolveflow.evals.scratch import scratch_tenant
+from resolveflow.refine import evaluation as changes_eval
 from resolveflow.refine.changes import (
     SIMILAR_DEPTH,
     ChangesDeps,
@@ -63,6 +63,7 @@ from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus, read_docs_dir
 from resolveflow.store.database import Database
+from resolveflow.store.documents import Candidate
 from resolveflow.store.embedded import embedded_database_url
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -80,7 +81,7 @@ REPORT_SETTINGS: dict[str, tuple[str, float, float]] = {
 }
 DOC_SETTINGS = {"0.3/0.7": (0.3, 0.7), "0.2/0.8": (0.2, 0.8), "0.5/0.5": (0.5, 0.5)}
 VECTOR_SETTINGS = {"1 vector/report": 1, "every chunk": MAX_CHUNKS}
-Rows = list[dict[str, Any]]  # candidate rows of hybrid_candidates, as search.py fuses them
+Rows = list[Candidate]  # candidate rows of hybrid_candidates, as search.py fuses them
 _IN_USE = FusionParams()
 DEFAULT = (  # the product's defaults, as the rows above name them
     "1 vector/report",
@@ -127,12 +128,12 @@ class Capture:
     """The rows each ``Searcher.search`` hands to ``group_by_document`` (after its exclusion)."""
 
     def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
+        self.rows: Rows = []
 
     @contextmanager
     def active(self) -> Iterator[Capture]:
-        def recording(rows: Sequence[dict[str, Any]]) -> Any:
-            self.rows = [dict(r) for r in rows]
+        def recording(rows: Sequence[Candidate]) -> Any:
+            self.rows = list(rows)
             return group_by_document(rows)
 
         # search.py calls the name it imported: swapping it there sees every search's rows.
@@ -156,7 +157,7 @@ def refuse(rows: Rows, params: FusionParams, k: int) -> list[Any]:
 
 
 def ids(docs: Sequence[Any]) -> list[str]:
-    return [d.best["external_id"] for d in docs]
+    return [d.best.external_id for d in docs]
 
 
 @dataclass

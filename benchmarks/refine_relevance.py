@@ -40,16 +40,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.git import GitRepository
 from resolveflow.bootstrap.app import migrate, search_params
 from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.config import Settings
-from resolveflow.evals.changes import read_fix_links
 from resolveflow.evals.duplicates import query_and_target, read_pairs
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.refine.changes import RepositoryHistory, task_from_hit
 from resolveflow.refine.domain import rules
 from resolveflow.refine.domain.document import RelatedTask, Relevance, Ticket, TicketSource
+from resolveflow.refine.evaluation import read_fix_links
 from resolveflow.refine.steps import JUDGED, RELATED_K
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument

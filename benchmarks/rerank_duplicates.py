@@ -67,7 +67,7 @@ def rerank_features(m: Measured, depth: int) -> tuple[list[Any], list[Any], list
         top_lexical = max(d.lexical for d in docs) or 1.0
         rows = []
         for n, d in enumerate(docs, start=1):
-            c = d.best["external_id"]
+            c = d.best.external_id
             gap = abs((corpus[q.id].created_at - corpus[c].created_at).total_seconds()) / 86_400
             rows.append([
                 d.fused, d.cosine, d.lexical / top_lexical, 1.0 / n,

@@ -57,7 +57,9 @@ DOMAIN_ALLOWED = {
     "resolveflow",
 }
 # The error tree is the one module outside the domain that the domain may use: it imports nothing.
-DOMAIN_MAY_IMPORT = re.compile(r"^resolveflow\.(?:errors|policy_file|llm|(?:[a-z_]+\.)?domain)(?:\.|$)")
+DOMAIN_MAY_IMPORT = re.compile(
+    r"^resolveflow\.(?:errors|policy_file|llm|(?:[a-z_]+\.)?domain)(?:\.|$)"
+)
 # The executor's kinds (the gate's and mail's) and the adapters themselves: paths under src root.
 WRITE_CALLERS_ALLOWED = (
     "gate/kinds/",

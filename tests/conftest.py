@@ -409,4 +409,4 @@ def attempt_outcomes(db: Database, world: World, execution_id) -> list[tuple[str
 
     with db.tenant(world.tenant.id) as conn:
         rows = executions.attempts_for_execution(conn, world.tenant.id, execution_id)
-    return [(row["step"], row["outcome"]) for row in rows]
+    return [(row.step, row.outcome) for row in rows]

@@ -260,7 +260,7 @@ def _generated(
         passages = store.chunks_by_id(conn, tenant_id, ids)
     messages = prompt(
         question,
-        [(cid, passages[cid]["title"], passages[cid]["text"]) for cid in ids if cid in passages],
+        [(cid, passages[cid].title, passages[cid].text) for cid in ids if cid in passages],
     )
     model = service.model
     try:
@@ -279,7 +279,7 @@ def _generated(
         return _abstention(question, retrieved, features)
     output, cited = made.value
     citations = [
-        citation(n, cid, passages[cid], "", quote(passages[cid]["text"]))
+        citation(n, cid, passages[cid], "", quote(passages[cid].text))
         for n, cid in enumerate(cited, start=1)
     ]
     return Answer(

@@ -5,11 +5,11 @@ and quotes come from the database."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from uuid import UUID
 
 from resolveflow.ask.domain.answers import Citation, runner_up_is_close
 from resolveflow.ask.store import answers as store
+from resolveflow.ask.store.answers import CitedChunk, DocumentChunk, DocumentText
 from resolveflow.ask.text import SNIPPET_CHARS, choose_sections, pointed_page, quote
 from resolveflow.ask.text import sections as markdown_sections
 from resolveflow.retrieval.records import Hit
@@ -57,19 +57,19 @@ def _follow_stub(
     db: Database,
     tenant_id: UUID,
     question: str,
-    stub: dict[str, Any],
+    stub: DocumentText,
     citations: list[Citation],
     parts: list[str],
 ) -> UUID | None:
     """A stub ("See [Node RAID Degraded](./NodeRAIDDegraded.md)") answers nothing itself: the page
     it points to is quoted too, when that page is in the tenant's index from the same source.
     Returns that page's id."""
-    path = pointed_page(stub["body"] or "", stub["external_id"])
+    path = pointed_page(stub.body or "", stub.external_id)
     if path is None:
         return None
     with db.tenant(tenant_id) as conn:
-        target = store.document_id_by_path(conn, tenant_id, stub["source"], path)
-    if target is None or target == stub["id"]:
+        target = store.document_id_by_path(conn, tenant_id, stub.source, path)
+    if target is None or target == stub.id:
         return None
     if _quote(db, tenant_id, question, target, None, citations, parts) is None:
         return None
@@ -85,7 +85,7 @@ def _quote(
     citations: list[Citation],
     parts: list[str],
     limit: int | None = None,
-) -> dict[str, Any] | None:
+) -> DocumentText | None:
     """Append a document's chosen sections (at most ``limit``; a runner-up gets the sections
     sharing most words with the question) to the answer; the document, or None if it is gone.
     Without a search hit (a stub's page), its first chunk stands in for the matched passage."""
@@ -94,9 +94,9 @@ def _quote(
         chunks = store.document_chunks(conn, tenant_id, document_id)
     if document is None or (hit is None and not chunks):
         return None
-    fallback = hit.chunk_id if hit is not None else int(chunks[0]["id"])
-    parts.append(f"From “{document['title']}”:")
-    found = markdown_sections(document["body"] or "")
+    fallback = hit.chunk_id if hit is not None else chunks[0].id
+    parts.append(f"From “{document.title}”:")
+    found = markdown_sections(document.body or "")
     chosen = choose_sections(question, found, actions_first=limit is None)[:limit]
     start = len(citations)
     for n, section in enumerate(chosen, start=start + 1):
@@ -106,31 +106,35 @@ def _quote(
         label = f"{section.heading}: " if section.heading else ""
         parts.append(f"{label}{passage} [{n}]")
     if len(citations) == start:  # no text worth quoting: cite the matched passage
-        snippet = hit.snippet if hit is not None else quote(chunks[0]["text"], SNIPPET_CHARS)
+        snippet = hit.snippet if hit is not None else quote(chunks[0].text, SNIPPET_CHARS)
         citations.append(citation(start + 1, fallback, document, "", snippet))
         parts.append(f"{snippet} [{start + 1}]")
     return document
 
 
-def _chunk_of(chunks: list[dict[str, Any]], heading: str, text: str, fallback: int) -> int:
+def _chunk_of(chunks: list[DocumentChunk], heading: str, text: str, fallback: int) -> int:
     """The chunk that holds a section: the first one containing its heading, else the start of
     its text."""
     probes = [p for p in (heading and f"# {heading}", text[:80].strip()) if p]
     for probe in probes:
         for chunk in chunks:
-            if probe in chunk["text"]:
-                return int(chunk["id"])
+            if probe in chunk.text:
+                return chunk.id
     return fallback
 
 
-def citation(n: int, chunk_id: int, document: dict[str, Any], section: str, text: str) -> Citation:
+def citation(
+    n: int, chunk_id: int, document: DocumentText | CitedChunk, section: str, text: str
+) -> Citation:
+    """``document``: the quoted document, or the cited chunk with its document's fields."""
+    document_id = document.document_id if isinstance(document, CitedChunk) else document.id
     return Citation(
         n=n,
         chunk_id=chunk_id,
-        document_id=str(document.get("document_id") or document.get("id")),
-        title=document["title"],
-        path=document["external_id"],
-        url=document.get("url"),
+        document_id=str(document_id),
+        title=document.title,
+        path=document.external_id,
+        url=document.url,
         section=section,
         quote=text,
     )

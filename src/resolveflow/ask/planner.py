@@ -170,7 +170,7 @@ def _search(
     blocks = [
         fence(
             f"passage id={cid}",
-            f"{passages[cid]['title']}\n\n{passages[cid]['text'][:PASSAGE_CHARS]}",
+            f"{passages[cid].title}\n\n{passages[cid].text[:PASSAGE_CHARS]}",
         )
         for cid in ids
     ]
@@ -242,12 +242,12 @@ def _answer(
         Citation(
             n=n,
             chunk_id=cid,
-            document_id=str(passages[cid]["document_id"]),
-            title=passages[cid]["title"],
-            path=passages[cid]["external_id"],
-            url=passages[cid]["url"],
+            document_id=str(passages[cid].document_id),
+            title=passages[cid].title,
+            path=passages[cid].external_id,
+            url=passages[cid].url,
             section="",
-            quote=quote(passages[cid]["text"]),
+            quote=quote(passages[cid].text),
         )
         for n, cid in enumerate(cited, start=1)
         if cid in passages

@@ -23,7 +23,7 @@ from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap import schema as schema_setup
 from resolveflow.bootstrap.embedder import build_embedder
-from resolveflow.bootstrap.mail import mail_gate_settings, mailbox_lookup, outside_systems
+from resolveflow.bootstrap.mail import TenantMail, widen_for_mail
 from resolveflow.bootstrap.pace import pace_settings, schedule_execute
 from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.config import Settings
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from resolveflow.adapters.github.protocol import GitHub
     from resolveflow.bootstrap.gitlab import TenantGitLab
     from resolveflow.bootstrap.health import WorkerStatus
+    from resolveflow.gate.approvals import AliasLookup, MailboxLookup
     from resolveflow.gate.credentials import ApproverTokenLookup, Configured
     from resolveflow.gate.executor import Executor
     from resolveflow.gate.reconcile import Reconciler
@@ -266,7 +267,7 @@ class App:
         return Executor(
             self.db,
             self.github,
-            mail_gate_settings(self),
+            self.mail_gate_settings(),
             token_lookup=self.token_lookup(),
             schedule=schedule_execute,
             **self._reach(),
@@ -278,15 +279,39 @@ class App:
         return Reconciler(
             self.db,
             self.github,
-            mail_gate_settings(self),
+            self.mail_gate_settings(),
             token_lookup=self.token_lookup(),
             **self._reach(),
         )
 
     def _reach(self) -> dict[str, Any]:
         """GitLab per tenant for the gate's own kind, and the offered kinds over this app's mail."""
-        systems = outside_systems(self)
+        systems = self.outside_systems()
         return {"gitlab": systems["gitlab"], "offered": gate_kinds.offered(systems["mail"])}
+
+    def mail_gate_settings(self) -> GateSettings:
+        """``gate_settings``, widened when the policy file configures any mailbox."""
+        gate = gate_settings(self.settings)
+        any_mailbox = any(tenant.mailboxes for tenant in self.policy().tenants.values())
+        return widen_for_mail(gate, self.settings.mail) if any_mailbox else gate
+
+    def mail(self) -> TenantMail:
+        """Each tenant's mailboxes: SMTP endpoints, secrets, attachments, the Sent folder."""
+        return self._once(
+            "mail", lambda: TenantMail(self.db, self.settings, self.policy, self.token_cipher())
+        )
+
+    def outside_systems(self) -> dict[str, Any]:
+        """What the executor and the reconciler reach besides GitHub: GitLab and mail."""
+        return {"gitlab": self.gitlab(), "mail": self.mail()}
+
+    def mailbox_lookup(self) -> MailboxLookup:
+        """Tenant id -> its mailboxes in the policy file, for the approval checks."""
+        return self.mail().configured_mailboxes
+
+    def alias_lookup(self) -> AliasLookup:
+        """Tenant id -> its GitLab project aliases in the policy file, for the approval checks."""
+        return self.gitlab().project_aliases
 
     def gitlab(self) -> TenantGitLab:
         """GitLab per tenant: its own token from the store, its aliases from the policy file."""
@@ -364,7 +389,7 @@ class App:
             graph=build_triage_graph(deps, checkpoint_saver(pool)),
             lease_seconds=self.settings.triage.run_lease_seconds,
             approval_ttl_seconds=self.settings.approval.ttl_seconds,
-            mailboxes=mailbox_lookup(self),
+            mailboxes=self.mailbox_lookup(),
             aliases=self.gitlab().project_aliases,
         )
 

@@ -1,11 +1,10 @@
-"""GitLab per tenant, for the composition root (``wiring.App.gitlab``): each tenant's client with
+"""GitLab per tenant, for the composition root (``bootstrap/app.App.gitlab``): each tenant's client with
 its own token, decrypted from the store, and its project aliases from the policy file."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.adapters.gitlab.protocol import GitLab
@@ -16,15 +15,6 @@ from resolveflow.store import gitlab_tokens
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import KEY_SETTING, TokenCipher
-
-if TYPE_CHECKING:
-    from resolveflow.bootstrap.app import App
-    from resolveflow.gate.approvals import AliasLookup
-
-
-def alias_lookup(app: App) -> AliasLookup:
-    """Tenant id -> its GitLab project aliases in the policy file, for the approval checks."""
-    return app.gitlab().project_aliases
 
 
 def _python_gitlab(url: str, token: str, timeout_seconds: float) -> GitLab:

@@ -30,7 +30,7 @@ class TriageRuns:
 
     def status(self, conn: Connection, tenant_id: UUID, run_id: UUID) -> RunStatus | None:
         run = run_store.find_run(conn, tenant_id, run_id)
-        return None if run is None else RunStatus(run["status"])
+        return None if run is None else RunStatus(run.status)
 
     def acquire_lease(
         self, conn: Connection, tenant_id: UUID, run_id: UUID, owner: str, seconds: float
@@ -42,7 +42,7 @@ class TriageRuns:
 
     def labels_seen(self, conn: Connection, tenant_id: UUID, run_id: UUID) -> frozenset[str] | None:
         snapshot = run_store.snapshot_for_run(conn, tenant_id, run_id)
-        seen = ((snapshot or {}).get("raw") or {}).get("repository_labels")
+        seen = (snapshot.raw if snapshot else {}).get("repository_labels")
         return frozenset(str(name) for name in seen) if isinstance(seen, list) else None
 
 

@@ -1,4 +1,4 @@
-"""Mail per tenant, for the composition root (``wiring.App``): each mailbox's SMTP endpoint from
+"""Mail per tenant, for the composition root (``bootstrap/app.App.mail``): each mailbox's SMTP endpoint from
 the policy file with its secret decrypted from the store, the approved attachments' bytes, and
 the Sent folder search reconciliation uses; and the gate's settings widened so that one attempt's
 window covers the slowest SMTP send (docs/email.md)."""
@@ -9,7 +9,7 @@ import dataclasses
 import ssl
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.adapters.smtp.protocol import Mailer, Security, SmtpEndpoint
@@ -23,8 +23,6 @@ from resolveflow.store.database import Database
 
 if TYPE_CHECKING:
     # cryptography (behind the store's cipher) loads only when a mailbox's secret is first read.
-    from resolveflow.bootstrap.app import App
-    from resolveflow.gate.approvals import MailboxLookup
     from resolveflow.mail.store.credentials import MailboxSecret
     from resolveflow.store.token_cipher import TokenCipher
 
@@ -45,29 +43,6 @@ def widen_for_mail(gate: GateSettings, mail: MailSettings) -> GateSettings:
     deadline = max(gate.request_deadline_seconds, worst_case_seconds(mail))
     lease = max(gate.lease_seconds, gate.send_slack_seconds + deadline)
     return dataclasses.replace(gate, request_deadline_seconds=deadline, lease_seconds=lease)
-
-
-def mail_gate_settings(app: App) -> GateSettings:
-    """``wiring.gate_settings``, widened when the policy file configures any mailbox."""
-    from resolveflow.bootstrap.app import gate_settings
-
-    gate = gate_settings(app.settings)
-    any_mailbox = any(tenant.mailboxes for tenant in app.policy().tenants.values())
-    return widen_for_mail(gate, app.settings.mail) if any_mailbox else gate
-
-
-def outside_systems(app: App) -> dict[str, Any]:
-    """What the executor and the reconciler reach besides GitHub: GitLab and mail per tenant."""
-    mail = app._once(  # the App's own cache, shared with its accessors
-        "mail", lambda: TenantMail(app.db, app.settings, app.policy, app.token_cipher())
-    )
-    return {"gitlab": app.gitlab(), "mail": mail}
-
-
-def mailbox_lookup(app: App) -> MailboxLookup:
-    """Tenant id -> its mailboxes in the policy file, for the approval checks."""
-    mail: TenantMail = outside_systems(app)["mail"]
-    return mail.configured_mailboxes
 
 
 class TenantMail:

@@ -11,11 +11,11 @@ from resolveflow.accounts import admin
 from resolveflow.ask.answering import AskService
 from resolveflow.ask.answering import ask as ask_question
 from resolveflow.ask.domain.answers import Answer
+from resolveflow.ask.evaluation import evaluate_answers, misses
 from resolveflow.bootstrap.app import search_params
 from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table, targets_table
-from resolveflow.evals.answers import evaluate_answers, misses
 
 
 def ask(

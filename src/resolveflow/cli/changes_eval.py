@@ -12,7 +12,7 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, fields, table, targets_table
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.changes import evaluate_changes
+from resolveflow.refine.evaluation import evaluate_changes
 
 
 def eval_changes(

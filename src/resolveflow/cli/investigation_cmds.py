@@ -16,10 +16,10 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.backtest import BacktestReport, read_fix_links, run_backtest
 from resolveflow.evals.floor import calibrate
 from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.sources import parse_time
+from resolveflow.triage.backtest import BacktestReport, read_fix_links, run_backtest
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@ checked, edited by a person and turned into an ``email.send`` proposal to approv
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -135,22 +136,12 @@ def drafts(
         actor = common.principal(opened, token)
         rows = mail_drafts(opened, actor).recent(actor)
     emit(
-        rows,
+        [asdict(r) for r in rows],
         as_json,
         lambda: table(
             "drafts",
             ["id", "mailbox", "requester", "subject", "versions", "created"],
-            [
-                (
-                    r["id"],
-                    r["mailbox"],
-                    r["requester"],
-                    r["subject"],
-                    r["versions"],
-                    r["created_at"],
-                )
-                for r in rows
-            ],
+            [(r.id, r.mailbox, r.requester, r.subject, r.versions, r.created_at) for r in rows],
         ),
     )
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from resolveflow.ask.planner_safety import GITLAB_PROJECTS, GITLAB_USERS, PlannerWorld
 from resolveflow.bootstrap.app import App
 from resolveflow.bootstrap.gitlab import TenantGitLab
 from resolveflow.cli import common
 from resolveflow.config import GitLabSettings
-from resolveflow.evals.planner_safety import GITLAB_PROJECTS, GITLAB_USERS, PlannerWorld
 from resolveflow.evals.safety import SafetyReport, run_safety_suite
 from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.store.token_cipher import TokenCipher

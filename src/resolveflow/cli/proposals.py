@@ -8,8 +8,6 @@ from typing import Any
 import typer
 
 from resolveflow.bootstrap.app import App
-from resolveflow.bootstrap.gitlab import alias_lookup
-from resolveflow.bootstrap.mail import mailbox_lookup
 from resolveflow.cli import common
 from resolveflow.cli.action_view import action_rows, action_texts
 from resolveflow.cli.output import console, emit, exact, fields, table
@@ -215,8 +213,8 @@ def _deciding(opened: App) -> decisions.Deciding:
         ttl_seconds=opened.settings.approval.ttl_seconds,
         lease_seconds=opened.settings.triage.run_lease_seconds,
         labels=RepositoryLabels(opened.github),  # "labels exist" without a run: this command's
-        mailboxes=mailbox_lookup(opened),
-        aliases=alias_lookup(opened),
+        mailboxes=opened.mailbox_lookup(),
+        aliases=opened.alias_lookup(),
     )
 
 

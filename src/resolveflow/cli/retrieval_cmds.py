@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
@@ -20,7 +21,6 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, err_console, fields, table
 from resolveflow.errors import InvalidInput, NotFound
 from resolveflow.evals.duplicates import evaluate_duplicates
-from resolveflow.evals.labels import evaluate_labels
 from resolveflow.retrieval.document_bounds import stored_text
 from resolveflow.retrieval.github_crawl import CrawlStats, GitHubCrawler, source_name
 from resolveflow.retrieval.ingest import Indexer, IngestStats
@@ -29,6 +29,7 @@ from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import DocsFolder, parse_time, read_corpus
 from resolveflow.store import documents as store
+from resolveflow.triage.label_evaluation import evaluate_labels
 
 index_app = typer.Typer(
     help="Put issues, pull requests and docs into the search index.", no_args_is_help=True
@@ -222,7 +223,7 @@ def index_status(
     indexed = (
         f"{state.space.provider}/{state.space.model}/{state.space.dimensions}" if state else None
     )
-    data = {**summary, "space": indexed, "configured_space": configured}
+    data = {**asdict(summary), "space": indexed, "configured_space": configured}
     emit(data, as_json, lambda: fields([(k.replace("_", " "), v) for k, v in data.items()]))
 
 

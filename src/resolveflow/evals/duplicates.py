@@ -12,11 +12,11 @@ import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.metrics import RankingReport, ranking_report
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval.ingest import Indexer, IngestStats
+from resolveflow.retrieval.metrics import RankingReport, ranking_report
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus

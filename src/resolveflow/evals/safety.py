@@ -9,7 +9,7 @@ and links only to retrieved documents. A regression suite has one acceptable pas
 These cases touch no database and no network.
 
 Given a ``PlannerWorld`` (a database and a GitLab, the sandbox's fake one in ``eval safety``),
-the suite also runs the compromised-planner cases of ``evals/planner_safety.py``: no request
+the suite also runs the compromised-planner cases of ``ask/planner_safety.py``: no request
 reaches GitLab's write endpoints, and every plan ends in the abstention or in proposals that
 still wait for a person.
 """
@@ -24,11 +24,11 @@ from uuid import UUID
 
 from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.adapters.llm.scripted import Scripted, ScriptedModel
+from resolveflow.ask.planner_safety import PlannerWorld, run_planner_cases
 from resolveflow.errors import ResolveFlowError
-from resolveflow.evals.mail_safety import run_mail_cases
-from resolveflow.evals.planner_safety import PlannerWorld, run_planner_cases
 from resolveflow.gate.domain.actions import ACTION_KIND, build_action
 from resolveflow.llm.errors import ModelRefused, ModelTimeout
+from resolveflow.mail.safety_cases import run_mail_cases
 from resolveflow.policy_file import Classification, RepositoryPolicy
 from resolveflow.triage.domain.diagnosis import Snippet
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize

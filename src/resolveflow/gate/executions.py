@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 from uuid import UUID
 
@@ -49,17 +50,17 @@ def list_executions(
     if state is not None:
         state = ExecutionState(state).value
     with db.tenant(principal.tenant_id) as conn:
-        rows = execution_store.list_executions(conn, principal.tenant_id, state, limit)
+        listed = execution_store.list_executions(conn, principal.tenant_id, state, limit)
         readers = kind_rules.readers(conn, principal)
     views = []
-    for row in rows:
-        view = execution_view(execution_store.to_execution(row))
-        action = parse_action(row["action"])
+    for row in listed:
+        view = execution_view(row.execution)
+        action = parse_action(row.action)
         view["kind"] = action.kind
         view["target"] = action.summary  # an email's names no recipient (only their count)
-        if not readers.may_read(row["action"]):
+        if not readers.may_read(row.action):
             # The row stays (the work exists); a server's answer may quote a recipient.
-            view["detail"] = readers.hidden(row["action"])
+            view["detail"] = readers.hidden(row.action)
         views.append(view)
     return views
 
@@ -86,16 +87,16 @@ def show_execution(db: Database, principal: Principal, execution_id: UUID) -> di
                 if isinstance(value, UUID)
                 else value
             )
-            for key, value in attempt.items()
+            for key, value in asdict(attempt).items()
         }
         for attempt in attempts
     ]
     view["timeline"] = [
         {
-            "at": event["at"].isoformat(),
-            "actor": event["actor"],
-            "event": event["event"],
-            "details": event["details"],
+            "at": event.at.isoformat(),
+            "actor": event.actor,
+            "event": event.event,
+            "details": event.details,
         }
         for event in events
     ]

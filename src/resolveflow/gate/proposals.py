@@ -172,8 +172,8 @@ def edit_in(
             " a proposal whose execution has started or ended cannot be edited (propose a"
             " new action instead)"
         )
-    action = revise(parse_action(versions[-1]["action"]), changes)
-    if action_digest(action) == versions[-1]["digest"]:
+    action = revise(parse_action(versions[-1].action), changes)
+    if action_digest(action) == versions[-1].digest:
         raise InvalidInput("the edit changes nothing")
     proposal = proposal_store.insert_proposal(
         conn,
@@ -198,7 +198,7 @@ def edit_in(
         details={
             "digest": proposal.digest,
             "version": proposal.version,
-            "previous": str(versions[-1]["id"]),
+            "previous": str(versions[-1].id),
         },
     )
     return proposal
@@ -230,7 +230,7 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         "id": str(proposal.id),
         "lineage_id": str(proposal.lineage_id),
         "version": proposal.version,
-        "latest_version": versions[-1]["version"],
+        "latest_version": versions[-1].version,
         "digest": proposal.digest,
         "kind": action.kind,
         "summary": action.summary,
@@ -246,10 +246,10 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         else None,
         "versions": [
             {
-                "id": str(v["id"]),
-                "version": v["version"],
-                "digest": v["digest"],
-                "decision": v["decision"],
+                "id": str(v.id),
+                "version": v.version,
+                "digest": v.digest,
+                "decision": v.decision,
             }
             for v in versions
         ],

@@ -226,8 +226,8 @@ class MailDrafts:
             store.set_lineage(conn, principal.tenant_id, record.id, proposal.lineage_id)
             return proposal.id
         latest = proposal_store.lineage_versions(conn, principal.tenant_id, record.lineage_id)[-1]
-        if latest["digest"] == action_digest(action):
-            return UUID(str(latest["id"]))
+        if latest.digest == action_digest(action):
+            return latest.id
         return edit_in(conn, principal, record.lineage_id, _changes(action)).id
 
     def load(self, principal: Principal, draft_id: UUID) -> tuple[DraftRecord, list[VersionRecord]]:
@@ -240,7 +240,7 @@ class MailDrafts:
             )
         return record, versions
 
-    def recent(self, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
+    def recent(self, principal: Principal, limit: int = 50) -> list[store.RecentDraft]:
         with self.db.tenant(principal.tenant_id) as conn:
             return store.recent_drafts(conn, principal.tenant_id, self.permitted(principal), limit)
 

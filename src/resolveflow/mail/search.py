@@ -64,14 +64,14 @@ class MailSearcher:
                 },
             )
             ranked = fuse(group_by_document(rows), self.fusion)[:k]
-            ids = [str(doc.best["external_id"]) for doc in ranked]
+            ids = [doc.best.external_id for doc in ranked]
             texts = {
                 (row.mailbox, row.reply_id): row
                 for row in store.exchange_texts(conn, tenant_id, permitted, ids)
             }
         found: list[MailExample] = []
         for doc in ranked:
-            row = texts.get((doc.best["mailbox"], doc.best["external_id"]))
+            row = texts.get((doc.best.mailbox, doc.best.external_id))
             if row is None:  # forgotten between the two reads
                 continue
             found.append(

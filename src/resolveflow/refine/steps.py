@@ -191,9 +191,9 @@ def runbook(doc: RefineDocument, db: Database, tenant_id: UUID) -> RefineDocumen
     require(doc, RefineStep.RUNBOOK)
     with db.tenant(tenant_id) as conn:
         rows = store.runbooks(conn, tenant_id)
-    found = [rules.RunbookInfo(tag=r["runbook_tag"], title=r["title"], path=r["external_id"],
-                               url=r["url"], text=r["body"] or "",
-                               triggers=tuple(r["runbook_triggers"])) for r in rows]  # fmt: skip
+    found = [rules.RunbookInfo(tag=r.runbook_tag, title=r.title, path=r.external_id,
+                               url=r.url, text=r.body or "",
+                               triggers=tuple(r.runbook_triggers)) for r in rows]  # fmt: skip
     out = doc.model_copy(deep=True)
     out.runbook = rules.choose_runbook(out, found)
     out.done.append(RefineStep.RUNBOOK)

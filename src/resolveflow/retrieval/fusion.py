@@ -19,9 +19,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Generic, Literal, Protocol, TypeVar
+from uuid import UUID
 
 Method = Literal["rrf", "weighted"]
+
+
+class CandidateRow(Protocol):
+    """What the fusion reads of a candidate chunk: the store's rows of the main search
+    (``store.documents.Candidate``) and of the mail search (``mail.store.messages.MailCandidate``).
+    A rank is None when that branch did not find the chunk."""
+
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def document_id(self) -> UUID: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def distance(self) -> float: ...
+    @property
+    def vrank(self) -> int | None: ...
+    @property
+    def lexical_score(self) -> float: ...
+    @property
+    def lrank(self) -> int | None: ...
+
+
+Row = TypeVar("Row", bound=CandidateRow)
 
 
 @dataclass(frozen=True)
@@ -41,9 +66,9 @@ DOCUMENT_KINDS = frozenset({"runbook", "doc"})
 
 
 @dataclass
-class DocumentCandidate:
-    document_id: Any
-    best: dict[str, Any]  # the chunk row with the highest cosine (then lexical score)
+class DocumentCandidate(Generic[Row]):
+    document_id: UUID
+    best: Row  # the chunk row with the highest cosine (then lexical score)
     cosine: float
     lexical: float
     vector_rank: int | None = None
@@ -51,17 +76,17 @@ class DocumentCandidate:
     fused: float = 0.0
 
 
-def group_by_document(rows: Sequence[dict[str, Any]]) -> list[DocumentCandidate]:
-    docs: dict[Any, DocumentCandidate] = {}
-    in_vector: set[Any] = set()
-    in_lexical: set[Any] = set()
+def group_by_document(rows: Sequence[Row]) -> list[DocumentCandidate[Row]]:
+    docs: dict[UUID, DocumentCandidate[Row]] = {}
+    in_vector: set[UUID] = set()
+    in_lexical: set[UUID] = set()
     for row in rows:
-        cosine = 1.0 - float(row["distance"])
-        lexical = float(row["lexical_score"] or 0.0)
-        key = row["document_id"]
-        if row["vrank"] is not None:
+        cosine = 1.0 - row.distance
+        lexical = row.lexical_score
+        key = row.document_id
+        if row.vrank is not None:
             in_vector.add(key)
-        if row["lrank"] is not None:
+        if row.lrank is not None:
             in_lexical.add(key)
         doc = docs.get(key)
         if doc is None:
@@ -80,15 +105,17 @@ def group_by_document(rows: Sequence[dict[str, Any]]) -> list[DocumentCandidate]
 
 
 def _better_chunk(
-    row: dict[str, Any], cosine: float, lexical: float, doc: DocumentCandidate
+    row: CandidateRow, cosine: float, lexical: float, doc: DocumentCandidate[Row]
 ) -> bool:
     """Best chunk: highest cosine; a chunk without its own vector shares its head's cosine, so
     ties go to the chunk whose words match better, then to the earlier chunk."""
-    best_lexical = float(doc.best["lexical_score"] or 0.0)
-    return (cosine, lexical, -row["chunk_id"]) > (doc.cosine, best_lexical, -doc.best["chunk_id"])
+    best = doc.best
+    return (cosine, lexical, -row.chunk_id) > (doc.cosine, best.lexical_score, -best.chunk_id)
 
 
-def fuse(candidates: list[DocumentCandidate], params: FusionParams) -> list[DocumentCandidate]:
+def fuse(
+    candidates: list[DocumentCandidate[Row]], params: FusionParams
+) -> list[DocumentCandidate[Row]]:
     """Score every candidate and return them best first. Ties (frequent under RRF, where two
     documents can hold mirrored ranks) go to the closer meaning, then the better words, then the
     document id, so a ranking does not depend on the ids an index happened to draw."""
@@ -108,7 +135,7 @@ def fuse(candidates: list[DocumentCandidate], params: FusionParams) -> list[Docu
     return sorted(candidates, key=lambda d: (-d.fused, -d.cosine, -d.lexical, str(d.document_id)))
 
 
-def _weights(doc: DocumentCandidate, params: FusionParams) -> tuple[float, float]:
-    if doc.best.get("kind") in DOCUMENT_KINDS:
+def _weights(doc: DocumentCandidate[Row], params: FusionParams) -> tuple[float, float]:
+    if doc.best.kind in DOCUMENT_KINDS:
         return params.document_vector_weight, params.document_lexical_weight
     return params.vector_weight, params.lexical_weight

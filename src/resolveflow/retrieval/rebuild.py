@@ -12,7 +12,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from resolveflow.adapters.embedder.protocol import Embedder, Vectors
@@ -45,15 +44,15 @@ class RebuildStats:
 
 def _embed(
     embedder: Embedder,
-    rows: list[dict[str, Any]],
+    rows: list[store.ChunkText],
     into: dict[int, Vectors],
     progress: Callable[[int], None] | None,
 ) -> None:
     for start in range(0, len(rows), EMBED_BATCH):
         part = rows[start : start + EMBED_BATCH]
-        texts = [embedding_text(r["title"], r["section"], r["text"]) for r in part]
+        texts = [embedding_text(r.title, r.section, r.text) for r in part]
         for row, vector in zip(part, embedder.embed_documents(texts), strict=True):
-            into[int(row["id"])] = vector
+            into[row.id] = vector
         if progress is not None:
             progress(len(part))
 
@@ -79,9 +78,9 @@ def rebuild(
     with db.tenant(tenant_id) as conn:
         store.lock_index_state(conn, tenant_id)
         current = store.chunk_texts(conn, tenant_id)
-        _embed(embedder, [r for r in current if int(r["id"]) not in vectors], vectors, progress)
+        _embed(embedder, [r for r in current if r.id not in vectors], vectors, progress)
         store.switch_index_space(conn, tenant_id, space_id, space.dimensions)
-        ids = [int(r["id"]) for r in current]
+        ids = [r.id for r in current]
         for start in range(0, len(ids), WRITE_BATCH):
             part = ids[start : start + WRITE_BATCH]
             store.update_chunk_vectors(

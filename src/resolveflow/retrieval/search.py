@@ -29,7 +29,7 @@ from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
 from resolveflow.metrics import RETRIEVAL_SECONDS
 from resolveflow.retrieval.chunking import query_text
-from resolveflow.retrieval.fusion import fuse, group_by_document
+from resolveflow.retrieval.fusion import DocumentCandidate, fuse, group_by_document
 from resolveflow.retrieval.ingest import check_space
 from resolveflow.retrieval.params import SearchParams as SearchParams  # noqa: PLC0414 (re-export)
 from resolveflow.retrieval.records import BranchScores, Hit
@@ -127,7 +127,7 @@ class Searcher:
                 ef_search = _ef_search(wanted, min(1.0, share), self.params)
                 store.set_ef_search(conn, ef_search, iterative=iterative)
             rows = store.hybrid_candidates(conn, {**params, "exact": exact})
-            vector_rows = sum(1 for row in rows if row["vrank"] is not None)
+            vector_rows = sum(1 for row in rows if row.vrank is not None)
             if not exact and vector_rows < min(wanted, state.chunk_count):
                 # The filtered index scan came back short: rank this tenant's rows exactly.
                 logger.info(
@@ -141,7 +141,7 @@ class Searcher:
         RETRIEVAL_SECONDS.labels("hybrid", "embed").observe(embed_ms / 1000)
         RETRIEVAL_SECONDS.labels("hybrid", "database").observe(database_ms / 1000)
         if exclude is not None:
-            rows = [r for r in rows if (r["source"], r["external_id"]) != exclude]
+            rows = [r for r in rows if (r.source, r.external_id) != exclude]
         ranked = fuse(group_by_document(rows), self.params.fusion)[:k]
         return [_hit(doc.best, doc, space) for doc in ranked]
 
@@ -153,22 +153,22 @@ def _ef_search(wanted: int, share: float, params: SearchParams) -> int:
     return int(min(params.ef_search_max, max(params.ef_search_min, needed)))
 
 
-def _hit(row: dict[str, Any], doc: Any, space: Any) -> Hit:
+def _hit(row: store.Candidate, doc: DocumentCandidate[store.Candidate], space: Any) -> Hit:
     return Hit(
-        document_id=row["document_id"],
-        chunk_id=int(row["chunk_id"]),
-        source=row["source"],
-        external_id=row["external_id"],
-        kind=row["kind"],
-        title=row["title"],
-        url=row["url"],
-        state=row["state"],
-        labels=tuple(row["labels"] or ()),
-        created_at=row["created_at"],
-        closed_at=row["closed_at"],
-        runbook_tag=row["runbook_tag"],
-        section=row["section"],
-        snippet=_snippet(row["text"]),
+        document_id=row.document_id,
+        chunk_id=row.chunk_id,
+        source=row.source,
+        external_id=row.external_id,
+        kind=row.kind,
+        title=row.title,
+        url=row.url,
+        state=row.state,
+        labels=tuple(row.labels),
+        created_at=row.created_at,
+        closed_at=row.closed_at,
+        runbook_tag=row.runbook_tag,
+        section=row.section,
+        snippet=_snippet(row.text),
         scores=BranchScores(
             cosine=doc.cosine,
             vector_rank=doc.vector_rank,
@@ -177,7 +177,7 @@ def _hit(row: dict[str, Any], doc: Any, space: Any) -> Hit:
         ),
         fused=doc.fused,
         relevance=relevance(space, doc.cosine),
-        resolved_by=tuple(row["resolved_by"] or ()),
+        resolved_by=tuple(row.resolved_by),
     )
 
 

@@ -13,6 +13,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg.rows import class_row
+
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -267,9 +270,38 @@ def lexical_query(
     )
 
 
-def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk either branch of the search found, with its branch scores and its document (the
+    fusion's input, ``retrieval.fusion.CandidateRow``). A rank is None when that branch did not
+    find the chunk."""
+
+    chunk_id: int
+    document_id: UUID
+    ordinal: int
+    section: str
+    text: str
+    distance: float  # cosine distance; a chunk without a vector has its head's
+    vrank: int | None
+    lexical_score: float
+    lrank: int | None
+    source: str
+    external_id: str
+    kind: str
+    title: str
+    url: str | None
+    state: str | None
+    labels: list[str]
+    created_at: datetime | None
+    closed_at: datetime | None
+    runbook_tag: str | None
+    resolved_by: list[str]  # the links (or source:id) of the pull requests that fix it
+
+
+def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[Candidate]:
     # Never a prepared (generic) plan: the plan depends on how rare the query's terms are.
-    return conn.execute(q("retrieval", "hybrid_candidates"), params, prepare=False).fetchall()
+    with conn.cursor(row_factory=class_row(Candidate)) as cursor:
+        return cursor.execute(q("retrieval", "hybrid_candidates"), params, prepare=False).fetchall()
 
 
 def set_ef_search(conn: Connection, ef_search: int, *, iterative: bool = False) -> None:
@@ -278,17 +310,37 @@ def set_ef_search(conn: Connection, ef_search: int, *, iterative: bool = False) 
         conn.execute(q("retrieval", "set_iterative_scan"))
 
 
+@dataclass(frozen=True)
+class LabelledDocument:
+    external_id: str
+    title: str
+    body: str
+    labels: list[str]
+    created_at: datetime | None
+
+
 def labelled_documents(
     conn: Connection, tenant_id: UUID, *, before: datetime | None, source: str | None
-) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("retrieval", "labelled_documents"),
-        {"tenant_id": tenant_id, "before": before, "source": source},
-    ).fetchall()
+) -> list[LabelledDocument]:
+    """The tenant's issues that carry a label, oldest first."""
+    params = {"tenant_id": tenant_id, "before": before, "source": source}
+    return typed.every(conn, LabelledDocument, q("retrieval", "labelled_documents"), params)
 
 
-def chunk_texts(conn: Connection, tenant_id: UUID) -> list[dict[str, Any]]:
-    return conn.execute(q("retrieval", "chunk_texts"), {"tenant_id": tenant_id}).fetchall()
+@dataclass(frozen=True)
+class ChunkText:
+    """A chunk's text and what its embedding is made of."""
+
+    id: int
+    section: str
+    text: str
+    title: str  # its document's
+
+
+def chunk_texts(conn: Connection, tenant_id: UUID) -> list[ChunkText]:
+    """The chunks that have a vector."""
+    params = {"tenant_id": tenant_id}
+    return typed.every(conn, ChunkText, q("retrieval", "chunk_texts"), params)
 
 
 def update_chunk_vectors(
@@ -311,11 +363,23 @@ def update_chunk_vectors(
     )
 
 
-def index_summary(conn: Connection, tenant_id: UUID) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IndexSummary:
+    """What a tenant's index holds."""
+
+    documents: int
+    chunks: int
+    links: int
+    kinds: dict[str, int]  # documents of each kind
+
+
+def index_summary(conn: Connection, tenant_id: UUID) -> IndexSummary:
     row = conn.execute(q("retrieval", "index_summary"), {"tenant_id": tenant_id}).fetchone()
     kinds = conn.execute(q("retrieval", "documents_per_kind"), {"tenant_id": tenant_id}).fetchall()
     assert row is not None
-    return {**row, "kinds": {r["kind"]: r["n"] for r in kinds}}
+    return IndexSummary(
+        row["documents"], row["chunks"], row["links"], {r["kind"]: r["n"] for r in kinds}
+    )
 
 
 # --- crawl cursors ----------------------------------------------------------------------------

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from resolveflow.store import rows
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -42,10 +44,27 @@ def insert_model_call(conn: Connection, call: ModelCallRow) -> None:
     conn.execute(q("investigation", "insert_model_call"), vars(call))
 
 
-def model_calls_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("investigation", "model_calls_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
-    ).fetchall()
+@dataclass(frozen=True)
+class ModelCallRecord:
+    """A recorded model call, as a run's page lists it."""
+
+    id: UUID
+    purpose: str
+    provider: str
+    model: str
+    served_model: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: float
+    attempts: int
+    outcome: str
+    error: str | None
+    created_at: datetime
+
+
+def model_calls_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> list[ModelCallRecord]:
+    params = {"tenant_id": tenant_id, "run_id": run_id}
+    return rows.every(conn, ModelCallRecord, q("investigation", "model_calls_for_run"), params)
 
 
 def insert_investigation(
@@ -84,7 +103,24 @@ def insert_investigation(
     return investigation_id
 
 
-def investigations_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("investigation", "investigations_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
-    ).fetchall()
+@dataclass(frozen=True)
+class InvestigationRecord:
+    id: UUID
+    provider: str
+    model: str | None
+    relevance_floor: float
+    snippets: list[Any]
+    diagnosis: dict[str, Any] | None
+    critique: str | None
+    gates: list[Any]
+    outcome: str  # approve | escalate
+    reason: str
+    created_at: datetime
+
+
+def investigations_for_run(
+    conn: Connection, tenant_id: UUID, run_id: UUID
+) -> list[InvestigationRecord]:
+    params = {"tenant_id": tenant_id, "run_id": run_id}
+    query = q("investigation", "investigations_for_run")
+    return rows.every(conn, InvestigationRecord, query, params)

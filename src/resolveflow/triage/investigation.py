@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
@@ -357,4 +357,7 @@ def investigation_view(db: Database, tenant_id: UUID, run_id: UUID) -> dict[str,
     with db.tenant(tenant_id) as conn:
         records = store.investigations_for_run(conn, tenant_id, run_id)
         calls = store.model_calls_for_run(conn, tenant_id, run_id)
-    return {"investigations": records, "model_calls": calls}
+    return {
+        "investigations": [asdict(record) for record in records],
+        "model_calls": [asdict(call) for call in calls],
+    }

@@ -146,6 +146,4 @@ def tenant_examples(
     """The tenant's labelled issues (optionally of one source, created before a time)."""
     with db.tenant(tenant_id) as conn:
         rows = store.labelled_documents(conn, tenant_id, before=before, source=source)
-    return [
-        Example(training_text(row["title"], row["body"]), frozenset(row["labels"])) for row in rows
-    ]
+    return [Example(training_text(row.title, row.body), frozenset(row.labels)) for row in rows]

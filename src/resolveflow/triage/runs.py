@@ -54,7 +54,7 @@ def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, 
         reason=run.reason,
         route_reason=run.route_reason,
         detail=run.detail,
-        facts=snapshot["facts"] if snapshot else None,
+        facts=snapshot.facts if snapshot else None,
         proposal=None,
         proposal_id=None,
         digest=None,
@@ -77,16 +77,16 @@ def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, 
     view["investigation"] = investigation_view(db, principal.tenant_id, run_id)
     view["timeline"] = [
         {
-            "at": e["at"].isoformat(),
-            "actor": e["actor"],
-            "event": e["event"],
-            "details": e["details"],
+            "at": e.at.isoformat(),
+            "actor": e.actor,
+            "event": e.event,
+            "details": e.details,
         }
-        for e in sorted(events, key=lambda e: (e["at"], e["id"]))
+        for e in sorted(events, key=lambda e: (e.at, e.id))
     ]
     return view
 
 
-def _events(db: Database, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
+def _events(db: Database, principal: Principal, ids: list[str]) -> list[audit.RecordedEvent]:
     with db.tenant(principal.tenant_id) as conn:
         return audit.events_for(conn, principal.tenant_id, ids)

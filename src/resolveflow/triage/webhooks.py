@@ -214,14 +214,14 @@ def fan_out(
         row = webhook_store.delivery_by_id(conn, delivery_id)
     if row is None:
         raise NotFound(f"no webhook delivery {delivery_id}")
-    if not row["queued"] or row["repository"] is None or row["issue_number"] is None:
+    if not row.queued or row.repository is None or row.issue_number is None:
         return 0
-    repository: str = row["repository"]
-    number: int = row["issue_number"]
-    triage = row["event"] == "issues" and row["action"] in TRIAGE_ACTIONS
-    refine = row["event"] == "issues" and row["action"] == "opened"
+    repository: str = row.repository
+    number: int = row.issue_number
+    triage = row.event == "issues" and row.action in TRIAGE_ACTIONS
+    refine = row.event == "issues" and row.action == "opened"
     refine = refine and refine_new is not None and refine_new(repository)
-    tenants = tenants_allowing(db, repository, among=row["tenant_id"])
+    tenants = tenants_allowing(db, repository, among=row.tenant_id)
     if not tenants:
         logger.info("no tenant allows the repository", extra={"delivery": delivery_id})
     queued = 0
@@ -297,22 +297,22 @@ def claim_new_issue(
     the delivery."""
     with db.tenant(tenant_id) as conn:
         row = webhook_store.delivery_by_id(conn, delivery_id)
-        if row is None or (row["event"], row["action"]) != ("issues", "opened"):
+        if row is None or (row.event, row.action) != ("issues", "opened"):
             return None
-        if row["repository"] is None or row["issue_number"] is None:
+        if row.repository is None or row.issue_number is None:
             return None
         key = webhook_store.EventKey(
             tenant_id=tenant_id,
             event=claim_event,
-            repository=row["repository"],
-            issue_number=row["issue_number"],
+            repository=row.repository,
+            issue_number=row.issue_number,
             action="opened",
             subject=f"delivery:{delivery_id}",
-            updated_at=row["received_at"],  # fixed per delivery: the key is the same each time
+            updated_at=row.received_at,  # fixed per delivery: the key is the same each time
         )
         if not webhook_store.claim_event(conn, key, delivery_id, retention_days):
             return None
-    return f"{row['repository']}#{row['issue_number']}"
+    return f"{row.repository}#{row.issue_number}"
 
 
 def start_webhook_run(
@@ -328,7 +328,7 @@ def start_webhook_run(
     again (maintenance requeues it), starts that run under that id, so it exists once."""
     with db.tenant(tenant_id) as conn:  # the global hook's deliveries, and this tenant's own
         row = webhook_store.delivery_by_id(conn, delivery_id)
-    if row is None or row["repository"] is None or row["issue_number"] is None:
+    if row is None or row.repository is None or row.issue_number is None:
         return None
     run_id = uuid.uuid4()
     with db.tenant(tenant_id) as conn:
@@ -362,7 +362,7 @@ def start_webhook_run(
                 )
             return None
     try:
-        return start(principal, row["repository"], row["issue_number"], run_id)
+        return start(principal, row.repository, row.issue_number, run_id)
     except AlreadyExists:  # another job started the same claim's run meanwhile
         logger.info("webhook run started elsewhere", extra={"run": str(run_id)})
         return None

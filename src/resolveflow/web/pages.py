@@ -14,8 +14,6 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from resolveflow.bootstrap.gitlab import alias_lookup
-from resolveflow.bootstrap.mail import mailbox_lookup
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
 from resolveflow.gate import decisions, posting
@@ -249,7 +247,7 @@ def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     ttl = app.settings.approval.ttl_seconds
     labels = RepositoryLabels(app.github)  # "labels exist" without a run: read once here
     view = views.proposal_page(
-        app.db, viewer.principal, proposal_id, ttl, labels, mailbox_lookup(app), alias_lookup(app)
+        app.db, viewer.principal, proposal_id, ttl, labels, app.mailbox_lookup(), app.alias_lookup()
     )
     state = (view["execution"] or {}).get("state")
     following = view["decision"] == "approved" and state not in _SETTLED_EXECUTION

@@ -15,8 +15,6 @@ from fastapi import Request, Response
 from resolveflow.accounts import sessions
 from resolveflow.accounts.auth import authenticate
 from resolveflow.bootstrap.app import App
-from resolveflow.bootstrap.gitlab import alias_lookup
-from resolveflow.bootstrap.mail import mailbox_lookup
 from resolveflow.domain.records import Principal
 from resolveflow.errors import AuthenticationFailed, NotAuthorized
 from resolveflow.gate.approvals import RepositoryLabels
@@ -53,8 +51,8 @@ def deciding(request: Request) -> Deciding:
         ttl_seconds=app.settings.approval.ttl_seconds,
         lease_seconds=app.settings.triage.run_lease_seconds,
         labels=RepositoryLabels(app.github),  # this request's
-        mailboxes=mailbox_lookup(app),
-        aliases=alias_lookup(app),
+        mailboxes=app.mailbox_lookup(),
+        aliases=app.alias_lookup(),
     )
 
 

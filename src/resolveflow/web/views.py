@@ -85,38 +85,38 @@ def inbox(
     }
 
 
-def _run_item(row: dict[str, Any]) -> dict[str, Any]:
-    action = row["action"] or {}
+def _run_item(row: inbox_store.InboxRun) -> dict[str, Any]:
+    action = row.action or {}
     return {
         "type": "run",
-        "href": f"/runs/{row['run_id']}",
-        "run_id": str(row["run_id"]),
+        "href": f"/runs/{row.run_id}",
+        "run_id": str(row.run_id),
         "kind": ActionKind.GITHUB_ISSUE.value,  # the kind every run proposes
-        "target": f"{row['repository']}#{row['issue_number']}",
-        "repository": row["repository"],
-        "status": row["status"],
-        "classification": row["classification"],
-        "rule": row["rule"],
-        "proposal_id": str(row["proposal_id"]) if row["proposal_id"] else None,
-        "digest": row["digest"],
-        "version": row["version"],
-        "title": row.get("issue_title"),  # the issue's title, as the run saw it
+        "target": f"{row.repository}#{row.issue_number}",
+        "repository": row.repository,
+        "status": row.status,
+        "classification": row.classification,
+        "rule": row.rule,
+        "proposal_id": str(row.proposal_id) if row.proposal_id else None,
+        "digest": row.digest,
+        "version": row.version,
+        "title": row.issue_title,  # the issue's title, as the run saw it
         "labels": list(action.get("labels") or []),
         "assignees": [],
         "has_comment": bool(action.get("comment")),
-        "created_at": row["created_at"].isoformat(),
+        "created_at": row.created_at.isoformat(),
     }
 
 
-def _proposal_item(row: dict[str, Any], reader: MailReader) -> dict[str, Any]:
+def _proposal_item(row: inbox_store.PendingProposal, reader: MailReader) -> dict[str, Any]:
     """A standalone proposal's row. An email of a mailbox the reader holds no grant for keeps its
     row (the work is there, and the row names the grant to ask for) without its subject."""
-    action = parse_action(row["action"])
-    mailbox = mailbox_of(row["action"])
+    action = parse_action(row.action)
+    mailbox = mailbox_of(row.action)
     readable = reader.may_read(mailbox)
     return {
         "type": "proposal",
-        "href": f"/proposals/{row['proposal_id']}",
+        "href": f"/proposals/{row.proposal_id}",
         "run_id": None,
         "kind": action.kind,
         "target": action.summary,
@@ -124,9 +124,9 @@ def _proposal_item(row: dict[str, Any], reader: MailReader) -> dict[str, Any]:
         "status": AWAITING,
         "classification": None,
         "rule": None,
-        "proposal_id": str(row["proposal_id"]),
-        "digest": row["digest"],
-        "version": row["version"],
+        "proposal_id": str(row.proposal_id),
+        "digest": row.digest,
+        "version": row.version,
         # a new issue's title (either forge) or an email's subject, as text
         "title": (getattr(action, "title", None) or getattr(action, "subject", None))
         if readable
@@ -135,7 +135,7 @@ def _proposal_item(row: dict[str, Any], reader: MailReader) -> dict[str, Any]:
         "labels": list(action.labels),
         "assignees": _assignee_names(action),
         "has_comment": bool(getattr(action, "comment", None)),
-        "created_at": row["created_at"].isoformat(),
+        "created_at": row.created_at.isoformat(),
     }
 
 
@@ -193,7 +193,7 @@ def run_page(
     view = run_service.describe_run(db, viewer, run_id)  # NotFound for another tenant's run
     with db.tenant(viewer.tenant_id) as conn:
         snapshot = run_store.snapshot_for_run(conn, viewer.tenant_id, run_id)
-    raw = (snapshot or {}).get("raw") or {}
+    raw = snapshot.raw if snapshot else {}
     issue = raw.get("issue") or {}
     comments = raw.get("comments") or []
     view["issue"] = {
@@ -294,15 +294,15 @@ def audit_trail(db: Database, viewer: Principal, limit: int = 200) -> list[dict[
         reader = mail_reader(conn, viewer)
     return [
         {
-            "at": row["at"].isoformat(),
-            "actor": row["actor"],
-            "event": row["event"],
-            "subject_type": row["subject_type"],
-            "subject_id": row["subject_id"],
-            "run_id": str(row["run_id"]) if row["run_id"] else None,
-            "details": row["details"]
-            if reader.may_read(row["mailbox"])
-            else {"hidden": hidden(row["mailbox"])},
+            "at": row.at.isoformat(),
+            "actor": row.actor,
+            "event": row.event,
+            "subject_type": row.subject_type,
+            "subject_id": row.subject_id,
+            "run_id": str(row.run_id) if row.run_id else None,
+            "details": row.details
+            if reader.may_read(row.mailbox)
+            else {"hidden": hidden(str(row.mailbox))},  # not read: it is a mailbox
         }
         for row in rows
     ]

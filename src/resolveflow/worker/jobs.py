@@ -260,34 +260,30 @@ class Jobs:
         last checkpoint, as `resolveflow runs resume` would."""
         min_age = self.app.settings.triage.run_lease_seconds
         return self._resume_each(
-            lambda conn, tenant_id: run_store.interrupted_runs(conn, tenant_id, min_age),
-            acting="requested_by",
+            lambda conn, tenant_id: run_store.interrupted_runs(conn, tenant_id, min_age)
         )
 
     def resume_stalled(self, min_age_seconds: float = STALLED_AFTER_SECONDS) -> int:
         """Runs decided long enough ago that their resume job must have been lost."""
         return self._resume_each(
-            lambda conn, tenant_id: run_store.stalled_runs(conn, tenant_id, min_age_seconds),
-            acting="decided_by",
+            lambda conn, tenant_id: run_store.stalled_runs(conn, tenant_id, min_age_seconds)
         )
 
-    def _resume_each(
-        self, find: Callable[[Any, UUID], list[dict[str, Any]]], *, acting: str
-    ) -> int:
-        """Resume every run ``find`` lists in each tenant, as the principal in column
-        ``acting``; one that is busy is left to its holder, one that fails has it recorded on
-        the run and does not stop the others. Returns how many were resumed."""
+    def _resume_each(self, find: Callable[[Any, UUID], list[run_store.ResumableRun]]) -> int:
+        """Resume every run ``find`` lists in each tenant, as the principal it names; one that
+        is busy is left to its holder, one that fails has it recorded on the run and does not
+        stop the others. Returns how many were resumed."""
         resumed = 0
         for tenant_id in self._tenant_ids():
             with self.app.db.tenant(tenant_id) as conn:
                 rows = find(conn, tenant_id)
             for row in rows:
                 try:
-                    outcome = self.resume_run(str(tenant_id), str(row["id"]), str(row[acting]))
+                    outcome = self.resume_run(str(tenant_id), str(row.id), str(row.resume_as))
                 except RunBusy:
                     continue
                 except ResolveFlowError:
-                    logger.exception("could not resume a run", extra={"run": str(row["id"])})
+                    logger.exception("could not resume a run", extra={"run": str(row.id)})
                     continue
                 resumed += outcome == "resumed"
         return resumed

@@ -16,10 +16,10 @@ from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.domain.answers import ABSTENTION_TEXT, PROMPT_VERSION
+from resolveflow.ask.evaluation import evaluate_answers
 from resolveflow.ask.store import answers as answers_store
 from resolveflow.domain.records import Role
 from resolveflow.errors import NotAuthorized
-from resolveflow.evals.answers import evaluate_answers
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
@@ -145,21 +145,19 @@ def test_every_ask_is_recorded_with_what_it_was_decided_from(db: Database) -> No
     with db.tenant(tenant) as conn:
         record = answers_store.ask_record(conn, tenant, answer.record_id)
     assert record is not None
-    assert record["principal_id"] == rita and record["question"] == ALERT
-    assert [r["chunk_id"] for r in record["retrieved"][:5]] == [
-        d.chunk_id for d in answer.retrieved
-    ]
-    assert all("score" in r and "cosine" in r for r in record["retrieved"])
-    assert record["features"] == answer.features.model_dump()  # type: ignore[union-attr]
-    assert record["answerable"] is True and record["abstained"] is False
-    assert record["answer_text"] == answer.text
-    assert record["citations"] == [c.model_dump(mode="json") for c in answer.citations]
-    assert (record["provider"], record["model"], record["generator"]) == (
+    assert record.principal_id == rita and record.question == ALERT
+    assert [r["chunk_id"] for r in record.retrieved[:5]] == [d.chunk_id for d in answer.retrieved]
+    assert all("score" in r and "cosine" in r for r in record.retrieved)
+    assert record.features == answer.features.model_dump()  # type: ignore[union-attr]
+    assert record.answerable is True and record.abstained is False
+    assert record.answer_text == answer.text
+    assert record.citations == [c.model_dump(mode="json") for c in answer.citations]
+    assert (record.provider, record.model, record.generator) == (
         "none",
         None,
         "extractive",
     )
-    assert record["prompt_version"] == PROMPT_VERSION and record["created_at"] is not None
+    assert record.prompt_version == PROMPT_VERSION and record.created_at is not None
 
 
 def test_an_abstention_is_recorded_and_a_model_answer_names_its_model(db: Database) -> None:
@@ -167,10 +165,10 @@ def test_an_abstention_is_recorded_and_a_model_answer_names_its_model(db: Databa
     abstained = ask(_service(db, ScriptedModel()), tenant, "How long should rye sourdough proof?")
     with db.tenant(tenant) as conn:
         record = answers_store.ask_record(conn, tenant, abstained.record_id)  # type: ignore[arg-type]
-    assert record is not None and record["principal_id"] is None
-    assert record["answerable"] is False and record["abstained"] is True
-    assert record["citations"] == [] and record["answer_text"] == ABSTENTION_TEXT
-    assert (record["provider"], record["model"]) == ("scripted", "scripted")
+    assert record is not None and record.principal_id is None
+    assert record.answerable is False and record.abstained is True
+    assert record.citations == [] and record.answer_text == ABSTENTION_TEXT
+    assert (record.provider, record.model) == ("scripted", "scripted")
 
 
 @pytest.mark.parametrize(

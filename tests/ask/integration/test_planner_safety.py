@@ -20,9 +20,7 @@ from resolveflow.ask.domain.answers import ABSTENTION_TEXT
 from resolveflow.ask.domain.planner import PlanLimits
 from resolveflow.ask.issues_prepare import IssueTargets
 from resolveflow.ask.planner import PlannerService, plan
-from resolveflow.bootstrap.gitlab import TenantGitLab
-from resolveflow.config import GitLabSettings, Settings
-from resolveflow.evals.planner_safety import (
+from resolveflow.ask.planner_safety import (
     GITLAB_PROJECTS,
     GITLAB_USERS,
     PLANNER_CASES,
@@ -34,6 +32,8 @@ from resolveflow.evals.planner_safety import (
     policy_text,
     run_planner_case,
 )
+from resolveflow.bootstrap.gitlab import TenantGitLab
+from resolveflow.config import GitLabSettings, Settings
 from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.search import Searcher
 from resolveflow.sandbox.chat_server import FakeChatServer, Reply, Slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from resolveflow.evals.answers import MissKind, Outcome, Question, miss, misses
+from resolveflow.ask.evaluation import MissKind, Outcome, Question, miss, misses
 
 ANSWERABLE = Question("a", "Disk full on node-3", ("node/Disk.md",))
 NO_SOURCE = Question("b", "How long should sourdough proof?", ())

@@ -14,8 +14,8 @@ from resolveflow.ask.domain.answers import (
     term_coverage,
     validate_citations,
 )
+from resolveflow.ask.evaluation import Outcome, Question, report
 from resolveflow.ask.text import choose_sections, prompt, sections
-from resolveflow.evals.answers import Outcome, Question, report
 from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.llm.protocol import parse_structured
 from resolveflow.retrieval.fusion import DocumentCandidate, FusionParams, fuse

@@ -133,7 +133,7 @@ def test_the_api_answers_with_citations_that_link_to_their_passages(asking: Web)
     asker = asking.world.approver(asking.db)
     with asking.db.tenant(asker.tenant_id) as conn:
         record = answers_store.ask_record(conn, asker.tenant_id, UUID(answer["record_id"]))
-    assert record is not None and record["principal_id"] == asker.id
+    assert record is not None and record.principal_id == asker.id
     # The link leads to the passage in its document, for a requester of the tenant too.
     passage = _page(asking, first["link"].split("#")[0], asking.world.requester_token)
     assert f'id="chunk-{first["chunk_id"]}"' in passage

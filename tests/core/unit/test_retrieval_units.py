@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
@@ -12,8 +13,8 @@ from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace
 from resolveflow.domain.front_matter import front_matter
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.metrics import label_report, ranking_report
 from resolveflow.retrieval.fusion import FusionParams, fuse, group_by_document
+from resolveflow.retrieval.metrics import label_report, ranking_report
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.relevance import relevance
 from resolveflow.retrieval.sources import read_corpus
@@ -22,15 +23,23 @@ from resolveflow.triage.labels import Example, LabelModel, topical
 A, B, C = (UUID(int=i) for i in (1, 2, 3))
 
 
-def _row(doc: UUID, chunk: int, distance: float, vrank: int | None, lex: float, lrank: int | None):  # type: ignore[no-untyped-def]
-    return {
-        "document_id": doc,
-        "chunk_id": chunk,
-        "distance": distance,
-        "vrank": vrank,
-        "lexical_score": lex,
-        "lrank": lrank,
-    }
+@dataclass(frozen=True)
+class _Row:
+    """A candidate chunk as the fusion reads it (``fusion.CandidateRow``)."""
+
+    document_id: UUID
+    chunk_id: int
+    distance: float
+    vrank: int | None
+    lexical_score: float
+    lrank: int | None
+    kind: str = "issue"
+
+
+def _row(
+    doc: UUID, chunk: int, distance: float, vrank: int | None, lex: float, lrank: int | None
+) -> _Row:
+    return _Row(doc, chunk, distance, vrank, lex, lrank)
 
 
 def test_documents_are_ranked_by_their_best_chunk_and_appear_once() -> None:
@@ -42,7 +51,7 @@ def test_documents_are_ranked_by_their_best_chunk_and_appear_once() -> None:
     ]
     docs = {d.document_id: d for d in group_by_document(rows)}
     assert len(docs) == 3
-    assert docs[A].best["chunk_id"] == 2 and docs[A].cosine == pytest.approx(0.9)
+    assert docs[A].best.chunk_id == 2 and docs[A].cosine == pytest.approx(0.9)
     assert (docs[A].vector_rank, docs[B].vector_rank, docs[C].vector_rank) == (1, 2, None)
     assert (docs[B].lexical_rank, docs[A].lexical_rank, docs[C].lexical_rank) == (1, 2, 3)
 

@@ -73,7 +73,7 @@ def test_wrong_digest_is_refused_and_audited(db: Database, world: World) -> None
     from resolveflow.store import audit
 
     with db.tenant(world.tenant.id) as conn:
-        events = [e["event"] for e in audit.events_for(conn, world.tenant.id, [str(proposal.id)])]
+        events = [e.event for e in audit.events_for(conn, world.tenant.id, [str(proposal.id)])]
     assert events == ["proposal.created", "proposal.approve_refused"]
 
 

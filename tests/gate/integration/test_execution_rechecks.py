@@ -65,9 +65,7 @@ def refused(db: Database, world: World, execution_id: Any, reason: str) -> None:
     assert reason in after.detail, after.detail
     with db.tenant(world.tenant.id) as conn:
         events = audit.events_for(conn, world.tenant.id, [str(execution_id)])
-    messages = [
-        e["details"].get("message", "") for e in events if e["event"] == "execution.refused"
-    ]
+    messages = [e.details.get("message", "") for e in events if e.event == "execution.refused"]
     assert len(messages) == 1 and reason in messages[0], events
 
 

@@ -37,7 +37,7 @@ TTL = 3600
 def _versions(db: Database, world: World, proposal: Proposal) -> list[int]:
     with db.tenant(world.tenant.id) as conn:
         rows = proposal_store.lineage_versions(conn, world.tenant.id, proposal.lineage_id)
-    return [row["version"] for row in rows]
+    return [row.version for row in rows]
 
 
 def _edit(db: Database, world: World, proposal: Proposal, text: str = "v2") -> Proposal:

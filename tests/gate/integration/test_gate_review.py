@@ -97,7 +97,7 @@ def test_still_unknown_is_neither_rechecked_too_often_nor_re_audited(
     reconciler.run()
     with db.tenant(world.tenant.id) as conn:
         events = audit.events_for(conn, world.tenant.id, [str(approved.execution.id)])
-    assert [e["event"] for e in events].count("execution.reconciled_unknown") == 1
+    assert [e.event for e in events].count("execution.reconciled_unknown") == 1
 
 
 def test_a_copy_of_the_exact_comment_from_another_account_does_not_count(

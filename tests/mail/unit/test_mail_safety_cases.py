@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from resolveflow.evals.mail_safety import MAIL_CASES, run_mail_case, run_mail_cases
+from resolveflow.mail.safety_cases import MAIL_CASES, run_mail_case, run_mail_cases
 
 
 def test_every_email_case_holds() -> None:

@@ -6,7 +6,7 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from resolveflow.evals.changes import evaluate_changes
+from resolveflow.refine.evaluation import evaluate_changes
 from resolveflow.retrieval.search import SearchParams
 from resolveflow.store.database import Database
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from resolveflow.adapters.git import CommitInfo, FileStat
-from resolveflow.evals.changes import MostChanged
 from resolveflow.refine.changes import RepositoryHistory
+from resolveflow.refine.evaluation import MostChanged
 
 START = datetime(2023, 1, 1, tzinfo=UTC)
 FILES = ["src/a.py", "src/b.py", "src/c.py", "docs/x.md", "src/d.py"]

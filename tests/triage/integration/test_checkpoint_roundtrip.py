@@ -163,7 +163,7 @@ def test_a_paused_runs_checkpoints_read_back_exactly_as_written(
     assert uuid.UUID(state["proposal_id"]) == proposal.id
     assert state["digest"] == proposal.digest and len(state["digest"]) == 64
     assert (state["repository"], state["issue_number"]) == (REPO, number)
-    assert state["facts"] == snapshot["facts"]
+    assert state["facts"] == snapshot.facts
     assert state["raw"] is None  # the evidence snapshot holds it; checkpoints stay small
     [pause] = [i for task in paused.tasks for i in task.interrupts]
     assert_identical(pause.value, {"proposal_id": state["proposal_id"], "digest": proposal.digest})
@@ -171,7 +171,7 @@ def test_a_paused_runs_checkpoints_read_back_exactly_as_written(
 
     # The evidence, dates included, as fetched: in the checkpoint after fetch_evidence.
     fetched = next(values for values in read if values.get("raw"))["raw"]
-    assert fetched == snapshot["raw"]
+    assert fetched == snapshot.raw
     issue = fetched["issue"]
     assert datetime.fromisoformat(issue["created_at"]) == datetime(
         2023, 2, 28, 23, 59, 58, tzinfo=UTC

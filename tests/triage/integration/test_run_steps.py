@@ -4,7 +4,6 @@ transaction that read the approval it refuses, not on a second pooled connection
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
@@ -33,10 +32,10 @@ def _run(db: Database, world: World) -> TriageState:
     return {"tenant_id": str(tenant_id), "run_id": str(run_id)}
 
 
-def _refusals(db: Database, state: TriageState) -> list[dict[str, Any]]:
+def _refusals(db: Database, state: TriageState) -> list[audit.RecordedEvent]:
     with db.tenant(uuid.UUID(state["tenant_id"])) as conn:
         events = audit.events_for(conn, uuid.UUID(state["tenant_id"]), [state["run_id"]])
-    return [e for e in events if e["event"] == AuditEvent.RUN_RESUME_REFUSED.value]
+    return [e for e in events if e.event == AuditEvent.RUN_RESUME_REFUSED.value]
 
 
 def test_an_unknown_approval_is_refused_on_one_connection(database_url: str, world: World) -> None:
@@ -45,7 +44,7 @@ def test_an_unknown_approval_is_refused_on_one_connection(database_url: str, wor
         state = _run(db, world)
         outcome = steps.execute_approved(db, None, state, uuid.uuid4())  # type: ignore[arg-type]
         assert outcome == {"resume_refused": "no such approval in this tenant", "approval_id": None}
-        assert [e["details"] for e in _refusals(db, state)] == [
+        assert [e.details for e in _refusals(db, state)] == [
             {"reason": "no such approval in this tenant"}
         ]
 

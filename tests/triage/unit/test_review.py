@@ -10,8 +10,8 @@ from resolveflow.accounts.limits import LimitExceeded
 from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.evals import safety
-from resolveflow.evals.mail_safety import MAIL_CASES
 from resolveflow.evals.safety import CASES, SNIPPETS, Case, diagnosis, issue, run_case
+from resolveflow.mail.safety_cases import MAIL_CASES
 from resolveflow.triage.domain.review import (
     Draft,
     Outcome,

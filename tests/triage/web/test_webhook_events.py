@@ -79,7 +79,7 @@ def _runs(web: Web) -> list[dict[str, Any]]:
     return run_service.list_runs(web.db, web.world.approver(web.db))
 
 
-def _delivery(web: Web, delivery_id: str) -> dict[str, Any] | None:
+def _delivery(web: Web, delivery_id: str) -> webhook_store.RecordedDelivery | None:
     with web.db.unscoped() as conn:
         return webhook_store.delivery_by_id(conn, delivery_id)
 
@@ -119,8 +119,8 @@ def test_every_well_formed_delivery_is_acknowledged_and_what_is_not_acted_on_say
     assert answer["queued"] is False
     assert reason in answer["ignored"], answer
     row = _delivery(web, delivery)
-    assert row is not None and row["event"] == event
-    assert row["ignored"] == answer["ignored"]
+    assert row is not None and row.event == event
+    assert row.ignored == answer["ignored"]
     with web.db.unscoped() as conn:
         assert queue.jobs_by_task(conn, queue.HANDLE_DELIVERY) == []
 

@@ -62,7 +62,7 @@ def test_a_tenants_secret_signs_deliveries_for_that_tenant_only(web: Web) -> Non
     delivery = response.json()["delivery"]
     with web.db.tenant(web.world.tenant.id) as conn:
         row = webhook_store.delivery_by_id(conn, delivery)
-    assert row is not None and row["tenant_id"] == web.world.tenant.id
+    assert row is not None and row.tenant_id == web.world.tenant.id
     # It is acme's row: row-level security hides it from another tenant and from no tenant.
     with web.db.tenant(admin.find_tenant(web.db, "evil").id) as conn:
         assert webhook_store.delivery_by_id(conn, delivery) is None

@@ -3,13 +3,68 @@ every query filters by tenant and runs under the tenant's row-level security."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
+
+
+@dataclass(frozen=True)
+class DocumentText:
+    """A document whole, as the extractive answer quotes it."""
+
+    id: UUID
+    source: str
+    external_id: str
+    kind: str
+    title: str
+    url: str | None
+    body: str
+
+
+@dataclass(frozen=True)
+class DocumentChunk:
+    id: int
+    ordinal: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CitedChunk:
+    """A chunk with its document's title and address, as a citation shows it."""
+
+    id: int
+    document_id: UUID
+    text: str
+    title: str
+    url: str | None
+    source: str
+    external_id: str
+
+
+@dataclass(frozen=True)
+class AskRecord:
+    id: UUID
+    tenant_id: UUID
+    principal_id: UUID | None
+    question: str
+    retrieved: list[Any]
+    features: dict[str, Any] | None
+    answerable: bool | None
+    abstained: bool
+    answer_text: str
+    citations: list[Any]
+    provider: str
+    model: str | None
+    generator: str
+    prompt_version: str
+    created_at: datetime
 
 
 def term_cover(
@@ -41,12 +96,9 @@ def title_cover(
     }
 
 
-def document_text(conn: Connection, tenant_id: UUID, document_id: UUID) -> dict[str, Any] | None:
-    row = conn.execute(
-        q("ask/store/answers", "document_text"),
-        {"tenant_id": tenant_id, "document_id": document_id},
-    ).fetchone()
-    return dict(row) if row else None
+def document_text(conn: Connection, tenant_id: UUID, document_id: UUID) -> DocumentText | None:
+    params = {"tenant_id": tenant_id, "document_id": document_id}
+    return typed.one(conn, DocumentText, q("ask/store/answers", "document_text"), params)
 
 
 def document_id_by_path(
@@ -59,21 +111,17 @@ def document_id_by_path(
     return row["id"] if row else None
 
 
-def document_chunks(conn: Connection, tenant_id: UUID, document_id: UUID) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        q("ask/store/answers", "document_chunks"),
-        {"tenant_id": tenant_id, "document_id": document_id},
-    ).fetchall()
-    return [dict(row) for row in rows]
+def document_chunks(conn: Connection, tenant_id: UUID, document_id: UUID) -> list[DocumentChunk]:
+    params = {"tenant_id": tenant_id, "document_id": document_id}
+    return typed.every(conn, DocumentChunk, q("ask/store/answers", "document_chunks"), params)
 
 
-def chunks_by_id(conn: Connection, tenant_id: UUID, ids: list[int]) -> dict[int, dict[str, Any]]:
+def chunks_by_id(conn: Connection, tenant_id: UUID, ids: list[int]) -> dict[int, CitedChunk]:
     if not ids:
         return {}
-    rows = conn.execute(
-        q("ask/store/answers", "chunks_by_id"), {"tenant_id": tenant_id, "ids": ids}
-    ).fetchall()
-    return {int(row["id"]): dict(row) for row in rows}
+    params = {"tenant_id": tenant_id, "ids": ids}
+    found = typed.every(conn, CitedChunk, q("ask/store/answers", "chunks_by_id"), params)
+    return {chunk.id: chunk for chunk in found}
 
 
 def insert_ask_record(conn: Connection, tenant_id: UUID, record: dict[str, Any]) -> UUID:
@@ -92,8 +140,6 @@ def insert_ask_record(conn: Connection, tenant_id: UUID, record: dict[str, Any])
     return UUID(str(row["id"]))
 
 
-def ask_record(conn: Connection, tenant_id: UUID, record_id: UUID) -> dict[str, Any] | None:
-    row = conn.execute(
-        q("ask/store/answers", "ask_record"), {"tenant_id": tenant_id, "id": record_id}
-    ).fetchone()
-    return dict(row) if row else None
+def ask_record(conn: Connection, tenant_id: UUID, record_id: UUID) -> AskRecord | None:
+    params = {"tenant_id": tenant_id, "id": record_id}
+    return typed.one(conn, AskRecord, q("ask/store/answers", "ask_record"), params)

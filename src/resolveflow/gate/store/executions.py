@@ -10,6 +10,7 @@ from uuid import UUID
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptOutcome, AttemptStep, Credential
 from resolveflow.errors import LeaseLost, NotFound
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -81,13 +82,22 @@ def execution_for_proposal(
     )
 
 
+@dataclass(frozen=True)
+class ListedExecution:
+    """An execution in the tenant's list, with the action of the proposal it carries out."""
+
+    execution: Execution
+    action: dict[str, Any]
+
+
 def list_executions(
     conn: Connection, tenant_id: UUID, state: str | None, limit: int
-) -> list[dict[str, Any]]:
-    return conn.execute(
+) -> list[ListedExecution]:
+    found = conn.execute(
         q("gate/store/executions", "list_executions"),
         {"tenant_id": tenant_id, "state": state, "limit": limit},
     ).fetchall()
+    return [ListedExecution(to_execution(row), row["action"]) for row in found]
 
 
 def claim_next_due(
@@ -289,13 +299,27 @@ def insert_outcome(
     )
 
 
-def attempts_for_execution(
-    conn: Connection, tenant_id: UUID, execution_id: UUID
-) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("gate/store/executions", "attempts_for_execution"),
-        {"tenant_id": tenant_id, "execution_id": execution_id},
-    ).fetchall()
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at a step of an execution, with its outcome once it has one."""
+
+    id: UUID
+    step: str  # an ``AttemptStep`` value
+    owner: str
+    credential: str  # a ``Credential`` value
+    token_fingerprint: str | None
+    started_at: datetime
+    deadline_at: datetime | None
+    outcome: str | None  # an ``AttemptOutcome`` value; None while the attempt is open
+    http_status: int | None
+    provider_ref: str | None
+    message: str | None
+    finished_at: datetime | None
+
+
+def attempts_for_execution(conn: Connection, tenant_id: UUID, execution_id: UUID) -> list[Attempt]:
+    params = {"tenant_id": tenant_id, "execution_id": execution_id}
+    return typed.every(conn, Attempt, q("gate/store/executions", "attempts_for_execution"), params)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from resolveflow.domain.records import Approval, Proposal
 from resolveflow.domain.vocabulary import Decision
 from resolveflow.errors import NotFound
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -108,11 +109,22 @@ def latest_version(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> int:
     return int(row["version"])
 
 
-def lineage_versions(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> list[dict[str, Any]]:
-    return conn.execute(
-        q("gate/store/proposals", "lineage_versions"),
-        {"tenant_id": tenant_id, "lineage_id": lineage_id},
-    ).fetchall()
+@dataclass(frozen=True)
+class LineageVersion:
+    """A version of a proposal lineage, with its decision if it has one."""
+
+    id: UUID
+    version: int
+    action: dict[str, Any]
+    digest: str
+    decision: str | None  # a ``Decision`` value
+
+
+def lineage_versions(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> list[LineageVersion]:
+    """Oldest first."""
+    params = {"tenant_id": tenant_id, "lineage_id": lineage_id}
+    query = q("gate/store/proposals", "lineage_versions")
+    return typed.every(conn, LineageVersion, query, params)
 
 
 @dataclass(frozen=True)

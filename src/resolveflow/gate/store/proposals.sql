@@ -13,7 +13,7 @@ SELECT max(version) AS version FROM proposals
 WHERE tenant_id = %(tenant_id)s AND lineage_id = %(lineage_id)s
 
 -- name: lineage_versions
-SELECT p.*, a.decision
+SELECT p.id, p.version, p.action, p.digest, a.decision
 FROM proposals p LEFT JOIN approvals a ON a.proposal_id = p.id
 WHERE p.tenant_id = %(tenant_id)s AND p.lineage_id = %(lineage_id)s
 ORDER BY p.version

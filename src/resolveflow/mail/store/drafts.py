@@ -11,6 +11,7 @@ from psycopg.types.json import Jsonb
 
 from resolveflow.errors import NotFound
 from resolveflow.mail.domain.message import MailMessage, message_as_json, message_from_json
+from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -161,14 +162,25 @@ def versions(conn: Connection, tenant_id: UUID, draft_id: UUID) -> list[VersionR
     return [_version(row) for row in rows]
 
 
+@dataclass(frozen=True)
+class RecentDraft:
+    """A draft in the list of recent ones: what it answers, and how many versions it has."""
+
+    id: UUID
+    mailbox: str
+    request_message_id: str
+    subject: str | None  # the request's
+    requester: str | None  # the request's sender
+    created_at: datetime
+    lineage_id: UUID | None
+    versions: int | None  # the latest version's number
+
+
 def recent_drafts(
     conn: Connection, tenant_id: UUID, mailboxes: frozenset[str], limit: int = 50
-) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        q("mail/store/drafts", "recent_drafts"),
-        {"tenant_id": tenant_id, "mailboxes": sorted(mailboxes), "limit": limit},
-    ).fetchall()
-    return [dict(row) for row in rows]
+) -> list[RecentDraft]:
+    params = {"tenant_id": tenant_id, "mailboxes": sorted(mailboxes), "limit": limit}
+    return typed.every(conn, RecentDraft, q("mail/store/drafts", "recent_drafts"), params)
 
 
 def draft_of_proposal(

@@ -106,9 +106,30 @@ def thread(conn: Connection, tenant_id: UUID, mailbox: str, message_id: str) -> 
     return [row["message_id"] for row in rows]
 
 
-def mail_candidates(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
-    # The fusion's input rows, the same shape as the main search's (retrieval/fusion.py).
-    return conn.execute(q("mail/store/index", "mail_candidates"), params).fetchall()
+@dataclass(frozen=True)
+class MailCandidate:
+    """A mail chunk either branch of the mail search found: the fusion's input
+    (``retrieval.fusion.CandidateRow``), like the main search's. A rank is None when that branch
+    did not find the chunk."""
+
+    chunk_id: int
+    document_id: UUID
+    ordinal: int
+    section: str
+    text: str
+    distance: float
+    vrank: int | None
+    lexical_score: float
+    lrank: int | None
+    source: str
+    external_id: str  # the sent reply's Message-ID
+    kind: str
+    title: str
+    mailbox: str  # nullable column, but a mail chunk's document is its mailbox's
+
+
+def mail_candidates(conn: Connection, params: dict[str, Any]) -> list[MailCandidate]:
+    return typed.every(conn, MailCandidate, q("mail/store/index", "mail_candidates"), params)
 
 
 def exchange_texts(

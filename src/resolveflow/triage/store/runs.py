@@ -37,6 +37,25 @@ class Run:
     route_reason: str | None
 
 
+@dataclass(frozen=True)
+class EvidenceSnapshot:
+    """The issue as the run saw it (``raw``) and the facts read from it."""
+
+    raw: dict[str, Any]
+    facts: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ResumableRun:
+    """A run to drive on, and the principal to resume it as."""
+
+    id: UUID
+    # Nullable column, but every run is inserted with it (``insert_run``), and an approval
+    # names its approver.
+    resume_as: UUID
+
+
 def insert_run(
     conn: Connection,
     *,
@@ -69,10 +88,9 @@ def run_by_id(conn: Connection, tenant_id: UUID, run_id: UUID) -> Run:
     return run
 
 
-def find_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
-    return conn.execute(
-        q("triage/store/runs", "run_by_id"), {"tenant_id": tenant_id, "id": run_id}
-    ).fetchone()
+def find_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> Run | None:
+    params = {"tenant_id": tenant_id, "id": run_id}
+    return rows.one(conn, Run, q("triage/store/runs", "run_by_id"), params)
 
 
 def list_runs(conn: Connection, tenant_id: UUID, status: str | None, limit: int) -> list[Run]:
@@ -100,10 +118,9 @@ def insert_snapshot(
     )
 
 
-def snapshot_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
-    return conn.execute(
-        q("triage/store/runs", "snapshot_for_run"), {"tenant_id": tenant_id, "run_id": run_id}
-    ).fetchone()
+def snapshot_for_run(conn: Connection, tenant_id: UUID, run_id: UUID) -> EvidenceSnapshot | None:
+    params = {"tenant_id": tenant_id, "run_id": run_id}
+    return rows.one(conn, EvidenceSnapshot, q("triage/store/runs", "snapshot_for_run"), params)
 
 
 def insert_classification(
@@ -150,19 +167,17 @@ def release_lease(conn: Connection, tenant_id: UUID, run_id: UUID, owner: str) -
 
 def stalled_runs(
     conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
-) -> list[dict[str, Any]]:
-    """Runs still awaiting approval although their latest proposal was decided this long ago."""
-    return conn.execute(
-        q("triage/store/runs", "stalled_runs"),
-        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
-    ).fetchall()
+) -> list[ResumableRun]:
+    """Runs still awaiting approval although their latest proposal was decided this long ago; to
+    be resumed as the principal who decided."""
+    params = {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit}
+    return rows.every(conn, ResumableRun, q("triage/store/runs", "stalled_runs"), params)
 
 
 def interrupted_runs(
     conn: Connection, tenant_id: UUID, min_age_seconds: float, limit: int = 50
-) -> list[dict[str, Any]]:
-    """Runs a dead process left ``running`` or ``executing``: no live lease, untouched this long."""
-    return conn.execute(
-        q("triage/store/runs", "interrupted_runs"),
-        {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit},
-    ).fetchall()
+) -> list[ResumableRun]:
+    """Runs a dead process left ``running`` or ``executing``: no live lease, untouched this long;
+    to be resumed as the principal who requested them."""
+    params = {"tenant_id": tenant_id, "min_age_seconds": min_age_seconds, "limit": limit}
+    return rows.every(conn, ResumableRun, q("triage/store/runs", "interrupted_runs"), params)

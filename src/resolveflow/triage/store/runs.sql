@@ -65,7 +65,7 @@ SELECT has_table_privilege('resolveflow_app', 'checkpoint_writes', 'DELETE') AS 
 -- name: stalled_runs
 -- Runs still waiting although their latest proposal was decided (an approval from the web is
 -- recorded first and the run resumed by a job; this finds runs whose job never ran).
-SELECT r.id, r.requested_by, a.principal_id AS decided_by
+SELECT r.id, a.principal_id AS resume_as
 FROM runs r
 JOIN LATERAL (
     SELECT p.id FROM proposals p
@@ -83,7 +83,7 @@ LIMIT %(limit)s
 -- 'executing': killed between that status and the execution's outcome) with no live lease and
 -- untouched for a while. Maintenance drives each on from its last checkpoint: every step is
 -- re-checked or idempotent, and the gate sends once.
-SELECT r.id, r.requested_by
+SELECT r.id, r.requested_by AS resume_as
 FROM runs r
 LEFT JOIN run_leases l ON l.run_id = r.id
 WHERE r.tenant_id = %(tenant_id)s

@@ -8,11 +8,11 @@ security; the policy lets every scope see the global rows).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
+from resolveflow.store import rows
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 
@@ -41,6 +41,19 @@ class NewDelivery:
     ignored: str | None  # None: acted on (its job is queued in the same transaction)
 
 
+@dataclass(frozen=True)
+class RecordedDelivery:
+    delivery_id: str
+    event: str
+    action: str | None
+    repository: str | None
+    issue_number: int | None
+    tenant_id: UUID | None
+    queued: bool
+    ignored: str | None
+    received_at: datetime
+
+
 def insert_delivery(conn: Connection, delivery: NewDelivery) -> bool:
     """True when the delivery is new; False for a redelivery (nothing was written)."""
     row = conn.execute(
@@ -62,32 +75,19 @@ def claim_event(conn: Connection, key: EventKey, delivery_id: str, max_age_days:
     """True for the first delivery of ``key`` within the last ``max_age_days``."""
     row = conn.execute(
         q("triage/store/webhooks", "claim_event"),
-        {**_key(key), "delivery_id": delivery_id, "max_age": f"{max_age_days} days"},
+        {**asdict(key), "delivery_id": delivery_id, "max_age": f"{max_age_days} days"},
     ).fetchone()
     return row is not None
 
 
 def event_claimed_by(conn: Connection, key: EventKey) -> str | None:
-    row = conn.execute(q("triage/store/webhooks", "event_claimed_by"), _key(key)).fetchone()
+    row = conn.execute(q("triage/store/webhooks", "event_claimed_by"), asdict(key)).fetchone()
     return str(row["delivery_id"]) if row else None
 
 
-def _key(key: EventKey) -> dict[str, Any]:
-    return {
-        "tenant_id": key.tenant_id,
-        "event": key.event,
-        "repository": key.repository,
-        "issue_number": key.issue_number,
-        "action": key.action,
-        "subject": key.subject,
-        "updated_at": key.updated_at,
-    }
-
-
-def delivery_by_id(conn: Connection, delivery_id: str) -> dict[str, Any] | None:
-    return conn.execute(
-        q("triage/store/webhooks", "delivery_by_id"), {"delivery_id": delivery_id}
-    ).fetchone()
+def delivery_by_id(conn: Connection, delivery_id: str) -> RecordedDelivery | None:
+    params = {"delivery_id": delivery_id}
+    return rows.one(conn, RecordedDelivery, q("triage/store/webhooks", "delivery_by_id"), params)
 
 
 def count_deliveries(conn: Connection) -> int:

@@ -22,10 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.adapters.git import GitRepository
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.refine.changes import (
     SIMILAR_DEPTH,
     ChangesDeps,

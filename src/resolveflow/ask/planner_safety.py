@@ -25,13 +25,13 @@ from uuid import UUID
 
 from resolveflow.accounts import admin
 from resolveflow.accounts.auth import authenticate
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.ask.domain.planner import PlanAnswer, PlanLimits
 from resolveflow.ask.issues_prepare import IssueTargets
 from resolveflow.ask.planner import PlannerService, plan
 from resolveflow.domain.records import Principal, Role
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.gate import proposals
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.llm.messages import ChatMessage

@@ -26,13 +26,13 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.accounts.model_budget import ModelCallBudget
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.metrics import LabelReport, label_report
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
+from resolveflow.retrieval.metrics import LabelReport, label_report
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus

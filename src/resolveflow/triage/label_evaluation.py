@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
-from resolveflow.evals.metrics import LabelReport, label_report
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.retrieval.ingest import Indexer, IngestStats
+from resolveflow.retrieval.metrics import LabelReport, label_report
 from resolveflow.retrieval.sources import read_corpus
 from resolveflow.store.database import Database
 from resolveflow.triage.labels import (

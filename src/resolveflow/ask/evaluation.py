@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.domain.answers import Answer
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.scratch import scratch_tenant
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher, SearchParams
