@@ -3,6 +3,9 @@ prompt and the answer metrics (figures worked out by hand)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from uuid import UUID
+
 import pytest
 from pydantic import ValidationError
 
@@ -165,8 +168,24 @@ def test_report_figures_by_hand() -> None:
     assert r.answerable_abstained == pytest.approx(1 / 3)
 
 
-def _candidate(doc: str, kind: str, cosine: float, lexical: float) -> DocumentCandidate:
-    return DocumentCandidate(doc, {"kind": kind, "chunk_id": 1}, cosine, lexical)
+NO_ID = UUID(int=0)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """The best chunk of a candidate, as the fusion reads it (``fusion.CandidateRow``)."""
+
+    kind: str
+    document_id: UUID = NO_ID
+    chunk_id: int = 1
+    distance: float = 0.0
+    vrank: int | None = None
+    lexical_score: float = 0.0
+    lrank: int | None = None
+
+
+def _candidate(doc: str, kind: str, cosine: float, lexical: float) -> DocumentCandidate[_Row]:
+    return DocumentCandidate(doc, _Row(kind), cosine, lexical)
 
 
 def test_documents_are_fused_by_words_and_reports_by_meaning() -> None:
