@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from resolveflow.domain.repository_names import repository_name
 from resolveflow.gate.domain.actions.text import (
     label_set,
     normalize_text,
     refuse_marker,
-    repository_name,
 )
 
 # GitHub's limit for a comment body is 65,536 characters; the executor appends its marker.

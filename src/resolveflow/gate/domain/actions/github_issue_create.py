@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from resolveflow.domain.repository_names import repository_name
 from resolveflow.gate.domain.actions.text import (
     issue_text,
     label_set,
     one_line_title,
-    repository_name,
 )
 
 MAX_TITLE_CHARS = 256

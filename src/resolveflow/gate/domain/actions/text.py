@@ -10,7 +10,6 @@ import unicodedata
 MARKER_PREFIX = "<!-- resolveflow:"
 _MARKER_LOOKALIKE = re.compile(r"<!--\s*resolveflow\s*:", re.IGNORECASE)
 MAX_LABELS = 50
-REPO_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
 
 def normalize_text(text: str) -> str:
@@ -31,13 +30,6 @@ def refuse_marker(text: str, what: str) -> str:
     if _MARKER_LOOKALIKE.search(text):
         raise ValueError(f"{what} may not contain a ResolveFlow marker")
     return text
-
-
-def repository_name(value: str) -> str:
-    if not REPO_PATTERN.match(value) or value.rsplit("/", 1)[1] in {".", ".."}:
-        raise ValueError(f"repository must look like OWNER/REPO, got {value!r}")
-    # GitHub matches repository names case-insensitively; one spelling, one digest.
-    return value.lower()
 
 
 def label_set(value: tuple[str, ...]) -> tuple[str, ...]:
