@@ -13,8 +13,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg.rows import class_row
-
 from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
@@ -300,8 +298,7 @@ class Candidate:
 
 def hybrid_candidates(conn: Connection, params: dict[str, Any]) -> list[Candidate]:
     # Never a prepared (generic) plan: the plan depends on how rare the query's terms are.
-    with conn.cursor(row_factory=class_row(Candidate)) as cursor:
-        return cursor.execute(q("retrieval", "hybrid_candidates"), params, prepare=False).fetchall()
+    return typed.every(conn, Candidate, q("retrieval", "hybrid_candidates"), params, prepare=False)
 
 
 def set_ef_search(conn: Connection, ef_search: int, *, iterative: bool = False) -> None:

@@ -17,9 +17,9 @@ from importlib import resources
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
 from resolveflow.errors import ConfigError
+from resolveflow.store import rows as typed
 from resolveflow.store.queries import q
 
 logger = logging.getLogger(__name__)
@@ -71,9 +71,8 @@ class AppliedMigration:
 
 def _applied(conn: psycopg.Connection[Any]) -> dict[str, AppliedMigration]:
     conn.execute(q("migrations", "create_table"))
-    with conn.cursor(row_factory=class_row(AppliedMigration)) as cursor:
-        rows = cursor.execute(q("migrations", "applied")).fetchall()
-    return {row.version: row for row in rows}
+    applied = typed.every(conn, AppliedMigration, q("migrations", "applied"))
+    return {row.version: row for row in applied}
 
 
 @contextmanager

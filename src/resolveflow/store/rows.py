@@ -7,15 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, LiteralString, TypeVar
 
+import psycopg
 from psycopg.rows import class_row
 
-from resolveflow.store.database import Connection
+# The runtime role's connections (dict rows) and the owner's, which migrations use.
+AnyConnection = psycopg.Connection[Any]
 
 R = TypeVar("R")
 
 
 def one(
-    conn: Connection, row: type[R], query: LiteralString, params: Mapping[str, Any]
+    conn: AnyConnection, row: type[R], query: LiteralString, params: Mapping[str, Any]
 ) -> R | None:
     """The query's first row as ``row`` (its fields named as the query's columns), or None."""
     with conn.cursor(row_factory=class_row(row)) as cursor:
@@ -23,8 +25,13 @@ def one(
 
 
 def every(
-    conn: Connection, row: type[R], query: LiteralString, params: Mapping[str, Any]
+    conn: AnyConnection,
+    row: type[R],
+    query: LiteralString,
+    params: Mapping[str, Any] | None = None,
+    *,
+    prepare: bool | None = None,
 ) -> list[R]:
-    """All the query's rows as ``row``."""
+    """All the query's rows as ``row``; ``prepare`` as psycopg's (False: never a generic plan)."""
     with conn.cursor(row_factory=class_row(row)) as cursor:
-        return cursor.execute(query, params).fetchall()
+        return cursor.execute(query, params, prepare=prepare).fetchall()
