@@ -51,7 +51,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -128,6 +128,9 @@ class PolicyFile(BaseModel):
     repositories: dict[str, RawTable] = Field(default_factory=dict)
     tenants: dict[str, TenantPolicy] = Field(default_factory=dict)
     _source: str = PrivateAttr(default="policy")  # the file, named in every error
+    # (model, where) -> the section as read: a product reads its section on every approval and
+    # every send, and the file does not change under a loaded policy.
+    _sections: dict[tuple[type[BaseModel], str], BaseModel] = PrivateAttr(default_factory=dict)
 
     def projects(self, tenant: str) -> dict[str, ProjectAlias]:
         """The tenant's project aliases (none when the file names no such tenant)."""
@@ -143,11 +146,16 @@ class PolicyFile(BaseModel):
 
     def section(self, model: type[M], raw: object, where: str) -> M:
         """A product's section of this file (``raw``, found at ``where``), validated by the
-        product's model; a bad one is one ``ConfigError`` naming the file and the field."""
-        try:
-            return model.model_validate(raw)
-        except ValidationError as exc:
-            raise ConfigError(_message(self._source, where, exc)) from None
+        product's model; a bad one is one ``ConfigError`` naming the file and the field. Read
+        once per file: ``where`` names one place, so the same model there is the same section."""
+        found = self._sections.get((model, where))
+        if found is None:
+            try:
+                found = model.model_validate(raw)
+            except ValidationError as exc:
+                raise ConfigError(_message(self._source, where, exc)) from None
+            self._sections[(model, where)] = found
+        return cast(M, found)
 
 
 SectionCheck = Callable[[PolicyFile], None]
