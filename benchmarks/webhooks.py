@@ -74,7 +74,7 @@ def deliveries(n: int, start: int) -> list[bytes]:
 
 
 class ServerShare:
-    """Times ``service.webhooks.accept`` (verify, parse, record: the work on the server's worker
+    """Times ``triage.webhooks.accept`` (verify, parse, record: the work on the server's worker
     thread), to tell the server's share of a slow answer from queueing and the client's."""
 
     def __init__(self) -> None:

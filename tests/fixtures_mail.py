@@ -1,6 +1,6 @@
 """Helpers for the email gate tests: a tenant's mailbox in a policy file pointing at the sandbox
 SMTP (and IMAP) server on loopback, its grant, proposals of ``email.send``, executors over
-``wiring_mail.TenantMail``."""
+``bootstrap/mail.TenantMail``."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ __all__ = [
 
 
 class ExecutorSettings(SettingsGroup):
-    """The executor gate (``execution.lease.GateSettings``) and how often it is driven."""
+    """The executor gate (``gate.lease.GateSettings``) and how often it is driven."""
 
     lease_seconds: float = Field(default=GateSettings.lease_seconds, gt=0)
     rate_limit_max_waits: int = Field(default=GateSettings.rate_limit_max_waits, ge=0)

@@ -48,7 +48,7 @@ MAX_QUESTION_CHARS = 4000
 
 @dataclass
 class AskService:
-    """What ``ask`` needs; the CLI and the web app build it from ``wiring.App``:
+    """What ``ask`` needs; the CLI and the web app build it from ``bootstrap/app.App``:
     ``AskService(app.db, app.searcher(), app.model())``."""
 
     db: Database

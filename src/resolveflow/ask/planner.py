@@ -1,8 +1,8 @@
 """The bounded planner: a model that plans, with three tools and nothing else.
 
 ``plan(service, principal, question)`` asks the model for one step at a time
-(``domain/planner.read_step``): ``search_knowledge`` (the tenant-filtered search Ask uses; the
-passages go back fenced as data), ``prepare_issue`` (``service.issues_prepare.prepare_issue``:
+(``ask/domain/planner.read_step``): ``search_knowledge`` (the tenant-filtered search Ask uses; the
+passages go back fenced as data), ``prepare_issue`` (``ask.issues_prepare.prepare_issue``:
 everything resolved from the tenant's configuration; the result is a proposal that waits for a
 person's approval of its digest) and ``final_answer`` (checked exactly like Ask's answer, against
 the chunk ids this plan's searches returned). There is no tool that approves, executes or writes:
@@ -72,7 +72,7 @@ class _Bounded(Protocol):
 
 @dataclass
 class PlannerService:
-    """What ``plan`` needs; the CLI builds it from ``wiring.App``. ``targets`` None: the tenant
+    """What ``plan`` needs; the CLI builds it from ``bootstrap/app.App``. ``targets`` None: the tenant
     has no way to prepare issues here, and ``prepare_issue`` is refused."""
 
     db: Database

@@ -1,4 +1,4 @@
-"""The configured embedder, for the composition root (``wiring.App.embedder``) and the commands
+"""The configured embedder, for the composition root (``bootstrap/app.App.embedder``) and the commands
 that index or search without a whole ``App``. Models load lazily, on first use."""
 
 from __future__ import annotations

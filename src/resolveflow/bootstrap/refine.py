@@ -1,5 +1,5 @@
 """Refine's dependencies, for the composition root's users (the CLI): from an opened ``App``, what
-each step needs (``service.refine_steps.StepDeps``), built only when a step asks for it."""
+each step needs (``refine.step_runner.StepDeps``), built only when a step asks for it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The schema at start-up: the SQL migrations, the libraries' own tables, and the fingerprint
 that lets a start whose schema is already current skip both.
 
-Every process that opens the database brings its schema up to date first (``wiring.open_app``).
+Every process that opens the database brings its schema up to date first (``bootstrap/app.open_app``).
 A complete upgrade takes the migration lock, reads the migrations and runs LangGraph's and
 procrastinate's idempotent setup, which means importing both: a few hundred milliseconds on every
 CLI command. So a complete upgrade ends by recording a fingerprint of what it installed

@@ -1,7 +1,7 @@
 """The safety regression suite: a compromised model, scripted, against the code that must stop it.
 
 Each case scripts what a model that obeys an attacker (or simply fails) would answer, runs the
-real investigation code after retrieval (``service.investigation.assess``: prompt, budgeted calls,
+real investigation code after retrieval (``triage.investigation.assess``: prompt, budgeted calls,
 schema validation, review gates, proposal) and checks the outcome and the invariants that hold for
 every case: the proposal targets the issue under investigation, is a ``github.issue`` action that
 passes the canonical action checks, carries only labels of the repository that the policy allows,

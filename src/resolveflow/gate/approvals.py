@@ -1,10 +1,10 @@
 """Approving and rejecting one proposal version: the checks, the records, the audit.
 
-``approval_facts`` reads everything the checks in ``domain.policy`` need; ``approve`` refuses on
+``approval_facts`` reads everything the checks in ``gate.domain.policy`` need; ``approve`` refuses on
 the first failing check, and the pages show all of them from the same facts. The repository's
 labels come from the run's evidence; a proposal without one (or evidence without them) has them
 read from GitHub by ``RepositoryLabels``, before the decision's transaction opens. Deciding on a run
-(its lease, its pause, the follow-up) is ``service.decisions``; this module records decisions.
+(its lease, its pause, the follow-up) is ``gate.decisions``; this module records decisions.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ all come here.
 A decision names a run (its latest proposal) or a proposal. When the proposal belongs to a run,
 the run's lease is held and the run must be waiting at its pause, both as its status says and as
 its checkpoint says, so a decision never races the run's own steps. The approval or rejection
-is recorded by ``service.approvals``; then the follow-up either happens at once (the CLI: the run
+is recorded by ``gate.approvals``; then the follow-up either happens at once (the CLI: the run
 resumes in this process, under the same lease) or is queued for the worker (the web app and the
 API answer at once). If queueing fails after the decision committed, the worker's maintenance
 job finds the run still waiting with a decided proposal and resumes it.
@@ -46,7 +46,7 @@ class FollowUp(StrEnum):
 
 
 class RunHandle(Protocol):
-    """What deciding needs of the run workflow (``workflows.runs.RunController``)."""
+    """What deciding needs of the run workflow (``triage.graph.runs.RunController``)."""
 
     def at_pause(self, run_id: UUID) -> bool:
         """The run's checkpoint waits at the approval pause."""

@@ -25,7 +25,7 @@ StoredAction = Mapping[str, Any]  # a proposal's action as stored (canonical JSO
 
 @dataclass(frozen=True)
 class KindFacts:
-    """A kind's part of the approval facts (``domain.policy.ApprovalFacts``)."""
+    """A kind's part of the approval facts (``gate.domain.policy.ApprovalFacts``)."""
 
     granted_mailboxes: frozenset[str] = frozenset()  # the viewer's mailbox grants
     checked_draft: bool | None = None  # None: no draft made the lineage

@@ -1,5 +1,5 @@
 """What became of an approved action, said in words: the sentence the CLI prints (and the JSON
-carries as ``text``), from the same facts the pages show (``service.posting.outcome``).
+carries as ``text``), from the same facts the pages show (``gate.posting.outcome``).
 
 The plain words for an execution's state are here, below the web and the CLI, so both say the
 same thing (``web/words.py`` uses this table).
@@ -48,7 +48,7 @@ def shown_moment(value: object) -> str:
 
 def outcome_text(found: dict[str, Any], *, new_issue: bool) -> str:
     """``posted as @login at <time>: <url>``, ``created issue #N [in <project>] as @login at
-    <time>: <url>``, or the state in words with its reason, from ``service.posting.outcome``'s
+    <time>: <url>``, or the state in words with its reason, from ``gate.posting.outcome``'s
     facts (``where``: the GitLab project a new issue was created in)."""
     state = found.get("state")
     if state is None:

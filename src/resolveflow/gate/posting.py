@@ -1,9 +1,9 @@
 """Who will write an approved action (before a decision) and what came of it (after): the facts
 the run, proposal and execution pages show and the CLI says in one sentence
-(``service.outcomes.outcome_text``).
+(``gate.outcome_words.outcome_text``).
 
 GitHub shows the approver's own token's account, else the service account's
-(``execution.credentials``). GitLab always shows the account of the tenant's own GitLab token,
+(``gate.credentials``). GitLab always shows the account of the tenant's own GitLab token,
 whoever approved (``execution/kinds/gitlab_issue_create``), as GitLab reports it (``GET /user``).
 """
 
@@ -148,7 +148,7 @@ def proposal_outcome(
     lookup: ApproverTokenLookup | None,
     gitlab: GitLabAccess | None = None,
 ) -> dict[str, Any] | None:
-    """``outcome`` for a proposal as ``service.proposals.describe`` tells it, with its sentence
+    """``outcome`` for a proposal as ``gate.proposals.describe`` tells it, with its sentence
     (``text``): what the CLI prints; ``None`` before an approval."""
     execution = view.get("execution") or {}
     found = outcome(db, viewer, view.get("approval"), execution.get("id"), github, lookup, gitlab)

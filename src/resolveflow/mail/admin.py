@@ -1,6 +1,6 @@
 """Operator use cases for mail: mailbox grants and mailbox secrets.
 
-Like ``service.admin`` these run with database access and no API token. A grant or a secret is
+Like ``accounts.admin`` these run with database access and no API token. A grant or a secret is
 accepted only for a mailbox the policy file configures for the tenant (``configured``), so a typo
 never leaves a grant for a mailbox nobody can send from.
 """

@@ -1,5 +1,5 @@
 """Reading mail: one ``.eml`` file, a folder of them, an mbox file or a Maildir, into
-``domain.mail.MailMessage`` (stdlib ``email`` with ``policy.default``, within ``MailBounds``).
+``mail.domain.message.MailMessage`` (stdlib ``email`` with ``policy.default``, within ``MailBounds``).
 
 A message that cannot be used (no Message-ID, unparseable, over a bound) is skipped with its
 reason; the rest go on. Messages are untrusted data: their text is stored and searched, never

@@ -1,6 +1,6 @@
 """Gathering a triage run's evidence through the GitHub adapter (reads only).
 
-Returns plain JSON (graph state must be JSON); ``domain.evidence.normalize`` validates it.
+Returns plain JSON (graph state must be JSON); ``triage.domain.evidence.normalize`` validates it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 rest without touching the index: with no model it proposes the related issues that clear the
 relevance floor; with a model it asks for a ``Diagnosis``, then, in a separate call with a fresh
 conversation, for a critique that is kept as narration. The outcome comes from the gates in
-``domain.review``. Any model failure (refusal, invalid output after the bounded attempts, timeout,
+``triage.domain.review``. Any model failure (refusal, invalid output after the bounded attempts, timeout,
 an unreachable endpoint, a spent budget) escalates to a person: the branch fails closed.
 
 Every model call is counted against the run's principal's daily budget before it is made and

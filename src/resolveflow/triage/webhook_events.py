@@ -8,7 +8,7 @@ database unless it matched a strict pattern, so no body can make a statement fai
 
 An event acted on has a ``key``: (scope, event, repository, issue, action, subject, updated_at).
 The database refuses a second record of a key, so a captured body sent again under a fresh
-delivery id starts nothing (``service.webhooks.record_delivery``).
+delivery id starts nothing (``triage.webhooks.record_delivery``).
 """
 
 from __future__ import annotations

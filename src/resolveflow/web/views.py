@@ -188,7 +188,7 @@ def run_page(
     ttl_seconds: int,
     labels: approvals.RepositoryLabels | None = None,
 ) -> dict[str, Any]:
-    """The run as ``service.runs.describe_run`` tells it, plus the issue as it was seen and the
+    """The run as ``triage.runs.describe_run`` tells it, plus the issue as it was seen and the
     approval checks."""
     view = run_service.describe_run(db, viewer, run_id)  # NotFound for another tenant's run
     with db.tenant(viewer.tenant_id) as conn:
@@ -234,7 +234,7 @@ def proposal_page(
     mailboxes: approvals.MailboxLookup | None = None,
     aliases: approvals.AliasLookup | None = None,
 ) -> dict[str, Any]:
-    """One proposal version as ``service.proposals.describe`` tells it, with the checks an
+    """One proposal version as ``gate.proposals.describe`` tells it, with the checks an
     approval by ``viewer`` must pass and, once it was carried out, what the execution made."""
     view = proposal_service.describe(db, viewer, proposal_id)  # NotFound in another tenant
     view["gates"] = approval_gates(db, viewer, proposal_id, ttl_seconds, labels, mailboxes, aliases)

@@ -1,4 +1,4 @@
-"""``wiring.App`` is the one place that builds long-lived objects: once per process, shared by
+"""``bootstrap/app.App`` is the one place that builds long-lived objects: once per process, shared by
 every thread, closed once. No database is opened here (the pool opens on first use)."""
 
 from __future__ import annotations

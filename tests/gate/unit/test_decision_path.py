@@ -1,5 +1,5 @@
-"""Deciding is written once: only ``service.decisions`` records approvals and rejections, and the
-approval rules live only in ``domain.policy``."""
+"""Deciding is written once: only ``gate.decisions`` records approvals and rejections, and the
+approval rules live only in ``gate.domain.policy``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Drafting replies on a real Postgres (``service.mail_drafts``): examples only from granted
+"""Drafting replies on a real Postgres (``mail.drafts``): examples only from granted
 mailboxes, an injected instruction in an example that changes no recipient, a failing draft that
 becomes no proposal until it is edited, versions and the proposal lineage they make, an edit
 outside drafting that cannot be approved, and a model that never sees a mailbox's secret."""

@@ -2,7 +2,7 @@
 
 GitLab is reached per tenant (``GitLabAccess``): the tenant's own token, decrypted from the store,
 and the tenant's project aliases. Right before the issue is sent, everything the alias gave it is
-checked against the aliases in force (``domain/rechecks.check_gitlab_fields``): the project is
+checked against the aliases in force (``gate/domain/rechecks.check_gitlab_fields``): the project is
 still an alias's, every label still allowed there, every assignee still mapped to the same user.
 """
 

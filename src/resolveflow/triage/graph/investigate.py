@@ -1,7 +1,7 @@
 """The triage graph's ``investigator``: the ai_investigation branch as one callable.
 
 ``make_investigator`` returns ``(state, evidence) -> outcome`` for ``TriageDeps.investigator``
-(``wiring.App`` passes it the shared searcher and the configured model). It retrieves within the
+(``bootstrap/app.App`` passes it the shared searcher and the configured model). It retrieves within the
 run's tenant, diagnoses with the model (or none), reviews in code, records the investigation and
 its model calls against the budget of the person who started the run, and hands back the action
 for ``build_proposal``. The action's target is never in it: the graph proposes on the run's own
@@ -35,7 +35,7 @@ def make_investigator(
     config: InvestigationConfig,
     policy: Callable[[], PolicyFile],
 ) -> Investigator:
-    """The investigator from its parts (``wiring.App`` with the configured ones; tests with a
+    """The investigator from its parts (``bootstrap/app.App`` with the configured ones; tests with a
     scripted model)."""
 
     def investigator(state: dict[str, Any], evidence: IssueEvidence) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Starting triage runs, resuming them, and the run side of deciding (``service.decisions``)."""
+"""Starting triage runs, resuming them, and the run side of deciding (``gate.decisions``)."""
 
 from __future__ import annotations
 
