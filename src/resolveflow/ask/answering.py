@@ -1,31 +1,42 @@
 """Ask: a cited answer from the tenant's own documents, or an honest abstention.
 
-Order of work: retrieve (the hybrid search, tenant-filtered), rank (search score plus a small
-title bonus), decide answerability in code from measured features; not answerable -> the fixed
-abstention with the closest documents as related, and no model is called; answerable -> an
-extractive answer (provider ``none``) or a model's answer that cites retrieved chunk ids, checked
-by code and retried within a budget, else the abstention. Everything shown (titles, links,
+Order of work: read the question (the asker's words apart from pasted code, the names it
+mentions), retrieve on the asker's words (the hybrid search, tenant-filtered), rank (meaning, the
+words weighed by how few the question has, small bonuses for the title and for a name the page is
+about), then decide one of three outcomes in code from measured features calibrated on the
+tenant's own index: nothing relates -> the fixed abstention with the closest documents as related;
+no page answers it for sure -> the candidates and what each shares with the question; answerable
+-> an extractive answer (provider ``none``) or a model's answer that cites retrieved chunk ids,
+checked by code and retried within a budget, else the abstention. No model is called unless the
+outcome is an answer. Everything shown (titles, links,
 quotes) is read from the database. See docs/ask.md.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from resolveflow.ask.calibration import CalibrationPoints, calibration_points
 from resolveflow.ask.domain.answers import (
     ABSTENTION_TEXT,
     RUNNER_UP_RATIO,
+    TENTATIVE_TEXT,
     Answer,
     AnswerabilityRule,
     AnswerFeatures,
+    AnswerOutcome,
     DocumentRef,
     ModelAnswer,
+    relation,
     term_coverage,
     validate_citations,
 )
+from resolveflow.ask.domain.page_names import HEAD_CHARS, name_match, page_names
+from resolveflow.ask.domain.question import AskedQuestion, lexical_weight, read_question
 from resolveflow.ask.extractive import citation, extractive
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import prompt, quote
@@ -33,16 +44,19 @@ from resolveflow.errors import InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.llm.structured import structured_call
+from resolveflow.retrieval.fusion import DOCUMENT_KINDS
 from resolveflow.retrieval.records import Hit
-from resolveflow.retrieval.search import LEXICAL_QUERY_CHARS, MIN_TERM_CHUNKS, Searcher
+from resolveflow.retrieval.search import Searcher
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
 
-DEPTH = 10  # documents retrieved and ranked
+DEPTH = 20  # documents retrieved and ranked
 SHOWN = 5  # documents listed as retrieved / related
-TITLE_BONUS = 0.2  # rank bonus per unit of title coverage (docs/ask.md)
+TITLE_BONUS = 0.15  # rank bonus per unit of title coverage (docs/ask.md)
+NAME_BONUS = 0.1  # rank bonus per unit of name match (a name the asker writes: 1)
+WHY_TERMS = 4  # shared words a tentative answer names per page
 MAX_QUESTION_CHARS = 4000
 
 
@@ -64,6 +78,8 @@ class _Ranked:
     hit: Hit
     score: float
     title_coverage: float
+    name: str = ""  # the question's name the page is about, "" when none
+    name_weight: float = 0.0
 
 
 def ask(
@@ -89,16 +105,27 @@ def _answer(
     service: AskService, tenant_id: UUID, question: str
 ) -> tuple[list[_Ranked], bool | None, Answer]:
     """The ranking, the answerability decision (None: nothing retrieved) and the answer."""
-    hits = service.searcher.search(tenant_id, question, k=DEPTH)
+    asked = read_question(question)
+    hits = service.searcher.search(tenant_id, asked.search_text, k=DEPTH)
     if not hits:
-        empty = Answer(question=question, text=ABSTENTION_TEXT, abstained=True, generator="none")
+        empty = Answer(
+            question=question,
+            text=ABSTENTION_TEXT,
+            abstained=True,
+            outcome=AnswerOutcome.ABSTAINED,
+            generator="none",
+        )
         return [], None, empty
+    points = calibration_points(service.db, service.searcher.embedder, tenant_id)
     with service.db.tenant(tenant_id) as conn:
-        ranked = _rank(conn, tenant_id, question, hits)
-        features = _features(service, conn, tenant_id, question, ranked)
+        ranked = _rank(service, conn, tenant_id, asked, hits)
+        features, shared = _features(conn, tenant_id, asked, ranked, points)
     retrieved = [_ref(r) for r in ranked[:SHOWN]]
-    if not service.rule.answerable(features):
+    outcome = service.rule.outcome(features)
+    if outcome is AnswerOutcome.ABSTAINED:
         return ranked, False, _abstention(question, retrieved, features)
+    if outcome is AnswerOutcome.TENTATIVE:
+        return ranked, False, _tentative(question, ranked[:SHOWN], shared, features)
     if service.model is None:
         answer = _extractive(service, tenant_id, question, ranked, retrieved, features)
     else:
@@ -139,46 +166,108 @@ def _record(
     }
 
 
-def _rank(conn: Any, tenant_id: UUID, question: str, hits: list[Hit]) -> list[_Ranked]:
-    titles = store.title_cover(conn, tenant_id, question, [h.document_id for h in hits])
-    ranked = [
-        _Ranked(
-            h,
-            h.fused + TITLE_BONUS * titles.get(h.document_id, 0.0),
-            titles.get(h.document_id, 0.0),
+def _rank(
+    service: AskService, conn: Any, tenant_id: UUID, asked: AskedQuestion, hits: list[Hit]
+) -> list[_Ranked]:
+    """Meaning, plus the words weighed by how few the question has (``lexical_weight``), plus
+    bonuses for the title's words and for a name of the question the page is about."""
+    ids = [h.document_id for h in hits]
+    titles = store.title_cover(conn, tenant_id, asked.text, ids)
+    names = {
+        head.id: page_names(head.external_id, head.title, head.head)
+        for head in store.page_heads(conn, tenant_id, ids, HEAD_CHARS)
+    }
+    fusion = service.searcher.params.fusion
+    top_lexical = max((h.scores.lexical for h in hits), default=0.0)
+    ranked: list[_Ranked] = []
+    for hit in hits:
+        full = (
+            fusion.document_lexical_weight if hit.kind in DOCUMENT_KINDS else fusion.lexical_weight
         )
-        for h in hits
-    ]
+        weight = lexical_weight(asked.term_count, full)
+        lexical = hit.scores.lexical / top_lexical if top_lexical > 0 else 0.0
+        page = names.get(hit.document_id, frozenset())
+        matched = name_match(asked.names, page)
+        name = next((n for n, w in asked.names.items() if n in page and w == matched), "")
+        title = titles.get(hit.document_id, 0.0)
+        score = (
+            (1 - weight) * hit.scores.cosine
+            + weight * lexical
+            + TITLE_BONUS * title
+            + NAME_BONUS * matched
+        )
+        ranked.append(_Ranked(hit, score, title, name, matched))
     return sorted(ranked, key=lambda r: (-r.score, str(r.hit.document_id)))
 
 
 def _features(
-    service: AskService, conn: Any, tenant_id: UUID, question: str, ranked: list[_Ranked]
-) -> AnswerFeatures:
+    conn: Any,
+    tenant_id: UUID,
+    asked: AskedQuestion,
+    ranked: list[_Ranked],
+    points: CalibrationPoints | None,
+) -> tuple[AnswerFeatures, dict[UUID, list[str]]]:
+    """The features of the top page, and the question's words each shown page holds (rarest
+    first, for a tentative answer's reasons)."""
     top = ranked[0]
-    params = service.searcher.params
+    terms = store.question_terms(conn, tenant_id, asked.search_text)
     state = documents_store.index_state(conn, tenant_id)
     chunks = state.chunk_count if state else 0
-    lexical = documents_store.lexical_query(
-        conn,
-        tenant_id,
-        question[:LEXICAL_QUERY_CHARS],
-        params.max_terms,
-        max(MIN_TERM_CHUNKS, int(params.max_term_share * chunks)),
-        chunks,
-        params.max_postings,
-    )
-    covered = store.term_cover(conn, tenant_id, lexical.terms, [top.hit.document_id])
-    return AnswerFeatures(
-        top_cosine=round(top.hit.scores.cosine, 4),
+    # BM25's idf; a word the index has never seen gets the highest (chunks = 0).
+    idfs = {t.lexeme: math.log(1 + (chunks - t.chunks + 0.5) / (t.chunks + 0.5)) for t in terms}
+    shown = [r.hit.document_id for r in ranked[:SHOWN]]
+    covered = store.term_cover(conn, tenant_id, list(idfs), shown)
+    shared = {
+        doc: sorted(words, key=lambda w: (-idfs.get(w, 0.0), w)) for doc, words in covered.items()
+    }
+    unseen = sum(1 for t in terms if t.chunks == 0) / len(terms) if terms else 0.0
+    cosine = top.hit.scores.cosine
+    features = AnswerFeatures(
+        top_cosine=round(cosine, 4),
         top_score=round(top.score, 4),
         margin=round(top.score - ranked[1].score, 4) if len(ranked) > 1 else round(top.score, 4),
-        term_coverage=round(
-            term_coverage(lexical.terms, lexical.idfs, covered.get(top.hit.document_id, set())),
-            4,
-        ),
+        term_coverage=round(term_coverage(idfs, covered.get(top.hit.document_id, set())), 4),
         title_coverage=round(top.title_coverage, 4),
+        name_match=round(top.name_weight, 4),
+        relation=round(relation(cosine, *points.pair), 4) if points else 0.0,
+        unseen_share=round(unseen, 4),
     )
+    return features, shared
+
+
+def _tentative(
+    question: str,
+    shown: list[_Ranked],
+    shared: dict[UUID, list[str]],
+    features: AnswerFeatures,
+) -> Answer:
+    """No page answers it for sure: the candidates, each with what it shares with the
+    question (a name it is about, the rarest words in common)."""
+    related = [
+        _ref(r).model_copy(update={"why": _why(r, shared.get(r.hit.document_id, []))})
+        for r in shown
+    ]
+    return Answer(
+        question=question,
+        text=TENTATIVE_TEXT,
+        abstained=False,
+        outcome=AnswerOutcome.TENTATIVE,
+        related=related,
+        retrieved=related,
+        features=features,
+        generator="none",
+    )
+
+
+def _why(ranked: _Ranked, words: list[str]) -> str:
+    reasons: list[str] = []
+    if ranked.name:
+        reasons.append(f"about {ranked.name}, which the question names")
+    if words:
+        reasons.append("shares the words " + ", ".join(words[:WHY_TERMS]))
+    if not reasons:
+        reasons.append("close in meaning only")
+    return "; ".join(reasons)
 
 
 def _ref(ranked: _Ranked) -> DocumentRef:
@@ -204,6 +293,7 @@ def _abstention(
         question=question,
         text=ABSTENTION_TEXT,
         abstained=True,
+        outcome=AnswerOutcome.ABSTAINED,
         related=retrieved[:3],
         retrieved=retrieved,
         features=features,

@@ -25,7 +25,7 @@ from pathlib import Path
 from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.ask.answering import AskService, ask
-from resolveflow.ask.domain.answers import Answer
+from resolveflow.ask.domain.answers import Answer, AnswerOutcome
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.retrieval.ingest import Indexer
@@ -36,15 +36,25 @@ from resolveflow.store.database import Database
 logger = logging.getLogger(__name__)
 
 SOURCE = "docs"
-# Dev targets (issue 13): the runbook dev questions, provider none.
-TARGETS: dict[str, tuple[str, float]] = {
-    "mrr_at_5": (">=", 0.95),
-    "recall_at_5": (">=", 0.0),
-    "cited_right": (">=", 0.90),
-    "abstention_precision": (">=", 0.70),
-    "abstention_recall": (">=", 0.50),
-    "answerable_abstained": ("<=", 0.05),
+Targets = dict[str, tuple[str, float]]
+# Dev targets, provider none. ``general`` (issue 28) is what any team's corpus is held to: the
+# r-help questions on R's own pages, long and full of code, set it. ``runbooks`` (issue 13) keeps
+# the runbook dev set at the figures it had reached.
+TARGET_SETS: dict[str, Targets] = {
+    "general": {
+        "mrr_at_5": (">=", 0.40),
+        "answerable_abstained": ("<=", 0.10),
+        "abstention_precision": (">=", 0.40),
+    },
+    "runbooks": {
+        "mrr_at_5": (">=", 0.95),
+        "cited_right": (">=", 0.90),
+        "abstention_precision": (">=", 0.70),
+        "abstention_recall": (">=", 0.50),
+        "answerable_abstained": ("<=", 0.05),
+    },
 }
+TARGETS = TARGET_SETS["runbooks"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,12 @@ class Outcome:
     cited_right: bool
     first_cited_right: bool = False  # the first citation (the top document's) is a right one
     top: str | None = None  # the path of the first document of the ranking
+    tentative: bool = False  # "no page answers this for sure; these may help"
+    listed_right: bool = False  # a right document is among those listed (tentative)
+
+    @property
+    def answered(self) -> bool:
+        return not self.abstained and not self.tentative
 
 
 class MissKind(StrEnum):
@@ -100,6 +116,8 @@ class AnswerReport:
     mrr_at_5: float
     recall_at_5: float
     answered: int
+    tentative: int
+    tentative_listed_right: float  # answerable tentative questions with a right page listed
     cited_right: float
     first_cited_right: float  # stricter: only the first citation counts (no runner-up)
     abstained: int
@@ -110,12 +128,11 @@ class AnswerReport:
     def as_json(self) -> dict[str, float | int]:
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
 
-    def checks(self) -> dict[str, dict[str, object]]:
-        """Each figure with its dev target and whether it is met."""
+    def checks(self, targets: Targets | None = None) -> dict[str, dict[str, object]]:
+        """Each figure with its dev target (``TARGET_SETS``; the runbooks' by default) and
+        whether it is met."""
         out: dict[str, dict[str, object]] = {}
-        for name, (op, target) in TARGETS.items():
-            if name == "recall_at_5":
-                continue
+        for name, (op, target) in (targets or TARGETS).items():
             value = float(getattr(self, name))
             met = value >= target if op == ">=" else value <= target
             out[name] = {"value": round(value, 4), "target": f"{op} {target}", "met": met}
@@ -152,7 +169,10 @@ def outcome(question: Question, answer: Answer) -> Outcome:
     cited = any(c.path in right for c in answer.citations)
     first = bool(answer.citations) and answer.citations[0].path in right
     top = paths[0] if paths else None
-    return Outcome(question, rank if right else None, answer.abstained, cited, first, top)
+    tentative = answer.outcome is AnswerOutcome.TENTATIVE
+    listed = tentative and any(doc.path in right for doc in answer.related)
+    rank = rank if right else None
+    return Outcome(question, rank, answer.abstained, cited, first, top, tentative, listed)
 
 
 def miss(outcome: Outcome) -> Miss | None:
@@ -160,7 +180,7 @@ def miss(outcome: Outcome) -> Miss | None:
     question = outcome.question
     kind: MissKind | None = None
     if not question.answers:
-        kind = None if outcome.abstained else MissKind.ANSWERED_WITHOUT_SOURCE
+        kind = MissKind.ANSWERED_WITHOUT_SOURCE if outcome.answered else None
     elif outcome.abstained:
         kind = MissKind.ABSTAINED
     elif outcome.rank is None or outcome.rank > 5:
@@ -181,7 +201,8 @@ def misses(outcomes: Sequence[Outcome]) -> list[Miss]:
 def report(outcomes: Sequence[Outcome]) -> AnswerReport:
     answerable = [o for o in outcomes if o.question.answers]
     unanswerable = [o for o in outcomes if not o.question.answers]
-    answered = [o for o in outcomes if not o.abstained]
+    answered = [o for o in outcomes if o.answered]
+    tentative = [o for o in outcomes if o.tentative and o.question.answers]
     abstained = [o for o in outcomes if o.abstained]
     right_abstentions = sum(1 for o in abstained if not o.question.answers)
 
@@ -197,6 +218,10 @@ def report(outcomes: Sequence[Outcome]) -> AnswerReport:
             sum(1 for o in answerable if o.rank is not None and o.rank <= 5), len(answerable), 0.0
         ),
         answered=len(answered),
+        tentative=sum(1 for o in outcomes if o.tentative),
+        tentative_listed_right=share(
+            sum(1 for o in tentative if o.listed_right), len(tentative), 1.0
+        ),
         cited_right=share(sum(1 for o in answered if o.cited_right), len(answered), 1.0),
         first_cited_right=share(
             sum(1 for o in answered if o.first_cited_right), len(answered), 1.0

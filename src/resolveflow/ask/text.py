@@ -14,7 +14,7 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _WORD = re.compile(r"[a-z0-9]{3,}")
 # Sections an on-call engineer acts on, in this order, when a runbook has them.
 ACTION_SECTIONS = ("diagnosis", "mitigation")
-QUOTE_CHARS = 1200
+QUOTE_CHARS = 700  # a quote is a passage to read at a glance, not the page
 SNIPPET_CHARS = 300
 MAX_SECTIONS = 2
 PASSAGE_CHARS = 1500
@@ -79,10 +79,24 @@ def choose_sections(
     return [s for _, s in ranked[:MAX_SECTIONS]]
 
 
+_SENTENCE_END = re.compile(r"[.!?:](?=\s)|\n\s*\n")
+
+
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """A passage as a reader sees it: Hugo's reference shortcodes become their paths."""
+    """A passage as a reader sees it: Hugo's reference shortcodes become their paths; a long
+    one ends on its last whole sentence (or paragraph) within ``limit``, and a code fence the
+    cut leaves open is closed, so the quote renders as the page does."""
     text = re.sub(_HUGO_REF, r"\1", text.strip())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 2]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if ends and ends[-1] >= limit // 3:
+        head = head[: ends[-1]]
+    head = head.rstrip()
+    if sum(1 for line in head.splitlines() if line.lstrip().startswith(("```", "~~~"))) % 2:
+        head += "\n```"
+    return head + " …"
 
 
 def pointed_page(body: str, own_path: str) -> str | None:

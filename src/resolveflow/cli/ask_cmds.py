@@ -10,12 +10,13 @@ from rich.text import Text
 from resolveflow.accounts import admin
 from resolveflow.ask.answering import AskService
 from resolveflow.ask.answering import ask as ask_question
-from resolveflow.ask.domain.answers import Answer
-from resolveflow.ask.evaluation import evaluate_answers, misses
+from resolveflow.ask.domain.answers import Answer, AnswerOutcome
+from resolveflow.ask.evaluation import TARGET_SETS, evaluate_answers, misses
 from resolveflow.bootstrap.app import search_params
 from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit, fields, table, targets_table
+from resolveflow.errors import InvalidInput
 
 
 def ask(
@@ -39,7 +40,13 @@ def _render(answer: Answer) -> None:
             where = c.url or c.path
             section = f" § {c.section}" if c.section else ""
             console.print(Text(f"[{c.n}] {c.title}{section} ({where}, chunk {c.chunk_id})"))
-    if answer.related:
+    if answer.related and answer.outcome is AnswerOutcome.TENTATIVE:
+        table(
+            "may help",
+            ["#", "title", "path", "why"],
+            [(i, d.title, d.url or d.path, d.why) for i, d in enumerate(answer.related, start=1)],
+        )
+    elif answer.related:
         table(
             "related, not an answer",
             ["#", "title", "path"],
@@ -52,9 +59,17 @@ def eval_answers(
     questions: Path = typer.Option(
         ..., "--questions", help="JSONL: id, question, answers (paths relative to the corpus)."
     ),
+    targets: str = typer.Option(
+        "general",
+        "--targets",
+        help="Which dev targets to print beside the figures: general (any corpus) or runbooks.",
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Answers on a scratch tenant: MRR@5, R@5, cited right, abstention precision and recall."""
+    """Answers on a scratch tenant: MRR@5, R@5, answered / tentative / abstained, cited right,
+    abstention precision and recall, each beside its target."""
+    if targets not in TARGET_SETS:
+        raise InvalidInput(f"--targets: expected one of {', '.join(TARGET_SETS)}, got {targets!r}")
     with common.app() as opened:
         result, outcomes = evaluate_answers(
             opened.db,
@@ -67,13 +82,13 @@ def eval_answers(
     missed = misses(outcomes)
     data = {
         **result.as_json(),
-        "targets": result.checks(),
+        "targets": result.checks(TARGET_SETS[targets]),
         "misses": [m.as_json() for m in missed],
     }
 
     def render() -> None:
         fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
-        targets_table(result.checks())
+        targets_table(result.checks(TARGET_SETS[targets]))
         if missed:
             table(
                 "misses",

@@ -3,28 +3,31 @@ with related documents), ``/passages/{chunk_id}`` (a cited passage in its docume
 issue from this answer" (``/ask/issue``: a form prefilled from the answer, which prepares a
 proposal through ``service/issues_prepare`` and goes to the proposal's page).
 
-Document text is data from outside: it is shown as text (escaped, never rendered as Markdown or
-HTML), and only http(s) document addresses become links. Forms carry the session's CSRF token
+Document text is data from outside: answers and quotes are rendered as Markdown through the
+sanitizer every other page uses (``web/markdown.py``: an allowlist of tags, no scripts, no images
+loaded), and only http(s) document addresses become links. Forms carry the session's CSRF token
 and work without JavaScript; asking answers the page itself (answers are not stored).
 """
 
 from __future__ import annotations
 
 import re
+from html import unescape as html_unescape
 from typing import Any
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from resolveflow.accounts import admin
 from resolveflow.ask import passages
-from resolveflow.ask.domain.answers import Answer
+from resolveflow.ask.domain.answers import Answer, AnswerOutcome
 from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.decisions import reject_unstorable
 from resolveflow.web.api_ask import answer_question, passage_link
+from resolveflow.web.markdown import render
 from resolveflow.web.security import Viewer, check_csrf, identify, wired
 from resolveflow.web.words import ANSWER_FEATURES, generator_words
 
@@ -72,8 +75,12 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
     features = answer.features.model_dump() if answer.features else {}
     return {
         "abstained": answer.abstained,
-        "paragraphs": [_linked(p, links) for p in answer.text.split("\n\n") if p.strip()],
-        "citations": [{**c.model_dump(), "link": links[c.n]} for c in answer.citations],
+        "tentative": answer.outcome is AnswerOutcome.TENTATIVE,
+        "text": _linked(_document_markdown(answer.text), links),
+        "citations": [
+            {**c.model_dump(), "link": links[c.n], "quote_html": _document_markdown(c.quote)}
+            for c in answer.citations
+        ],
         "related": [{**d.model_dump(), "link": passage_link(d.chunk_id)} for d in answer.related],
         "features": [(ANSWER_FEATURES.get(k, k), f"{v:.2f}") for k, v in features.items()],
         "generator": generator_words(answer.generator),
@@ -82,17 +89,41 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
     }
 
 
-def _linked(paragraph: str, links: dict[int, str]) -> Markup:
-    """The paragraph escaped, its citation markers ``[n]`` made links to their passages."""
+_PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+_ANCHOR = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
+_HREF = re.compile(r'\bhref="([^"]*)"')
+
+
+def _document_markdown(text: str) -> Markup:
+    """A document's Markdown rendered through the sanitizer, its links made text: a page in the
+    corpus can word a link one way and point it another, so the reader sees the address."""
+    html = str(render(text))
+
+    def plain(match: re.Match[str]) -> str:
+        href = _HREF.search(match.group(1))
+        label = match.group(2)
+        if href is None or html_unescape(href.group(1)) == html_unescape(label):
+            return label
+        return f'{label} <code class="address">{href.group(1)}</code>'
+
+    return Markup(_ANCHOR.sub(plain, html))  # noqa: S704 - sanitized, anchors made text
+
+
+def _linked(html: Markup, links: dict[int, str]) -> Markup:
+    """The rendered (sanitized) answer with its citation markers ``[n]`` made links to their
+    passages; code blocks are left alone (``[1]`` is also what R prints)."""
     pieces: list[Markup] = []
-    last = 0
-    for match in _MARKER.finditer(paragraph):
-        n = int(match.group(1))
-        pieces.append(escape(paragraph[last : match.start()]))
-        pieces.append(_CITE.format(links[n], n) if n in links else escape(match.group(0)))
-        last = match.end()
-    pieces.append(escape(paragraph[last:]))
+    for n, piece in enumerate(_PRE.split(str(html))):
+        if n % 2:
+            pieces.append(Markup(piece))  # noqa: S704 - a piece of the sanitized HTML
+            continue
+        pieces.append(Markup(_MARKER.sub(lambda m: _cite(m, links), piece)))  # noqa: S704
     return Markup("").join(pieces)
+
+
+def _cite(match: re.Match[str], links: dict[int, str]) -> str:
+    n = int(match.group(1))
+    return str(_CITE.format(links[n], n)) if n in links else match.group(0)
 
 
 def _title(question: str) -> str:
@@ -109,8 +140,8 @@ def issue_body(answer: Answer, base_url: str) -> str:
     """The prefilled issue body (Markdown): the question, the answer and its sources as links
     to their passage pages. The person edits it before anything is proposed."""
     lines = ["**Question**", "", _quoted(answer.question), ""]
-    if answer.abstained:
-        lines += ["No source in our documents answers this. Closest documents:", ""]
+    if answer.outcome is not AnswerOutcome.ANSWERED:
+        lines += ["No source in our documents answers this for sure. Closest documents:", ""]
         lines += [
             f"- [{_md(d.title)}]({base_url}{passage_link(d.chunk_id)}) ({_md(d.path)})"
             for d in answer.related

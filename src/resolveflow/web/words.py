@@ -160,10 +160,13 @@ ANSWER_FEATURES: dict[str, str] = {
     "margin": "lead over the second document",
     "term_coverage": "share of the question's rare words in the top document",
     "title_coverage": "share of the top document's title words in the question",
+    "name_match": "the question names what the top document is about (1: in its own words)",
+    "relation": "closeness measured against this index (0: as off-topic questions, 1: as a title)",
+    "unseen_share": "share of the question's words this index has never seen",
 }
 GENERATORS: dict[str, str] = {
     "extractive": "quoted from the top document (no model)",
-    "none": "no answer written: no source found",
+    "none": "no answer written: no page answers it for sure",
 }
 
 

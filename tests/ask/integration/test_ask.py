@@ -12,10 +12,16 @@ from uuid import UUID
 import pytest
 
 from resolveflow.accounts import admin
-from resolveflow.adapters.embedder.hashing import HashingEmbedder
+from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.ask.answering import AskService, ask
-from resolveflow.ask.domain.answers import ABSTENTION_TEXT, PROMPT_VERSION
+from resolveflow.ask.calibration import calibration_points
+from resolveflow.ask.domain.answers import (
+    ABSTENTION_TEXT,
+    PROMPT_VERSION,
+    TENTATIVE_TEXT,
+    AnswerOutcome,
+)
 from resolveflow.ask.evaluation import evaluate_answers
 from resolveflow.ask.store import answers as answers_store
 from resolveflow.domain.records import Role
@@ -36,12 +42,12 @@ ALERT = (
 def _tenant(db: Database, extra: list[SourceDocument] | None = None) -> UUID:
     tenant = admin.add_tenant(db, "acme").id
     docs = [*read_docs_dir(MINI / "corpus", "docs"), *(extra or [])]
-    Indexer(db, HashingEmbedder()).upsert(tenant, docs)
+    Indexer(db, OnnxMiniLM()).upsert(tenant, docs)
     return tenant
 
 
 def _service(db: Database, model: Any = None) -> AskService:
-    return AskService(db, Searcher(db, HashingEmbedder()), model)
+    return AskService(db, Searcher(db, OnnxMiniLM()), model)
 
 
 def test_an_alert_gets_the_runbooks_diagnosis_and_mitigation_quoted_and_cited(
@@ -75,9 +81,7 @@ def test_another_tenants_documents_are_never_retrieved(db: Database) -> None:
 
 
 def test_eval_answers_on_the_fixture_corpus(db: Database) -> None:
-    result, outcomes = evaluate_answers(
-        db, HashingEmbedder(), MINI / "corpus", MINI / "questions.jsonl"
-    )
+    result, outcomes = evaluate_answers(db, OnnxMiniLM(), MINI / "corpus", MINI / "questions.jsonl")
     # By hand: each of the three alerts finds its runbook first and is answered from it; the
     # sourdough question has no source and is abstained on.
     assert [o.rank for o in outcomes] == [1, 1, 1, None]
@@ -267,3 +271,48 @@ def test_runbook_dev_targets(db: Database, shared_data: Path) -> None:
     assert checks["mrr_at_5"]["met"], checks
     assert result.cited_right >= 0.88, checks
     assert result.first_cited_right >= 0.84, checks
+
+
+def test_a_question_that_relates_but_no_page_answers_for_sure_lists_candidates_and_why(
+    db: Database,
+) -> None:
+    model = ScriptedModel()  # tentative: no model is asked
+    question = "Prometheus cannot scrape some endpoints since this morning, what should I look at?"
+    answer = ask(_service(db, model), _tenant(db), question)
+    assert answer.outcome is AnswerOutcome.TENTATIVE
+    assert not answer.abstained and answer.citations == [] and model.calls == []
+    assert answer.text == TENTATIVE_TEXT
+    assert answer.related[0].path == "general/TargetDown.md"
+    assert "prometheus" in answer.related[0].why and "scrape" in answer.related[0].why
+
+
+def test_coverage_counts_the_words_the_index_has_never_seen(db: Database) -> None:
+    # None of these words is in the runbooks: before, coverage counted only indexed terms and
+    # a question like this one read as fully covered.
+    answer = ask(_service(db), _tenant(db), "How do I publish a Rust crate?")
+    assert answer.features is not None
+    assert answer.features.term_coverage == 0.0 and answer.features.unseen_share == 1.0
+    assert answer.outcome is AnswerOutcome.ABSTAINED and answer.abstained
+
+
+def test_calibration_is_measured_once_per_index_and_again_when_it_changes(db: Database) -> None:
+    tenant = _tenant(db)
+    embedder = OnnxMiniLM()
+    first = calibration_points(db, embedder, tenant)
+    assert first is not None and first.unrelated < first.related
+    with db.tenant(tenant) as conn:
+        saved = answers_store.calibration(conn, tenant)
+    assert saved is not None and (saved.unrelated, saved.related) == first.pair
+    assert calibration_points(db, embedder, tenant) == first
+    with db.tenant(tenant) as conn:
+        again = answers_store.calibration(conn, tenant)
+    assert again is not None and again.computed_at == saved.computed_at  # read, not measured
+    Indexer(db, embedder).upsert(tenant, [INJECTION])
+    calibration_points(db, embedder, tenant)
+    with db.tenant(tenant) as conn:
+        changed = answers_store.calibration(conn, tenant)
+    assert changed is not None and changed.chunk_count > saved.chunk_count
+    # Another tenant cannot read it (row-level security).
+    other = admin.add_tenant(db, "globex").id
+    with db.tenant(other) as conn:
+        assert answers_store.calibration(conn, tenant) is None

@@ -15,6 +15,8 @@ NO_SOURCE = Question("b", "How long should sourdough proof?", ())
     [
         (Outcome(ANSWERABLE, 1, False, True, True, "node/Disk.md"), None),
         (Outcome(NO_SOURCE, None, True, False, False, "node/Disk.md"), None),
+        # "these may help" on a question no page answers claims no answer: not a miss
+        (Outcome(NO_SOURCE, None, False, False, False, "node/Disk.md", True), None),
         (
             Outcome(NO_SOURCE, None, False, False, False, "node/Disk.md"),
             MissKind.ANSWERED_WITHOUT_SOURCE,

@@ -12,7 +12,9 @@ from pydantic import ValidationError
 from resolveflow.ask.domain.answers import (
     AnswerabilityRule,
     AnswerFeatures,
+    AnswerOutcome,
     ModelAnswer,
+    relation,
     runner_up_is_close,
     term_coverage,
     validate_citations,
@@ -24,30 +26,59 @@ from resolveflow.llm.protocol import parse_structured
 from resolveflow.retrieval.fusion import DocumentCandidate, FusionParams, fuse
 
 
-def _features(coverage: float, cosine: float) -> AnswerFeatures:
+def _features(
+    coverage: float, related: float, *, name: float = 0.0, unseen: float = 0.0
+) -> AnswerFeatures:
     return AnswerFeatures(
-        top_cosine=cosine, top_score=1.0, margin=0.1, term_coverage=coverage, title_coverage=0.5
+        top_cosine=0.5,
+        top_score=1.0,
+        margin=0.1,
+        term_coverage=coverage,
+        title_coverage=0.5,
+        name_match=name,
+        relation=related,
+        unseen_share=unseen,
     )
 
 
+A, T, N = AnswerOutcome.ANSWERED, AnswerOutcome.TENTATIVE, AnswerOutcome.ABSTAINED
+
+
 @pytest.mark.parametrize(
-    ("coverage", "cosine", "answerable"),
+    ("features", "expected"),
     [
-        (0.39, 0.69, False),  # neither signal: abstain
-        (0.40, 0.30, True),  # the words are there
-        (0.10, 0.70, True),  # close in meaning
-        (0.0, 0.0, False),
+        (_features(0.9, 0.01), N),  # no closer than off-topic questions: nothing relates
+        (_features(0.10, 0.30), N),  # barely closer and few of its words
+        (_features(0.10, 0.30, name=1.0), T),  # ... but it names what the page is about
+        (_features(0.30, 0.30, unseen=0.5), N),  # barely closer, most words unknown here
+        (_features(0.30, 0.30), T),  # related, not an answer for sure
+        (_features(0.10, 0.60), T),  # close, few words, no name
+        (_features(0.40, 0.30), A),  # most of the question's words
+        (_features(0.10, 0.95), A),  # as close as a page's own title
+        (_features(0.10, 0.50, name=1.0), A),  # names the page's subject and is close
+        (_features(0.10, 0.50, name=0.3), T),  # only the pasted code calls that name
     ],
 )
-def test_answerability_needs_either_term_coverage_or_closeness(
-    coverage: float, cosine: float, answerable: bool
+def test_three_outcomes_from_calibrated_signals(
+    features: AnswerFeatures, expected: AnswerOutcome
 ) -> None:
-    assert AnswerabilityRule().answerable(_features(coverage, cosine)) is answerable
+    assert AnswerabilityRule().outcome(features) is expected
 
 
-def test_term_coverage_weighs_terms_by_idf() -> None:
-    assert term_coverage(["disk", "raid", "node"], [3.0, 1.0, 1.0], {"disk"}) == 0.6
-    assert term_coverage([], [], {"disk"}) == 0.0
+def test_relation_places_a_cosine_between_the_tenants_calibration_points() -> None:
+    assert relation(0.30, 0.30, 0.80) == 0.0
+    assert relation(0.55, 0.30, 0.80) == pytest.approx(0.5)
+    assert relation(0.90, 0.30, 0.80) == pytest.approx(1.2)  # not clipped above
+    assert relation(0.10, 0.30, 0.80) == 0.0
+    assert relation(0.50, 0.40, 0.40) == 0.0  # points not apart: no reading
+
+
+def test_term_coverage_weighs_terms_by_idf_and_counts_unseen_words() -> None:
+    assert term_coverage({"disk": 3.0, "raid": 1.0, "node": 1.0}, {"disk"}) == 0.6
+    assert term_coverage({}, {"disk"}) == 0.0
+    # A question none of whose words the index has seen covers nothing, whatever it retrieves.
+    unseen = {"kubernet": 7.0, "ingress": 7.0, "tls": 7.0}
+    assert term_coverage(unseen, set()) == 0.0
 
 
 RETRIEVED = [11, 12, 13]

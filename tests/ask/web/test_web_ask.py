@@ -1,6 +1,6 @@
 """Ask through the web: ``POST /api/v1/ask``, the ``/ask`` page, the passage page and "Open an
-issue from this answer", on the tiny runbook corpus (tests/data/runbooks-mini) and the hashing
-embedder. Another tenant's documents are never cited; document text renders inert."""
+issue from this answer", on the tiny runbook corpus (tests/data/runbooks-mini) and the default
+embedder (answerability is calibrated on the index). Another tenant's documents are never cited; document text renders inert."""
 
 from __future__ import annotations
 
@@ -82,7 +82,9 @@ def asking(queue_ready: str, oauth_github: FakeGitHubWithOAuth, tmp_path: Path) 
     gives acme one project alias."""
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
-    settings = web_settings(queue_ready, oauth_github.url, policy_file=policy)
+    # The real default embedder: answerability is calibrated on the tenant's index, and a
+    # hashing embedder puts off-topic questions as close as related ones.
+    settings = web_settings(queue_ready, oauth_github.url, policy_file=policy, embedder="local")
     with open_app(settings, auto_migrate=False) as app:
         world = make_world(app.db)
         admin.add_tenant(app.db, "evil")
@@ -337,6 +339,7 @@ def test_with_a_model_each_call_counts_against_the_daily_budget_then_429(
         model_provider="scripted",
         scripted_model_file=script,
         model_daily_calls_per_principal=2,
+        embedder="local",
     )
     with open_app(settings, auto_migrate=False) as app:
         world = make_world(app.db)
@@ -370,3 +373,16 @@ def test_overlapping_chunks_show_their_overlap_once_and_the_cited_one_whole() ->
         "body three.",
     ]
     assert passages.overlap("abc", "abcdef") == 0  # too short to be the chunker's overlap
+
+
+def test_answers_and_quotes_render_as_markdown_with_the_addresses_of_links_shown(
+    asking: Web,
+) -> None:
+    page = _asked_page(asking, ALERT)
+    answer = page[page.index('id="answer-text"') : page.index('id="citations"')]
+    assert "<code>up == 0</code>" in answer and "`up == 0`" not in answer
+    quotes = page[page.index('id="citations"') :]
+    assert "<code>up == 0</code>" in quotes
+    # A link in a document is shown as its words and its real address, never followed blindly.
+    xss = _asked_page(asking, XSS_QUESTION)
+    assert '<code class="address">https://evil.example/steal</code>' in xss

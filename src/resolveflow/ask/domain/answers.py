@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,12 +22,24 @@ ABSTENTION_TEXT = (
     "No source in this tenant's documents answers this question. The documents below are the "
     "closest found: related, not an answer."
 )
+TENTATIVE_TEXT = (
+    "No page in this tenant's documents answers this for sure. These may help: each is listed "
+    "with what it has in common with the question."
+)
 PROMPT_VERSION = "ask-v1"
 # The extractive answer also quotes the runner-up document when its rank score is at least this
 # share of the top one's: near-twin runbooks (FilesFillingUp / SpaceFillingUp) are the ranking's
 # typical confusion, and the engineer tells them apart at a glance. Chosen by cross-validation on
 # the runbook dev questions (docs/ask.md).
 RUNNER_UP_RATIO = 0.8
+
+
+class AnswerOutcome(StrEnum):
+    """The three things Ask can say."""
+
+    ANSWERED = "answered"  # quotes and cites the page(s) that answer it
+    TENTATIVE = "tentative"  # no page answers it for sure; the candidates, and why each
+    ABSTAINED = "abstained"  # nothing in the documents relates to it
 
 
 class Citation(BaseModel):
@@ -51,6 +64,7 @@ class DocumentRef(BaseModel):
     path: str
     url: str | None
     score: float  # the rank score (fused search score plus the title bonus)
+    why: str = ""  # what it has in common with the question (tentative answers list it)
 
 
 class AnswerFeatures(BaseModel):
@@ -61,14 +75,22 @@ class AnswerFeatures(BaseModel):
     top_cosine: float
     top_score: float
     margin: float  # top score minus the second document's
-    term_coverage: float  # idf-weighted share of the question's rare terms in the top document
+    # idf-weighted share of the question's words in the top document; a word the index has
+    # never seen counts with the highest weight, so an off-topic question covers little
+    term_coverage: float
     title_coverage: float  # share of the top document's title words in the question
+    name_match: float = 0.0  # weight of the best name of the question the top page is about
+    # the top cosine placed between the tenant's own calibration points: 0 at what unrelated
+    # questions reach in this index, 1 at what its pages' own titles reach (ask/calibration.py)
+    relation: float = 0.0
+    unseen_share: float = 0.0  # share of the question's words the index has never seen
 
 
 class Answer(BaseModel):
     question: str
     text: str
-    abstained: bool
+    abstained: bool  # the fixed abstention: nothing relates
+    outcome: AnswerOutcome = AnswerOutcome.ANSWERED
     citations: list[Citation] = Field(default_factory=list)
     related: list[DocumentRef] = Field(default_factory=list)  # abstention: closest documents
     retrieved: list[DocumentRef] = Field(default_factory=list)  # the ranking, best first
@@ -91,18 +113,48 @@ class ModelAnswer(BaseModel):
 
 @dataclass(frozen=True)
 class AnswerabilityRule:
-    """Abstain when the top document covers little of the question's rare terms AND is not close
-    in meaning either. Two thresholds, fitted on the runbook dev questions with cross-validation
-    (docs/ask.md): either signal alone is enough to answer."""
+    """The outcome from signals that read the same in any index (docs/ask.md, "Three outcomes"):
 
-    min_term_coverage: float = 0.40
-    min_cosine: float = 0.70
+    - ``relation`` places the top page's cosine between what off-topic questions reach in this
+      tenant's index (0) and what its own pages' titles reach (1), so "close in meaning" is
+      measured against the tenant's corpus, not against a constant fitted to one;
+    - ``term_coverage`` counts every word of the question, those the index has never seen with
+      the highest weight;
+    - the question names what the top page is about: a name the asker writes (``name_match``)
+      or every word of the page's title (``title_coverage``).
 
-    def answerable(self, features: AnswerFeatures) -> bool:
-        return (
-            features.term_coverage >= self.min_term_coverage
-            or features.top_cosine >= self.min_cosine
+    Nothing relates (the fixed abstention) when the top page is not closer than off-topic
+    questions get, or when it is barely closer and either the index has never seen most of the
+    question's words or the page shares little of them; never when the question names what the
+    page is about.
+    An answer when the page shares most of the question's words, or names what the question
+    names and is close, or is as close as a page's own title. Between the two: tentative."""
+
+    # Chosen on both dev corpora at once, by the worst case (docs/ask.md, "Three outcomes").
+    min_relation: float = 0.05
+    weak_relation: float = 0.45
+    min_weak_coverage: float = 0.22
+    max_unseen: float = 0.3  # most of the question's words are not in the index at all
+    answer_coverage: float = 0.4
+    answer_relation: float = 0.9
+    named_relation: float = 0.45
+
+    def outcome(self, features: AnswerFeatures) -> AnswerOutcome:
+        # The question names what the page is about, in its own words or by the page's title.
+        named = features.name_match >= 1.0 or features.title_coverage >= 1.0
+        weak = features.relation < self.weak_relation and (
+            features.unseen_share >= self.max_unseen
+            or features.term_coverage < self.min_weak_coverage
         )
+        if not named and (features.relation < self.min_relation or weak):
+            return AnswerOutcome.ABSTAINED
+        if (
+            features.term_coverage >= self.answer_coverage
+            or features.relation >= self.answer_relation
+            or (named and features.relation >= self.named_relation)
+        ):
+            return AnswerOutcome.ANSWERED
+        return AnswerOutcome.TENTATIVE
 
 
 def runner_up_is_close(top_score: float, second_score: float, ratio: float) -> bool:
@@ -110,12 +162,21 @@ def runner_up_is_close(top_score: float, second_score: float, ratio: float) -> b
     return top_score > 0 and second_score >= ratio * top_score
 
 
-def term_coverage(terms: Sequence[str], idfs: Sequence[float], covered: set[str]) -> float:
-    """Share of the question's term weight (idf) that a document contains; 0 without terms."""
-    total = sum(idfs)
+def term_coverage(idfs: dict[str, float], covered: set[str]) -> float:
+    """Share of the question's term weight (idf, unseen terms included) that a document
+    contains; 0 without terms."""
+    total = sum(idfs.values())
     if total <= 0:
         return 0.0
-    return sum(idf for term, idf in zip(terms, idfs, strict=True) if term in covered) / total
+    return sum(idf for term, idf in idfs.items() if term in covered) / total
+
+
+def relation(cosine: float, unrelated: float, related: float) -> float:
+    """``cosine`` placed between the calibration points, 0 at ``unrelated`` and 1 at
+    ``related`` (not clipped above 1); 0 when the points are not apart."""
+    if related - unrelated <= 1e-6:
+        return 0.0
+    return max(0.0, (cosine - unrelated) / (related - unrelated))
 
 
 def validate_citations(output: ModelAnswer, retrieved: Sequence[int]) -> list[int]:

@@ -143,3 +143,82 @@ def insert_ask_record(conn: Connection, tenant_id: UUID, record: dict[str, Any])
 def ask_record(conn: Connection, tenant_id: UUID, record_id: UUID) -> AskRecord | None:
     params = {"tenant_id": tenant_id, "id": record_id}
     return typed.one(conn, AskRecord, q("ask/store/answers", "ask_record"), params)
+
+
+@dataclass(frozen=True)
+class QuestionTerm:
+    lexeme: str
+    chunks: int  # 0: the index has never seen it
+
+
+@dataclass(frozen=True)
+class PageHead:
+    id: UUID
+    external_id: str
+    title: str
+    head: str
+
+
+@dataclass(frozen=True)
+class Calibration:
+    space_id: int
+    chunk_count: int
+    unrelated: float
+    related: float
+    computed_at: datetime
+
+
+def question_terms(conn: Connection, tenant_id: UUID, question: str) -> list[QuestionTerm]:
+    params = {"tenant_id": tenant_id, "question": question}
+    return typed.every(conn, QuestionTerm, q("ask/store/answers", "question_terms"), params)
+
+
+def page_heads(
+    conn: Connection, tenant_id: UUID, document_ids: list[UUID], head_chars: int
+) -> list[PageHead]:
+    if not document_ids:
+        return []
+    params = {"tenant_id": tenant_id, "document_ids": document_ids, "head_chars": head_chars}
+    return typed.every(conn, PageHead, q("ask/store/answers", "page_heads"), params)
+
+
+def calibration_titles(conn: Connection, tenant_id: UUID, limit: int) -> list[str]:
+    rows = conn.execute(
+        q("ask/store/answers", "calibration_titles"), {"tenant_id": tenant_id, "limit": limit}
+    ).fetchall()
+    return [str(row["title"]) for row in rows]
+
+
+def nearest_cosine(
+    conn: Connection, tenant_id: UUID, space_id: int, query_vector: str
+) -> float | None:
+    row = conn.execute(
+        q("ask/store/answers", "nearest_cosine"),
+        {"tenant_id": tenant_id, "space_id": space_id, "query_vector": query_vector},
+    ).fetchone()
+    return None if row is None or row["cosine"] is None else float(row["cosine"])
+
+
+def calibration(conn: Connection, tenant_id: UUID) -> Calibration | None:
+    params = {"tenant_id": tenant_id}
+    return typed.one(conn, Calibration, q("ask/store/answers", "calibration"), params)
+
+
+def save_calibration(
+    conn: Connection,
+    tenant_id: UUID,
+    space_id: int,
+    chunk_count: int,
+    points: tuple[float, float],
+) -> None:
+    unrelated, related = points
+    conn.execute(
+        q("ask/store/answers", "save_calibration"),
+        {
+            "tenant_id": tenant_id,
+            "space_id": space_id,
+            "chunk_count": chunk_count,
+            "unrelated": unrelated,
+            "related": related,
+        },
+    )

@@ -65,3 +65,44 @@ SELECT id, tenant_id, principal_id, question, retrieved, features, answerable, a
        answer_text, citations, provider, model, generator, prompt_version, created_at
 FROM ask_records
 WHERE tenant_id = %(tenant_id)s AND id = %(id)s
+
+-- name: question_terms
+-- Every word of the question as the index reads it (stemmed, durations expanded) and in how many
+-- of the tenant's chunks it occurs: 0 for a word the index has never seen, which answerability
+-- counts with the highest weight (an off-topic question is mostly such words).
+SELECT q.lexeme, coalesce(s.chunks, 0)::bigint AS chunks
+FROM (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', rf_lexical_text(%(question)s)))
+) AS q
+LEFT JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = q.lexeme
+ORDER BY q.lexeme
+
+-- name: page_heads
+-- The beginning of each document (its usage or synopsis block, for page_names).
+SELECT id, external_id, title, left(body, %(head_chars)s) AS head
+FROM documents
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(document_ids)s::uuid[]) AND mailbox IS NULL
+
+-- name: calibration_titles
+-- A fixed sample of the tenant's document titles (the same sample for the same index), the
+-- pseudo-questions of ask's calibration.
+SELECT title FROM documents
+WHERE tenant_id = %(tenant_id)s AND mailbox IS NULL AND title <> ''
+ORDER BY md5(external_id), id
+LIMIT %(limit)s
+
+-- name: nearest_cosine
+-- The highest cosine any of the tenant's chunks reaches for a query vector (exact).
+SELECT 1 - min(n.distance) AS cosine
+FROM rf_nearest_chunks(%(tenant_id)s, %(space_id)s, %(query_vector)s::vector, 1, NULL, true) AS n
+
+-- name: calibration
+SELECT space_id, chunk_count, unrelated, related, computed_at
+FROM ask_calibrations WHERE tenant_id = %(tenant_id)s
+
+-- name: save_calibration
+INSERT INTO ask_calibrations (tenant_id, space_id, chunk_count, unrelated, related)
+VALUES (%(tenant_id)s, %(space_id)s, %(chunk_count)s, %(unrelated)s, %(related)s)
+ON CONFLICT (tenant_id) DO UPDATE
+SET space_id = EXCLUDED.space_id, chunk_count = EXCLUDED.chunk_count,
+    unrelated = EXCLUDED.unrelated, related = EXCLUDED.related, computed_at = now()
