@@ -61,7 +61,7 @@ def step_deps(
             if clone is not None:
                 histories[repository] = _history(repository, Path(clone))
         return ChangesDeps(db=app.db, tenant_id=tenant_id(), histories=histories,
-                           include=tuple(policy(doc).include))  # fmt: skip
+                           files=policy(doc).file_rules())  # fmt: skip
 
     readers = TicketReaders(
         github=lambda: app.github,

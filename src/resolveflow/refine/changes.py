@@ -5,15 +5,18 @@ fixing commits are the squash commits ``... (#PR)`` of the pull requests that sa
 index's fix links) and the commits whose message says "fixes #N"; a related pull request's is its
 own squash commit. As of the ticket's creation when it is known: later commits are not evidence.
 A task whose commits cannot be read (a missing object in a partial clone) becomes a warning; a
-configured clone that is missing stops the step (``CloneMissing``).
+configured clone that is missing stops the step (``CloneMissing``). Every suggested file passes the
+repository's file rules (``include`` and ``exclude``), whatever evidence put it forward; a diff
+excerpt is read only for the fixes of tasks judged highly relevant (the others are a link).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 from uuid import UUID
 
 from resolveflow.adapters.git import CommitInfo, FileStat, GitRepository, ObjectMissing
@@ -23,12 +26,15 @@ from resolveflow.refine.domain.document import (
     FixCommit,
     RefineDocument,
     RefineStep,
+    RelatedHit,
+    RelatedPage,
     RelatedTask,
     StepWarning,
     SuggestedFile,
+    TaskKind,
 )
 from resolveflow.refine.domain.localize import PastFix, suggest_files
-from resolveflow.refine.domain.rules import glob_matches
+from resolveflow.refine.domain.rules import FileRules
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents as store
 from resolveflow.store.database import Database
@@ -36,8 +42,10 @@ from resolveflow.store.database import Database
 SIMILAR_DEPTH = 50  # the related step's depth: enough similar tasks that MAX_TASKS have fixes
 MAX_TASKS = 20  # the similar tasks with fixes that vote (chosen with the weights, docs/refine.md)
 MAX_COMMITS_PER_TASK = 3
-MAX_EXCERPTS = 8  # diff excerpts shown, most relevant tasks first: each is a git call
+MAX_EXCERPTS = 8  # diff excerpts read (of highly relevant tasks' fixes): each is a git call
 SUGGESTED = 10
+
+H = TypeVar("H", bound=RelatedHit)
 
 
 @dataclass
@@ -106,7 +114,7 @@ class ChangesDeps:
     db: Database
     tenant_id: UUID
     histories: Mapping[str, RepositoryHistory]  # repository name -> its clone's history
-    include: tuple[str, ...] = ()  # globs of files that may be suggested (all when empty)
+    files: FileRules = field(default_factory=FileRules)  # which files may be suggested
     excerpts: bool = True  # diff excerpts (the evaluation skips them: it only ranks files)
 
 
@@ -124,9 +132,8 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
     tasks = [t for t in out.related if t.external_id in found][:MAX_TASKS]
     stats = history.stats([c.sha for commits in found.values() for c, _ in commits])
     snapshot = history.snapshot(as_of)
-    files = (
-        [f for f in history.files_at(snapshot) if _included(f, deps.include)] if snapshot else []
-    )
+    allowed = deps.files.allows
+    files = [f for f in history.files_at(snapshot) if allowed(f)] if snapshot else []
     in_snapshot = frozenset(files)  # once per call: every task keeps the changed files found here
     fixes: list[PastFix] = []
     for task in tasks:
@@ -153,7 +160,8 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
         )
     definitions = _definitions(out, history, snapshot)
     text = f"{out.ticket.title}\n\n{out.ticket.body}"
-    for ranked in suggest_files(text, files, definitions, fixes, limit=SUGGESTED):
+    ranking = suggest_files(text, files, definitions, fixes, limit=SUGGESTED, allowed=allowed)
+    for ranked in ranking:
         out.suggested_files.append(
             SuggestedFile(
                 path=ranked.path,
@@ -164,7 +172,7 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
             )
         )
     if deps.excerpts:
-        _add_excerpts(out, history)
+        _add_excerpts(out, history, deps.files)
     out.done.append(RefineStep.CHANGES)
     return out
 
@@ -207,8 +215,8 @@ def _fixing_commits(
 ) -> dict[str, list[tuple[CommitInfo, str]]]:
     pulls: dict[str, list[str]] = {}
     with deps.db.tenant(deps.tenant_id) as conn:
-        for source in {t.source for t in tasks if t.kind == "issue"}:
-            ids = [t.external_id for t in tasks if t.source == source and t.kind == "issue"]
+        for source in {t.source for t in tasks if t.kind == TaskKind.ISSUE}:
+            ids = [t.external_id for t in tasks if t.source == source and t.kind == TaskKind.ISSUE]
             pulls.update(store.fixing_pulls(conn, deps.tenant_id, source, ids))
     found: dict[str, list[tuple[CommitInfo, str]]] = {}
     for task in tasks:
@@ -216,12 +224,12 @@ def _fixing_commits(
             continue
         number = int(task.external_id)
         candidates: list[tuple[CommitInfo, str]] = []
-        if task.kind == "pull" and number in history.by_pull:
+        if task.kind == TaskKind.PULL and number in history.by_pull:
             candidates.append((history.by_pull[number], f"squash (#{number})"))
         for pull in pulls.get(task.external_id, []):
             if pull.isdigit() and int(pull) in history.by_pull:
                 candidates.append((history.by_pull[int(pull)], f"fix link (#{pull})"))
-        if task.kind == "issue":
+        if task.kind == TaskKind.ISSUE:
             candidates += [(c, f"fixes #{number}") for c in history.by_issue.get(number, [])]
         seen: set[str] = set()
         kept = []
@@ -249,16 +257,20 @@ def _fix_commit(
     )
 
 
-def _add_excerpts(doc: RefineDocument, history: RepositoryHistory) -> None:
-    """An excerpt of each commit's file that matters most here: the best suggested file it
-    changed, else its most changed file."""
+def _add_excerpts(doc: RefineDocument, history: RepositoryHistory, rules: FileRules) -> None:
+    """An excerpt of each fix of a task judged high, of the file that matters most here: the best
+    suggested file it changed, else its most changed file the file rules allow, else its most
+    changed file. The other fixes get none: the Markdown links them instead."""
     rank = {f.path: n for n, f in enumerate(doc.suggested_files)}
-    for change in doc.changes[:MAX_EXCERPTS]:
-        if not change.files:
-            continue
+    high = [c for c in doc.changes if doc.judged_high(c.task) and c.files]
+    for change in high[:MAX_EXCERPTS]:
         biggest = min(
             change.files,
-            key=lambda f: (rank.get(f.path, len(rank)), -((f.added or 0) + (f.removed or 0))),
+            key=lambda f: (
+                rank.get(f.path, len(rank)),
+                not rules.allows(f.path),
+                -((f.added or 0) + (f.removed or 0)),
+            ),
         )
         try:
             excerpt = history.repo.diff_excerpt(change.sha, biggest.path)
@@ -273,17 +285,22 @@ def _add_excerpts(doc: RefineDocument, history: RepositoryHistory) -> None:
         change.excerpt, change.excerpt_truncated = excerpt.text, excerpt.truncated
 
 
-def _included(path: str, include: Collection[str]) -> bool:
-    return not include or any(glob_matches(path, pattern) for pattern in include)
-
-
 def _warn(message: str) -> StepWarning:
     return StepWarning(step=RefineStep.CHANGES, message=message)
 
 
 def task_from_hit(hit: Hit) -> RelatedTask:
     """A search hit as a related task (the related step's unit)."""
-    return RelatedTask(
+    return _from_hit(RelatedTask, hit)
+
+
+def page_from_hit(hit: Hit) -> RelatedPage:
+    """A search hit that is not a task, as a related page."""
+    return _from_hit(RelatedPage, hit)
+
+
+def _from_hit(kind: type[H], hit: Hit) -> H:
+    return kind(
         source=hit.source,
         external_id=hit.external_id,
         kind=hit.kind,

@@ -35,6 +35,7 @@ from resolveflow.refine.changes import (
 )
 from resolveflow.refine.domain.document import RefineDocument, Ticket, TicketSource
 from resolveflow.refine.domain.localize import PastFix, vote_files
+from resolveflow.refine.domain.rules import FileRules, RefinePolicy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 SOURCE = "eval"
 # Dev targets of issue 14 (hf-datasets issues of 2023).
 TARGETS = {"hit@5": 0.78, "mrr@10": 0.56}
-SCOPE = ("src/**",)
+SCOPE = FileRules(include=("src/**",))
+TASKS = RefinePolicy()  # which hits are tasks: the related step's rule (no source marked)
 DEPTH = 10
 
 
@@ -123,7 +125,7 @@ def evaluate_changes(
     with scratch_tenant(db) as tenant_id:
         Indexer(db, embedder).upsert(tenant_id, documents)
         searcher = Searcher(db, embedder, params)
-        deps = ChangesDeps(db, tenant_id, {"corpus": history}, include=SCOPE, excerpts=False)
+        deps = ChangesDeps(db, tenant_id, {"corpus": history}, files=SCOPE, excerpts=False)
         most = MostChanged(history)  # the queries come oldest first
         rows = [_one(searcher, deps, most, doc, gold) for doc, gold in queries]
     ranks = [r[0] for r in rows]
@@ -183,9 +185,8 @@ def _one(
         created_at=doc.created_at,
         repository="corpus",
     )
-    refined = changes_step(
-        RefineDocument(ticket=ticket, related=[task_from_hit(h) for h in hits]), deps
-    )
+    tasks = [task_from_hit(h) for h in hits if TASKS.is_task(h.kind, h.source)]
+    refined = changes_step(RefineDocument(ticket=ticket, related=tasks), deps)
     ranked = [f.path for f in refined.suggested_files]
     fixes = [
         PastFix(

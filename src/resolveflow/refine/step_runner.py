@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 # The fields of the document each step fills (docs/refine.md, "Steps and schemas").
 STEP_FILLS: dict[RefineStep, tuple[str, ...]] = {
     RefineStep.LOAD: ("ticket",),
-    RefineStep.RELATED: ("related",),
-    RefineStep.RELEVANCE: ("judgements",),
+    RefineStep.RELATED: ("related", "pages"),
+    RefineStep.RELEVANCE: ("judgements", "page_judgements"),
     RefineStep.SUMMARIZE: ("summary",),
     RefineStep.RUNBOOK: ("runbook",),
     RefineStep.CHANGES: ("changes", "suggested_files"),
@@ -72,7 +72,7 @@ def run_step(step: RefineStep, doc: RefineDocument, deps: StepDeps) -> RefineDoc
     if step is RefineStep.LOAD:
         return load_ticket(doc, deps.readers)
     if step is RefineStep.RELATED:
-        return refine.related(doc, deps.searcher(), deps.tenant_id())
+        return refine.related(doc, deps.searcher(), deps.tenant_id(), policy=_policy(deps, doc))
     if step is RefineStep.RELEVANCE:
         return refine.relevance(doc, deps.model())
     if step is RefineStep.SUMMARIZE:

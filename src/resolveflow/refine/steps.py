@@ -18,7 +18,7 @@ from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.llm.structured import structured_call
-from resolveflow.refine.changes import SIMILAR_DEPTH, task_from_hit
+from resolveflow.refine.changes import SIMILAR_DEPTH, page_from_hit, task_from_hit
 from resolveflow.refine.domain.document import (
     SCHEMA_VERSION,
     STEP_ORDER,
@@ -30,7 +30,8 @@ from resolveflow.refine.domain.document import (
     Summary,
 )
 from resolveflow.refine.store import runbooks as store
-from resolveflow.retrieval.search import Searcher
+from resolveflow.retrieval.records import Hit
+from resolveflow.retrieval.search import MAX_K, Searcher
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
 
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 RELATED_K = SIMILAR_DEPTH  # the changes step votes with the fixed tasks among these
 JUDGED = 10  # relevance judges (and the Markdown shows) the most similar ones only
+PAGES_KEPT = JUDGED  # the related pages kept (and judged): only the relevant ones are shown
 MAX_MODEL_ATTEMPTS = 2  # invalid model output is asked for this many times in all
 
 
@@ -78,31 +80,52 @@ def ticket_key(doc: RefineDocument) -> tuple[str, str] | None:
 
 
 def related(
-    doc: RefineDocument, searcher: Searcher, tenant_id: UUID, k: int = RELATED_K
+    doc: RefineDocument,
+    searcher: Searcher,
+    tenant_id: UUID,
+    k: int = RELATED_K,
+    policy: RefinePolicy | None = None,
 ) -> RefineDocument:
-    """Similar past tasks from the tenant's index (the hybrid search), as of the ticket's creation
-    when it is known. No index for the tenant is a critical error."""
+    """Similar past tasks and related pages from the tenant's index (the hybrid search), as of
+    the ticket's creation when it is known. A hit is a task by its kind (an issue, a pull
+    request) or its source (``policy.task_sources``); every other hit is a page. When pages take
+    some of the ``k`` places, the search goes once more, deeper, so that ``k`` tasks still
+    vote. No index for the tenant is a critical error."""
+    from resolveflow.refine.domain.rules import RefinePolicy
+
     require(doc, RefineStep.RELATED)
     with searcher.db.tenant(tenant_id) as conn:
         state = documents_store.index_state(conn, tenant_id)
     if state is None or state.chunk_count == 0:
         raise ConfigError("the tenant has no search index: index its issues and runbooks first "
                           "(resolveflow index github OWNER/REPO, resolveflow index docs DIR)")  # fmt: skip
-    hits = searcher.search(
-        tenant_id, query_text(doc), k=k, as_of=doc.ticket.created_at, exclude=ticket_key(doc)
-    )
+    rules = policy or RefinePolicy()
+    hits = _search(doc, searcher, tenant_id, k)
+    tasks = [h for h in hits if rules.is_task(h.kind, h.source)]
+    if len(tasks) < k and len(hits) == k and k < MAX_K:
+        hits = _search(doc, searcher, tenant_id, MAX_K)
+        tasks = [h for h in hits if rules.is_task(h.kind, h.source)]
+    pages = [h for h in hits if not rules.is_task(h.kind, h.source)]
     out = doc.model_copy(deep=True)
-    out.related = [task_from_hit(hit) for hit in hits]
-    if not hits:
+    out.related = [task_from_hit(hit) for hit in tasks[:k]]
+    out.pages = [page_from_hit(hit) for hit in pages[:PAGES_KEPT]]
+    if not tasks:
         _warn(out, RefineStep.RELATED, "no similar past task was found in the index")
     out.done.append(RefineStep.RELATED)
     return out
 
 
+def _search(doc: RefineDocument, searcher: Searcher, tenant_id: UUID, k: int) -> list[Hit]:
+    return searcher.search(
+        tenant_id, query_text(doc), k=k, as_of=doc.ticket.created_at, exclude=ticket_key(doc)
+    )
+
+
 def relevance(doc: RefineDocument, model: ChatModel | None) -> RefineDocument:
     """Each related task judged high / medium / low with a one-line reason: by the rules without
     a model; with one, its judgements of retrieved ids only, checked by code, asked again within a
-    budget and then judged by the rules."""
+    budget and then judged by the rules. Related pages are judged by the rules, whose levels the
+    page floor was measured on (docs/refine.md, "Related pages")."""
     from resolveflow.refine.domain import rules
 
     require(doc, RefineStep.RELEVANCE)
@@ -112,6 +135,7 @@ def relevance(doc: RefineDocument, model: ChatModel | None) -> RefineDocument:
     if judged is None:
         judged = [rules.judge(out.ticket, task) for task in shown]
     out.judgements = judged
+    out.page_judgements = [rules.judge(out.ticket, page) for page in out.pages[:JUDGED]]
     out.done.append(RefineStep.RELEVANCE)
     return out
 
@@ -160,7 +184,7 @@ def _model_summary(
     from resolveflow.refine.domain import rules
     from resolveflow.refine.domain import summary_model as by_model
 
-    paths = by_model.candidate_paths(doc, facts)
+    paths = by_model.candidate_paths(doc, facts, policy.file_rules().allows)
     front, back = rules.scopes(paths, policy.scopes)
     shown = [by_model.Candidate(p, p in front, p in back) for p in paths]
     messages = by_model.summary_prompt(doc.ticket, facts, shown)

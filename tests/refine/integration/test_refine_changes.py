@@ -20,7 +20,14 @@ from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.git import CloneMissing, GitRepository
 from resolveflow.refine import steps as refine
 from resolveflow.refine.changes import ChangesDeps, RepositoryHistory, changes_step
-from resolveflow.refine.domain.document import RefineDocument, RefineStep, Ticket, TicketSource
+from resolveflow.refine.domain.document import (
+    RefineDocument,
+    RefineStep,
+    Relevance,
+    Ticket,
+    TicketSource,
+)
+from resolveflow.refine.domain.rules import FileRules
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
@@ -86,8 +93,8 @@ def tenant(db: Database) -> UUID:
     return tenant_id
 
 
-def _related(db: Database, tenant: UUID) -> RefineDocument:
-    ticket = Ticket(source=TicketSource.TEXT, title="CSV export fails", body=TICKET,
+def _related(db: Database, tenant: UUID, body: str = TICKET) -> RefineDocument:
+    ticket = Ticket(source=TicketSource.TEXT, title="CSV export fails", body=body,
                     created_at=_day(10), repository=REPO)  # fmt: skip
     doc = RefineDocument(ticket=ticket, done=[RefineStep.LOAD])
     doc = refine.related(doc, Searcher(db, HashingEmbedder()), tenant)
@@ -126,9 +133,48 @@ def test_include_globs_limit_the_suggestions(
 ) -> None:
     assert isinstance(repo["path"], Path)
     history = RepositoryHistory.read(REPO, GitRepository(repo["path"]))
-    deps = ChangesDeps(db, tenant, {REPO: history}, include=("tests/**",))
+    deps = ChangesDeps(db, tenant, {REPO: history}, files=FileRules(include=("tests/**",)))
     doc = changes_step(_related(db, tenant), deps)
     assert [f.path for f in doc.suggested_files] == ["tests/test_csv.py"]
+
+
+def test_include_and_exclude_apply_to_every_suggested_file_whatever_its_evidence(
+    db: Database, tenant: UUID, repo: dict[str, object]
+) -> None:
+    """Without rules, ``tests/test_csv.py`` (changed by #41's fix: a vote; it defines
+    ``test_na``, a name the ticket uses) and ``widgets/export/xlsx.py`` (named in the ticket, and
+    changed by #17's fix) are suggested; ``include`` and ``exclude`` remove both."""
+    assert isinstance(repo["path"], Path)
+    history = RepositoryHistory.read(REPO, GitRepository(repo["path"]))
+    text = TICKET + "xlsx.py has the same code, and test_na does not catch it.\n"
+    related = _related(db, tenant, text)
+    free = changes_step(related, ChangesDeps(db, tenant, {REPO: history}))
+    reasons = {f.path: f.reasons for f in free.suggested_files}
+    assert "defines a name the ticket uses" in reasons["tests/test_csv.py"]
+    assert "changed by the fixes of similar tasks" in reasons["tests/test_csv.py"]
+    assert "named in the ticket" in reasons[XLSX]
+    rules = FileRules(include=("widgets/**",), exclude=("**/xlsx.py",))
+    kept = changes_step(related, ChangesDeps(db, tenant, {REPO: history}, files=rules))
+    assert [f.path for f in kept.suggested_files] == [CSV]
+    assert kept.changes == free.changes  # the fixes themselves are facts: all still listed
+
+
+def test_a_diff_excerpt_is_read_only_for_the_fixes_of_highly_relevant_tasks(
+    db: Database, tenant: UUID, repo: dict[str, object]
+) -> None:
+    assert isinstance(repo["path"], Path)
+    history = RepositoryHistory.read(REPO, GitRepository(repo["path"]))
+    related = _related(db, tenant)
+    levels = {j.external_id: j.relevance for j in related.judgements}
+    assert levels["41"] is Relevance.HIGH and levels["17"] is not Relevance.HIGH
+    doc = changes_step(related, ChangesDeps(db, tenant, {REPO: history}))
+    excerpts = {c.task: c.excerpt for c in doc.changes}
+    assert "+    if row[0] == 'n/a':" in excerpts["41"] and excerpts["17"] == ""
+    lowered = related.model_copy(deep=True)
+    lowered.judgements = [j.model_copy(update={"relevance": Relevance.MEDIUM})
+                          for j in lowered.judgements]  # fmt: skip
+    again = changes_step(lowered, ChangesDeps(db, tenant, {REPO: history}))
+    assert [c.excerpt for c in again.changes] == [""] * len(again.changes)
 
 
 def test_a_partial_clone_warns_about_missing_objects_and_goes_on(

@@ -103,6 +103,10 @@ def _check_final(doc: RefineDocument) -> None:
     assert doc.runbook is not None and doc.runbook.tag == "export"
     assert "Reproduce with the customer's file" in doc.runbook.checklist
     assert doc.summary is not None and doc.markdown and "Export failures" in doc.markdown
+    # The runbooks are pages of the index, never related tasks; both sections are rendered.
+    assert {t.kind for t in doc.related} == {"issue"}
+    assert {"runbooks/export.md", "runbooks/deploy.md"} <= {p.external_id for p in doc.pages}
+    assert "### Related tasks" in doc.markdown and "### Related pages" in doc.markdown
 
 
 @pytest.fixture

@@ -67,6 +67,14 @@ def _documents() -> list[SourceDocument]:
                        labels=("bug",), created_at=at, **issue),
         SourceDocument(external_id="9", title="Dark mode colours on the settings page",
                        body="The toggle is unreadable in dark mode.", created_at=at, **issue),
+        # Pages: one about this very error, one about something else.
+        SourceDocument(source="docs", external_id="guide/csv.md", kind="doc",
+                       title="CSV export errors", created_at=at,
+                       body="ValueError: could not convert string to float in "
+                       "widgets/export/csv.py: clean the 'n/a' cells first."),
+        SourceDocument(source="docs", external_id="npm/install.md", kind="doc",
+                       title="Installing the widgets with npm", created_at=at,
+                       body="Run npm install widgets to add the package."),
     ]  # fmt: skip
 
 
@@ -151,7 +159,12 @@ def test_propose_waits_for_approval_then_the_gate_posts_the_markdown_once(
     assert view["action"]["target"] == {"repository": REPO, "issue": 50}
     assert view["action"]["labels"] == []
     assert view["action"]["comment"] == normalize_text(markdown)
-    assert "CSV export crashes" in view["action"]["comment"]
+    comment = view["action"]["comment"]
+    assert "CSV export crashes" in comment
+    tasks = comment[comment.index("### Related tasks") : comment.index("### Related pages")]
+    pages = comment[comment.index("### Related pages") :].split("\n### ", 1)[0]
+    assert "CSV export crashes" in tasks and "guide/csv.md" not in tasks  # a page is no task
+    assert "**high**" in pages and "`guide/csv.md`" in pages and "npm" not in comment
     [stored] = _proposals(db)
     assert stored["note"] == REFINE_NOTE
     assert forge.writes_received == 0  # it waits in the inbox: nothing sent

@@ -94,3 +94,39 @@ def test_a_file_the_ticket_names_outranks_one_similar_fix() -> None:
     fixes = [PastFix("7", 0.9, frozenset({"src/pkg/io/json.py"}), ("ccc",))]
     ranked = suggest_files("json loading broke, see builder.py", FILES, {}, fixes, limit=1)
     assert [r.path for r in ranked] == ["src/pkg/builder.py"]
+
+
+# --- the file rules apply to every kind of evidence ---------------------------------------------
+
+
+def _only_src(path: str) -> bool:
+    return path.startswith("src/")
+
+
+def test_a_file_the_rules_refuse_is_never_suggested_whatever_named_it() -> None:
+    """Each kind of evidence alone puts ``tests/test_load.py`` first; with the rules it is gone
+    and the allowed files keep their order."""
+    test_file = "tests/test_load.py"
+    frame = f'  File "/repo/{test_file}", line 9, in test_it\n'
+    by_kind = {
+        "votes": ("nothing here", {}, [PastFix("1", 0.9, frozenset({test_file}), ("aaa",))]),
+        "named": (f"the bug is in {test_file}", {}, []),
+        "traceback": (f"Traceback (most recent call last):\n{frame}ValueError: x\n", {}, []),
+        "symbols": ("calling check_wiring()", {"check_wiring": {test_file}}, []),
+    }
+    for kind, (text, definitions, fixes) in by_kind.items():
+        unfiltered = suggest_files(text, FILES, definitions, fixes)
+        assert unfiltered and unfiltered[0].path == test_file, kind  # the evidence is there
+        kept = suggest_files(text, FILES, definitions, fixes, allowed=_only_src)
+        assert test_file not in [r.path for r in kept], kind
+        assert [r.path for r in kept] == [r.path for r in unfiltered if _only_src(r.path)], kind
+
+
+def test_the_limit_counts_allowed_files_only() -> None:
+    fixes = [PastFix(str(n), 1.0 - n / 10, frozenset({f}), ()) for n, f in enumerate(FILES)]
+    kept = suggest_files("text", FILES, {}, list(reversed(fixes)), limit=3, allowed=_only_src)
+    assert [r.path for r in kept] == [
+        "src/pkg/__init__.py",
+        "src/pkg/load.py",
+        "src/pkg/builder.py",
+    ]

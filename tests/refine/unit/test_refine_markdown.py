@@ -13,6 +13,7 @@ from resolveflow.refine.domain.document import (
     FixCommit,
     Judgement,
     RefineDocument,
+    RelatedPage,
     RelatedTask,
     Relevance,
     RunbookAttachment,
@@ -199,3 +200,69 @@ def test_an_excerpt_fence_is_three_ticks_or_one_longer_than_any_run_inside(
     doc.changes = [_commit("41", "a", diff)]
     indented = "\n".join(f"  {line}" for line in diff.split("\n"))
     assert f"\n  {fence}diff\n{indented}\n  {fence}\n" in render_markdown(doc)
+
+
+# --- related pages, and diffs only for high relevance ---------------------------------------------
+
+
+def _page(eid: str, title: str, url: str | None = None) -> RelatedPage:
+    return RelatedPage(source="docs", external_id=eid, kind="doc", title=title, url=url,
+                       score=0.6, cosine=0.5)  # fmt: skip
+
+
+def _section(markdown: str, heading: str) -> str:
+    start = markdown.index(f"### {heading}\n")
+    end = markdown.find("\n### ", start + 1)
+    return markdown[start : end if end >= 0 else len(markdown)]
+
+
+def test_pages_have_their_own_section_and_only_the_relevant_ones_are_listed() -> None:
+    doc = _document("CSV export fails")
+    doc.pages = [
+        _page("guide/export.md", "Exporting to CSV", "https://docs.example.test/export"),
+        _page("npm/install.md", "Installing with npm"),
+        _page("guide/sheets.md", "Sheets"),
+    ]
+    doc.page_judgements = [
+        Judgement(external_id="guide/export.md", relevance=Relevance.HIGH, reason="shares: csv.py"),
+        Judgement(
+            external_id="npm/install.md",
+            relevance=Relevance.MEDIUM,
+            reason="nothing rare in common",
+        ),
+        Judgement(external_id="guide/sheets.md", relevance=Relevance.LOW, reason="x"),
+    ]
+    markdown = render_markdown(doc)
+    pages = _section(markdown, "Related pages")
+    assert "[Exporting to CSV (`guide/export.md`)](https://docs.example.test/export)" in pages
+    assert "**high**" in pages and "npm" not in markdown and "Sheets" not in markdown
+    assert "and 2 more pages judged below high (in the JSON document)" in pages
+    tasks = _section(markdown, "Related tasks")
+    assert "#41" in tasks and "Exporting to CSV" not in tasks
+    doc.page_judgements[0].relevance = Relevance.MEDIUM
+    pages = _section(render_markdown(doc), "Related pages")
+    assert "No page was judged high enough to list (3 found)." in pages and "**" not in pages
+    doc.pages, doc.page_judgements = [], []
+    assert "No page of the index was found." in render_markdown(doc)
+
+
+def test_only_a_high_tasks_fix_shows_files_and_diff_the_others_are_a_link() -> None:
+    doc = _document("CSV export fails")
+    doc.judgements.append(Judgement(external_id="5", relevance=Relevance.MEDIUM, reason="r"))
+    doc.related.append(RelatedTask(source="github:acme/w", external_id="5", kind="issue",
+                                   title="T", url="https://github.com/acme/w/issues/5",
+                                   score=0.5, cosine=0.5))  # fmt: skip
+    doc.changes = [
+        _commit("41", "a", "+high diff line"),
+        _commit("5", "b", "+medium diff line"),  # an excerpt it should not have: not shown
+        _commit("17", "c", "+low diff line"),
+    ]
+    changes = _section(render_markdown(doc), "Changes that solved the related tasks")
+    assert "+high diff line" in changes and "`f41.py` +1 −0" in changes
+    assert "diff line" not in changes.replace("+high diff line", "")
+    assert "f5.py" not in changes and "f17.py" not in changes
+    assert (
+        "`bbbbbbb` 2024-03-03 fix 5 (fixed [#5](https://github.com/acme/w/issues/5), medium,"
+        in changes
+    )
+    assert "`ccccccc` 2024-03-03 fix 17 (fixed #17, low, found by" in changes  # unsafe URL: none

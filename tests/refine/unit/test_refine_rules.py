@@ -30,6 +30,7 @@ from resolveflow.refine.domain.rules import (
     MAX_FACTS,
     MEDIUM_COSINE,
     MEDIUM_SCORE,
+    FileRules,
     RefinePolicy,
     RunbookInfo,
     ScopeRules,
@@ -427,6 +428,11 @@ def test_the_policy_carries_a_repository_refine_block() -> None:
         "colour = true",
         'scopes = { middle = ["x"] }',
         'scopes = { frontend = [""] }',
+        'exclude = "tests/**"',  # a list, not a string
+        'exclude = [""]',
+        "task_sources = [3]",
+        'task_sources = ["  "]',  # a source has a name
+        'task_sources = "helpdesk"',
     ],
 )
 def test_a_bad_refine_block_is_one_clear_error(block: str) -> None:
@@ -443,3 +449,57 @@ def test_a_bad_default_refine_block_fails_the_load_of_the_file() -> None:
         parse_policy("[defaults.refine]\ncolour = true\n", "p.toml", PRODUCT_SECTIONS)
     with pytest.raises(ConfigError, match=r"repositories\.acme/widgets\.refine: Input should"):
         parse_policy('[repositories."acme/widgets"]\nrefine = 3\n')
+
+
+def test_the_policy_reads_the_file_rules_and_the_sources_marked_as_tasks() -> None:
+    text = (
+        '[repositories."acme/widgets".refine]\ninclude = ["src/**"]\n'
+        'exclude = ["**/test_*.py", "src/vendor/**"]\ntask_sources = [" helpdesk ", "jira"]\n'
+    )
+    refine = repository_refine(parse_policy(text, checks=PRODUCT_SECTIONS), "acme/widgets")
+    assert refine.file_rules() == FileRules(("src/**",), ("**/test_*.py", "src/vendor/**"))
+    assert refine.task_sources == ("helpdesk", "jira")  # stripped
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("src/pkg/load.py", True),
+        ("tests/unit/test_wiring.py", False),  # outside include
+        ("src/pkg/test_load.py", False),  # excluded by name
+        ("src/vendor/six.py", False),  # excluded by folder
+        ("README.md", False),
+    ],
+)
+def test_file_rules_are_include_then_exclude(path: str, allowed: bool) -> None:
+    rules = FileRules(include=("src/**",), exclude=("test_*.py", "src/vendor/**"))
+    assert rules.allows(path) is allowed
+    assert FileRules().allows(path)  # no rules: every file
+    assert FileRules(exclude=("src/vendor/**",)).allows(path) is (path != "src/vendor/six.py")
+
+
+@pytest.mark.parametrize(
+    ("kind", "source", "is_task"),
+    [
+        ("issue", "github:acme/widgets", True),
+        ("pull", "github:acme/widgets", True),
+        ("issue", "tickets-export", True),  # a JSONL corpus of tickets is issues
+        ("doc", "docs", False),
+        ("runbook", "docs", False),
+        ("doc", "helpdesk", True),  # a source the policy marks
+        ("runbook", "helpdesk", True),
+        ("doc", "Helpdesk", False),  # source names are exact
+    ],
+)
+def test_a_hit_is_a_task_by_its_kind_or_a_source_the_policy_marks(
+    kind: str, source: str, is_task: bool
+) -> None:
+    assert RefinePolicy(task_sources=("helpdesk",)).is_task(kind, source) is is_task
+    assert RefinePolicy().is_task(kind, source) is (kind in {"issue", "pull"})
+
+
+def test_the_task_kinds_are_kinds_of_the_index() -> None:
+    from resolveflow.refine.domain.document import TaskKind
+    from resolveflow.retrieval.records import KINDS
+
+    assert {k.value for k in TaskKind} == {"issue", "pull"} and set(TaskKind) <= set(KINDS)

@@ -251,3 +251,34 @@ def test_only_the_most_similar_tasks_are_judged_and_shown_the_rest_only_vote() -
     markdown = refine.output(judged).markdown or ""
     assert "#1009" in markdown and "#1010" not in markdown
     assert "and 3 more similar tasks, searched for the changes that fixed them" in markdown
+
+
+def test_related_pages_are_judged_by_the_rules_with_or_without_a_model() -> None:
+    from resolveflow.refine.domain.document import RelatedPage
+
+    source = _fixture("relevance")
+    same_bug = RelatedPage(
+        source="docs",
+        external_id="guide/csv.md",
+        kind="doc",
+        title="CSV export errors",
+        score=0.3,
+        cosine=0.3,
+        excerpt="ValueError from widgets/export/csv.py: clean the 'n/a' cells",
+    )
+    other = RelatedPage(source="docs", external_id="npm/install.md", kind="doc",
+                        title="Install with npm", score=0.6, cosine=0.4, excerpt="npm install")  # fmt: skip
+    source.pages = [same_bug, other]
+    judged = refine.relevance(source, None)
+    assert [j.external_id for j in judged.page_judgements] == ["guide/csv.md", "npm/install.md"]
+    assert judged.page_judgement("guide/csv.md").relevance is Relevance.HIGH  # type: ignore[union-attr]
+    assert [p.external_id for p, _ in judged.relevant_pages()] == ["guide/csv.md"]
+    assert judged.judgement("guide/csv.md") is None  # a page is no task
+    good = {"judgements": [
+        {"external_id": "41", "relevance": "high", "reason": "the same ValueError"},
+        {"external_id": "17", "relevance": "low", "reason": "another exporter"},
+        {"external_id": "9", "relevance": "low", "reason": "unrelated"}]}  # fmt: skip
+    model = ScriptedModel([good])
+    with_model = refine.relevance(source, model)
+    assert with_model.page_judgements == judged.page_judgements
+    assert "npm/install.md" not in str(model.calls)  # the model judges the tasks only

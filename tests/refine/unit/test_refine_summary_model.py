@@ -167,3 +167,21 @@ def test_ordinary_wording_in_the_task_is_not_taken_for_an_invented_path(words: s
     doc = _doc()
     facts = refine.summarize(doc, POLICY).summary.facts  # type: ignore[union-attr]
     assert check_task(f"Fix it: {words}.", doc.ticket, facts, [CSV, BUTTON]).endswith(words + ".")
+
+
+def test_a_fix_changed_file_outside_the_file_rules_is_no_candidate_for_a_scope() -> None:
+    """The model may scope only files the repository's include/exclude allow: a file another fix
+    changed, outside them, is not shown to it, and an answer naming it is refused."""
+    from resolveflow.refine.domain.summary_model import candidate_paths
+    from resolveflow.refine.domain.text import extract_facts
+
+    doc = _doc()
+    facts = extract_facts(f"{doc.ticket.title}\n{doc.ticket.body}")
+    assert BUTTON in candidate_paths(doc, facts)
+    policy = POLICY.model_copy(update={"exclude": ("web/**",)})
+    assert BUTTON not in candidate_paths(doc, facts, policy.file_rules().allows)
+    model = _model(GOOD, GOOD)  # names BUTTON twice: refused both times
+    out = refine.summarize(_doc(), policy, model)
+    assert out.summary is not None and out.summary.generator == "extractive"
+    assert [w.message for w in out.warnings] == [FELL_BACK]
+    assert BUTTON not in out.summary.frontend_scope

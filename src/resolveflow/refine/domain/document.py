@@ -53,6 +53,20 @@ class Relevance(StrEnum):
     MEDIUM = "medium"
     LOW = "low"
 
+    def at_least(self, floor: Relevance) -> bool:
+        order = (Relevance.LOW, Relevance.MEDIUM, Relevance.HIGH)
+        return order.index(self) >= order.index(floor)
+
+
+class TaskKind(StrEnum):
+    """The kinds of indexed document that are tasks (the index's kinds: ``retrieval/records.py``
+    ``KINDS``): issues (a forge's, or a ticket of a JSONL corpus, whose kind defaults to issue)
+    and pull requests. Every other kind (doc, runbook) is a page; a source the policy names in
+    ``task_sources`` makes its documents tasks whatever their kind."""
+
+    ISSUE = "issue"
+    PULL = "pull"
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -70,8 +84,8 @@ class Ticket(_Model):
     url: str | None = None
 
 
-class RelatedTask(_Model):
-    """A similar past task from the tenant's index (an issue, a pull request, a document)."""
+class RelatedHit(_Model):
+    """A search hit of the tenant's index, as the related step keeps it."""
 
     source: str
     external_id: str
@@ -84,6 +98,22 @@ class RelatedTask(_Model):
     runbook_tag: str | None = None
     created_at: datetime | None = None
     excerpt: str = ""
+
+
+class RelatedTask(RelatedHit):
+    """A similar past task: an issue, a pull request, or a document of a source the policy
+    marks as tasks (``task_sources``)."""
+
+
+class RelatedPage(RelatedHit):
+    """A page of the index that is not a task (a doc, a runbook): listed in its own section,
+    and only when judged relevant enough (``PAGE_FLOOR``)."""
+
+
+# A page is listed when the rules judge it at least this relevant (the same rules and levels as a
+# task's). Measured on the runbook and R-help dev questions and on hf-datasets issues against the
+# project's own docs (docs/refine.md, "Related pages"): below high, pages are mostly noise.
+PAGE_FLOOR = Relevance.HIGH
 
 
 class Judgement(_Model):
@@ -157,7 +187,9 @@ class RefineDocument(_Model):
     ticket: Ticket
     done: list[RefineStep] = Field(default_factory=list)
     related: list[RelatedTask] = Field(default_factory=list)
-    judgements: list[Judgement] = Field(default_factory=list)
+    pages: list[RelatedPage] = Field(default_factory=list)  # the related step's other hits
+    judgements: list[Judgement] = Field(default_factory=list)  # of ``related``
+    page_judgements: list[Judgement] = Field(default_factory=list)  # of ``pages``
     summary: Summary | None = None
     runbook: RunbookAttachment | None = None
     changes: list[FixCommit] = Field(default_factory=list)
@@ -166,4 +198,18 @@ class RefineDocument(_Model):
     markdown: str | None = None
 
     def judgement(self, external_id: str) -> Judgement | None:
+        """A related task's judgement."""
         return next((j for j in self.judgements if j.external_id == external_id), None)
+
+    def judged_high(self, external_id: str) -> bool:
+        """A related task judged high: only its fixes show their files and diff."""
+        judged = self.judgement(external_id)
+        return judged is not None and judged.relevance is Relevance.HIGH
+
+    def page_judgement(self, external_id: str) -> Judgement | None:
+        return next((j for j in self.page_judgements if j.external_id == external_id), None)
+
+    def relevant_pages(self) -> list[tuple[RelatedPage, Judgement]]:
+        """The pages judged at least ``PAGE_FLOOR``, in search order."""
+        judged = [(page, self.page_judgement(page.external_id)) for page in self.pages]
+        return [(p, j) for p, j in judged if j is not None and j.relevance.at_least(PAGE_FLOOR)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 WEIGHT_VOTES = 1.0
@@ -140,11 +140,16 @@ def suggest_files(
     fixes: Sequence[PastFix],
     *,
     limit: int = 10,
+    allowed: Callable[[str], bool] = lambda path: True,
 ) -> list[Ranked]:
-    """The ``limit`` best files for the ticket ``text``, best first (ties by path).
+    """The ``limit`` best files for the ticket ``text`` that ``allowed`` lets through (the
+    repository's file rules), best first (ties by path).
 
     ``files`` are the repository's tracked files when the ticket was written; ``definitions``
     maps an identifier to the files defining it; ``fixes`` are the similar past tasks' fixes.
+    Whatever kind of evidence names a file, a file ``allowed`` refuses is never returned: the
+    check is on the ranking itself, not on each kind's inputs (a name defined in a test file, a
+    fix that changed one).
     """
     votes, behind = vote_files(fixes)
     frames, deepest = frame_files(traceback_frames(text), files)
@@ -165,5 +170,5 @@ def suggest_files(
             entry = ranked.setdefault(path, Ranked(path, 0.0, commits=behind.get(path, [])))
             entry.score += weight * value
             entry.reasons.append(reason)
-    best = sorted(ranked.values(), key=lambda r: (-r.score, r.path))
+    best = sorted((r for r in ranked.values() if allowed(r.path)), key=lambda r: (-r.score, r.path))
     return best[:limit]

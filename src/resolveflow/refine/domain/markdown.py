@@ -7,6 +7,11 @@ joiner so nobody is mentioned) and paths, facts and hashes through ``code`` (a c
 backtick run is longer than any inside it, so it cannot be closed early and no fence can open).
 Links come only from the index and only when they are plain http(s) URLs. The runbook's checklist
 is trusted (an approver vouched for it) and is quoted as it is stored.
+
+Related tasks and related pages are two sections: a document that is not a task is never listed
+as one, and a page is listed only when judged relevant enough (``PAGE_FLOOR``). Only the fixes of
+tasks judged high show their files and diff; any other fix is one line, its commit id and a link
+to the task it fixed.
 """
 
 from __future__ import annotations
@@ -14,7 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from resolveflow.refine.domain.document import FixCommit, RefineDocument, RelatedTask, SuggestedFile
+from resolveflow.refine.domain.document import (
+    PAGE_FLOOR,
+    FixCommit,
+    Judgement,
+    RefineDocument,
+    RelatedHit,
+    SuggestedFile,
+)
 
 MAX_MARKDOWN_CHARS = 60_000
 MAX_CHECKLIST_CHARS = 20_000
@@ -62,7 +74,7 @@ def _link(text: str, url: str | None) -> str:
     return f"[{text}]({url})" if url and _SAFE_URL.match(url) else text
 
 
-def _task_ref(task: RelatedTask) -> str:
+def _task_ref(task: RelatedHit) -> str:
     eid = task.external_id
     return f"#{eid}" if eid.isdigit() else inert(eid, 80)
 
@@ -91,6 +103,13 @@ def _summary(doc: RefineDocument) -> Iterator[str]:
     yield ""
 
 
+def _judged_line(item: RelatedHit, judged: Judgement | None, name: str) -> str:
+    level = f"**{judged.relevance.value}**" if judged else "**not judged**"
+    reason = f" ({inert(judged.reason, 200)})" if judged else ""
+    return (f"- {level} {_link(name, item.url)}: {inert(item.title, 160)}{reason}, "
+            f"score {item.score:.3f}, cosine {item.cosine:.2f}")  # fmt: skip
+
+
 def _related(doc: RefineDocument) -> Iterator[str]:
     yield "### Related tasks"
     yield ""
@@ -99,14 +118,28 @@ def _related(doc: RefineDocument) -> Iterator[str]:
     judged_ids = {j.external_id for j in doc.judgements}
     shown = [t for t in doc.related if t.external_id in judged_ids] if judged_ids else doc.related
     for task in shown:
-        judged = doc.judgement(task.external_id)
-        level = f"**{judged.relevance.value}**" if judged else "**not judged**"
-        reason = f" ({inert(judged.reason, 200)})" if judged else ""
-        yield (f"- {level} {_link(_task_ref(task), task.url)}: {inert(task.title, 160)}{reason}, "
-               f"score {task.score:.3f}, cosine {task.cosine:.2f}")  # fmt: skip
+        yield _judged_line(task, doc.judgement(task.external_id), _task_ref(task))
     if len(shown) < len(doc.related):
         yield (f"- and {len(doc.related) - len(shown)} more similar tasks, searched for the "
                "changes that fixed them")  # fmt: skip
+    yield ""
+
+
+def _pages(doc: RefineDocument) -> Iterator[str]:
+    yield "### Related pages"
+    yield ""
+    relevant = doc.relevant_pages()
+    for page, judged in relevant:
+        yield _judged_line(page, judged, f"{inert(page.title or page.external_id, 160)} "
+                           f"({code(page.external_id)})")  # fmt: skip
+    if not doc.pages:
+        yield "No page of the index was found."
+    elif not relevant:
+        yield (f"No page was judged {PAGE_FLOOR.value} enough to list "
+               f"({len(doc.pages)} found).")  # fmt: skip
+    elif len(relevant) < len(doc.pages):
+        yield (f"- and {len(doc.pages) - len(relevant)} more pages judged below "
+               f"{PAGE_FLOOR.value} (in the JSON document)")  # fmt: skip
     yield ""
 
 
@@ -124,10 +157,18 @@ def _runbook(doc: RefineDocument) -> Iterator[str]:
     yield ""
 
 
-def _commit(commit: FixCommit) -> Iterator[str]:
+def _commit(doc: RefineDocument, commit: FixCommit) -> Iterator[str]:
+    """A fix of a task judged high: its files (and, from the caller, its diff); any other fix:
+    one line, its commit id and a link to the task it fixed."""
     when = commit.committed_at.date().isoformat()
+    judged = doc.judgement(commit.task)
+    task = next((t for t in doc.related if t.external_id == commit.task), None)
+    fixed = _link(_task_ref(task), task.url) if task else inert(commit.task, 40)
+    said = f"{judged.relevance.value}, " if judged else ""
     yield (f"- {code(commit.sha[:7])} {when} {inert(commit.subject, 160)} "
-           f"(fixed {inert(commit.task, 40)}, found by {inert(commit.how, 40)})")  # fmt: skip
+           f"(fixed {fixed}, {said}found by {inert(commit.how, 40)})")  # fmt: skip
+    if not doc.judged_high(commit.task):
+        return
     for f in commit.files[:MAX_FILES_PER_COMMIT]:
         counts = "(binary)" if f.added is None else f"+{f.added} −{f.removed or 0}"
         yield f"  - {code(f.path)} {counts}"
@@ -170,9 +211,11 @@ def _changes(doc: RefineDocument) -> Iterator[str]:
         yield "### Changes that solved the related tasks"
         yield ""
         chosen = _commits_shown(doc)[:MAX_COMMITS]
-        for n, commit in enumerate(chosen):
-            yield from _commit(commit)
-            if n < MAX_EXCERPTS_SHOWN and commit.excerpt:
+        excerpts = 0
+        for commit in chosen:
+            yield from _commit(doc, commit)
+            if doc.judged_high(commit.task) and commit.excerpt and excerpts < MAX_EXCERPTS_SHOWN:
+                excerpts += 1
                 yield from _excerpt(commit)
         if len(doc.changes) > len(chosen):
             yield (f"- and {len(doc.changes) - len(chosen)} more commits of other similar "
@@ -194,11 +237,11 @@ def _warnings(doc: RefineDocument) -> Iterator[str]:
 
 
 def render_markdown(doc: RefineDocument) -> str:
-    """The enrichment: summary, scopes, related tasks, runbook, changes, suggested files and
-    warnings, at most ``MAX_MARKDOWN_CHARS`` characters (ending in "(cut)" when cut)."""
+    """The enrichment: summary, scopes, related tasks, related pages, runbook, changes, suggested
+    files and warnings, at most ``MAX_MARKDOWN_CHARS`` characters (ending in "(cut)" when cut)."""
     generator = doc.summary.generator if doc.summary else "none"
     lines = [f"## Refined: {inert(doc.ticket.title, 200)}", ""]
-    for part in (_summary, _related, _runbook, _changes, _warnings):
+    for part in (_summary, _related, _pages, _runbook, _changes, _warnings):
         lines.extend(part(doc))
     lines.append(f"Drafted by ResolveFlow refine (summary: {inert(generator, 80)}). The ticket's "
                  "text is shown as data; nothing in it was followed.")  # fmt: skip

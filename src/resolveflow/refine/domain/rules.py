@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
 from resolveflow.domain.front_matter import front_matter, front_matter_triggers
 from resolveflow.llm.errors import ModelOutputInvalid, parse_model_output
@@ -24,10 +24,12 @@ from resolveflow.refine.domain.document import (
     Facts,
     Judgement,
     RefineDocument,
+    RelatedHit,
     RelatedTask,
     Relevance,
     RunbookAttachment,
     Summary,
+    TaskKind,
     Ticket,
 )
 from resolveflow.refine.domain.markdown import render_markdown
@@ -67,6 +69,7 @@ SCOPE_FILES = 5
 SUMMARY_CHARS = 600
 
 Glob = Annotated[str, Field(min_length=1, max_length=200)]
+SourceName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
 
 
 class ScopeRules(BaseModel):
@@ -77,6 +80,20 @@ class ScopeRules(BaseModel):
     backend: tuple[Glob, ...] = ()
 
 
+@dataclass(frozen=True)
+class FileRules:
+    """Which files may be suggested: those matching ``include`` (every file when it is empty)
+    and no ``exclude`` glob. Every path that suggests a file passes through ``allows``."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def allows(self, path: str) -> bool:
+        if self.include and not any(glob_matches(path, g) for g in self.include):
+            return False
+        return not any(glob_matches(path, g) for g in self.exclude)
+
+
 class RefinePolicy(BaseModel):
     """A repository's refine settings in the policy file (``[repositories."o/r".refine]``)."""
 
@@ -84,7 +101,18 @@ class RefinePolicy(BaseModel):
     clone: str | None = Field(default=None, min_length=1)  # path of a local clone
     scopes: ScopeRules = ScopeRules()
     include: tuple[Glob, ...] = ()  # files that may be suggested (all when empty)
+    exclude: tuple[Glob, ...] = ()  # files that may never be suggested
+    # Sources of the index whose documents are tasks whatever their kind (a folder of exported
+    # tickets indexed as docs, say); issues and pull requests are tasks without being named.
+    task_sources: tuple[SourceName, ...] = ()
     on_new_issues: bool = False  # refine new issues arriving by webhook
+
+    def file_rules(self) -> FileRules:
+        return FileRules(self.include, self.exclude)
+
+    def is_task(self, kind: str, source: str) -> bool:
+        """A hit of this kind from this source is a task (else a page)."""
+        return kind in set(TaskKind) or source in self.task_sources
 
 
 def repository_refine(policy: PolicyFile, repository: str) -> RefinePolicy:
@@ -186,7 +214,7 @@ def summarize(doc: RefineDocument, policy: RefinePolicy | None) -> Summary:
 # --- relevance without a model ---------------------------------------------------------------
 
 
-def _level(task: RelatedTask) -> Relevance:
+def _level(task: RelatedHit) -> Relevance:
     if task.cosine >= HIGH_COSINE or task.score >= HIGH_SCORE:
         return Relevance.HIGH
     if task.cosine >= MEDIUM_COSINE or task.score >= MEDIUM_SCORE:
@@ -210,7 +238,7 @@ def _rare_shared(
 
 def judge(
     ticket: Ticket,
-    task: RelatedTask,
+    task: RelatedHit,
     ticket_terms: Sequence[str] | None = None,
     task_terms: Sequence[str] | None = None,
     idf: Mapping[str, float] | None = None,

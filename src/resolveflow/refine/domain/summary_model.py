@@ -10,7 +10,7 @@ The facts are never the model's: they are the ones extracted from the ticket.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -51,11 +51,14 @@ class Candidate:
         return ", ".join(found) or "neither"
 
 
-def candidate_paths(doc: RefineDocument, facts: Facts) -> list[str]:
+def candidate_paths(
+    doc: RefineDocument, facts: Facts, allowed: Callable[[str], bool] = lambda path: True
+) -> list[str]:
     """The paths a scope may name: the suggested files first (ranked), then the ticket's own,
-    then every other file the related tasks' fixes changed; once each, at most MAX_CANDIDATES."""
+    then every other file the related tasks' fixes changed that the repository's file rules
+    allow (``allowed``); once each, at most MAX_CANDIDATES."""
     paths = [s.path for s in doc.suggested_files] + facts.file_paths
-    paths += [f.path for commit in doc.changes for f in commit.files]
+    paths += [f.path for commit in doc.changes for f in commit.files if allowed(f.path)]
     unique = [p for p in dict.fromkeys(paths) if 0 < len(p) <= MAX_PATH_CHARS]
     return unique[:MAX_CANDIDATES]
 
