@@ -275,8 +275,11 @@ def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path:
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = ("eval", "answers", "--corpus", str(MINI / "corpus"), "--questions", str(questions))
+    # The default embedder: answerability is calibrated on the index, and hashing puts off-topic
+    # questions as close as related ones.
+    local = {"RESOLVEFLOW_EMBEDDER": "local"}
 
-    result = cli.json(*args)
+    result = cli.json(*args, **local)
     by_id = {m["id"]: m for m in result["misses"]}
     assert set(by_id) == {"mislabelled", "said-unanswerable"}
     assert by_id["mislabelled"]["kind"] in {"not_first", "not_in_top_5"}
@@ -290,7 +293,7 @@ def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path:
         "right": [],
         "first": "general/TargetDown.md",
     }
-    shown = cli.run(*args).stdout
+    shown = cli.run(*args, **local).stdout
     assert "misses" in shown and "mislabelled" in shown and "said-unanswerable" in shown
 
     clean = cli.json(
@@ -300,5 +303,16 @@ def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path:
         str(MINI / "corpus"),
         "--questions",
         str(MINI / "questions.jsonl"),
+        **local,
     )
     assert clean["misses"] == [] and clean["mrr_at_5"] == 1.0
+    # The general targets by default; the runbook set's own on request; a name it does not know
+    # is one clear line.
+    assert set(clean["targets"]) == {"mrr_at_5", "answerable_abstained", "abstention_precision"}
+    assert clean["targets"]["mrr_at_5"]["target"] == ">= 0.4"
+    runbooks = cli.json(*args, "--targets", "runbooks", **local)
+    assert runbooks["targets"]["mrr_at_5"]["target"] == ">= 0.95"
+    assert "cited_right" in runbooks["targets"]
+    wrong = cli.run(*args, "--targets", "nope", ok=False, **local)
+    assert wrong.returncode != 0 and "--targets: expected one of general, runbooks" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
