@@ -40,7 +40,8 @@ ALERT = (
 def site(queue_ready: str, oauth_github: FakeGitHubWithOAuth, tmp_path: Path) -> Iterator[Site]:
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    settings = web_settings(queue_ready, oauth_github.url)
+    # The default embedder: answerability is calibrated on the tenant's own index.
+    settings = web_settings(queue_ready, oauth_github.url, embedder="local")
     with open_app(settings, auto_migrate=False) as app:
         world = make_world(app.db)
         app.indexer().upsert(world.tenant.id, read_docs_dir(MINI, "docs"))
@@ -74,4 +75,31 @@ def test_ask_and_follow_a_citation_to_its_passage(browser: Any, site: Site) -> N
     expect(cited).to_be_in_viewport()
     assert page.url.endswith("#" + (cited.get_attribute("id") or "?"))
     site.shot(page, "passage")
+    context.close()
+
+
+def test_a_question_no_page_answers_for_sure_shows_the_candidates_and_why(
+    browser: Any,  # noqa: F811
+    site: Site,
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    _sign_in(site, page, "alex")
+    page.goto(f"{site.url}/ask")
+    page.get_by_label("Your question").fill(
+        "Prometheus cannot scrape some endpoints since this morning, what should I look at?"
+    )
+    page.get_by_role("button", name="Ask", exact=True).click()
+    expect(page.locator("#answer h2")).to_have_text("Not sure: these may help")
+    expect(page.locator("#citations")).to_have_count(0)
+    first = page.locator("#related li").first
+    expect(first).to_contain_text("TargetDown")
+    expect(first.locator(".why-line")).to_contain_text("shares the words")
+    site.shot(page, "ask-tentative")
+    if UPDATE_SCREENSHOTS:
+        IMAGES.mkdir(exist_ok=True)
+        shutil.copy(
+            site.shots / f"{site.count:02d}-ask-tentative.png", IMAGES / "ask-tentative.png"
+        )
     context.close()
