@@ -219,7 +219,7 @@ def measure_runbooks(db: Database, embedder: OnnxMiniLM, data: Path) -> list[Que
             text = q.question.strip()
             rows = capture.search(searcher, tenant, text, ask_module.DEPTH)
             with db.tenant(tenant) as conn:
-                candidates = list({r["document_id"] for r in rows})
+                candidates = list({r.document_id for r in rows})
                 cover = answers_store.title_cover(conn, tenant, text, candidates)
             queries.append(Query(q.id, set(q.answers), rows, {"cover": cover}))
     return queries
