@@ -27,7 +27,13 @@ logger = logging.getLogger(__name__)
 
 def _eval_app() -> typer.Typer:
     """The ``eval`` group: retrieval's evaluations and the investigation's, in one group."""
-    from resolveflow.cli import ask_cmds, changes_eval, investigation_cmds, retrieval_cmds
+    from resolveflow.cli import (
+        ask_cmds,
+        changes_eval,
+        investigation_cmds,
+        mail_eval,
+        retrieval_cmds,
+    )
 
     if not any(c.name == "safety" for c in retrieval_cmds.eval_app.registered_commands):
         investigation_cmds.add_eval_commands(retrieval_cmds.eval_app)
@@ -35,6 +41,8 @@ def _eval_app() -> typer.Typer:
         ask_cmds.add_eval_commands(retrieval_cmds.eval_app)
     if not any(c.name == "changes" for c in retrieval_cmds.eval_app.registered_commands):
         changes_eval.add_eval_commands(retrieval_cmds.eval_app)
+    if not any(c.name == "drafts" for c in retrieval_cmds.eval_app.registered_commands):
+        mail_eval.add_eval_commands(retrieval_cmds.eval_app)
     return retrieval_cmds.eval_app
 
 

@@ -27,7 +27,7 @@ from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.llm.structured import structured_call
-from resolveflow.mail.domain.checks import CheckFinding, check_draft
+from resolveflow.mail.domain.checks import CheckFinding, ExampleFit, check_draft, fit_words
 from resolveflow.mail.domain.draft import (
     Draft,
     Facts,
@@ -35,6 +35,7 @@ from resolveflow.mail.domain.draft import (
     parse_facts,
     placeholders,
 )
+from resolveflow.mail.domain.example_fit import Vocabulary
 from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
 from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.domain.model_draft import (
@@ -43,8 +44,10 @@ from resolveflow.mail.domain.model_draft import (
     draft_messages,
     parse_model_draft,
 )
+from resolveflow.mail.importer import REPLY_DOCUMENT
 from resolveflow.mail.store import drafts as store
 from resolveflow.mail.store import grants as mail_grants
+from resolveflow.mail.store import messages as messages_store
 from resolveflow.mail.store.drafts import DraftRecord, VersionRecord
 from resolveflow.store.database import Connection, Database
 
@@ -189,8 +192,17 @@ class MailDrafts:
         based_on: VersionRecord | None,
     ) -> VersionRecord:
         policy = self.mailboxes[record.mailbox]
-        findings = check_draft(
-            written.draft, record.request, record.mailbox, policy, parse_facts(record.facts)
+        seen = examples if examples is not None else _shown(based_on, record.mailbox)
+        findings = check_written(
+            self.db,
+            principal.tenant_id,
+            record.mailbox,
+            policy,
+            written.draft,
+            record.request,
+            parse_facts(record.facts),
+            seen,
+            carried=f"{based_on.subject}\n\n{based_on.body}" if based_on else None,
         )
         shown = (
             [_example_json(e) for e in examples]
@@ -358,6 +370,7 @@ def _example_json(example: MailExample) -> dict[str, Any]:
         "reply_message_id": example.reply_message_id,
         "subject": example.subject,
         "score": round(example.score, 4),
+        "agreement": round(example.agreement, 4) if example.agreement is not None else None,
         "request_text": example.request_text[:2000],
         "reply_text": example.reply_text[:4000],
     }
@@ -365,3 +378,51 @@ def _example_json(example: MailExample) -> dict[str, Any]:
 
 def _finding_json(finding: CheckFinding) -> dict[str, str]:
     return {"check": str(finding.check), "message": finding.message}
+
+
+def check_written(
+    db: Database,
+    tenant_id: UUID,
+    mailbox: str,
+    policy: MailboxPolicy,
+    draft: Draft,
+    request: MailMessage,
+    facts: Facts,
+    examples: Sequence[MailExample],
+    carried: str | None = None,
+) -> tuple[CheckFinding, ...]:
+    """Every check of ``check_draft``, the examples' fit included: the examples the writer saw,
+    and how often the mailbox's examples use the draft's words that only the past case used
+    (one read of the index). ``carried``: a reviewer's edit is checked for what it still
+    carries of the version it edits. ``eval drafts`` checks its drafts through here too."""
+    fit = None
+    if examples:
+        asked = fit_words(draft, request, mailbox, policy, facts, examples, carried)
+        with db.tenant(tenant_id) as conn:
+            total, counts = messages_store.word_counts(
+                conn, tenant_id, mailbox, asked, REPLY_DOCUMENT
+            )
+        vocabulary = Vocabulary(
+            exchanges=total,
+            documents={c.word: c.exchanges for c in counts},
+            common=frozenset(c.word for c in counts if c.stop),
+        )
+        fit = ExampleFit(tuple(examples), vocabulary, carried)
+    return check_draft(draft, request, mailbox, policy, facts, fit)
+
+
+def _shown(version: VersionRecord | None, mailbox: str) -> list[MailExample]:
+    """The examples a version's writer was shown, as the version recorded them."""
+    if version is None:
+        return []
+    return [
+        MailExample(
+            reply_message_id=str(e.get("reply_message_id") or ""),
+            mailbox=mailbox,
+            subject=str(e.get("subject") or ""),
+            request_text=str(e.get("request_text") or ""),
+            reply_text=str(e.get("reply_text") or ""),
+            score=float(e.get("score") or 0.0),
+        )
+        for e in version.examples
+    ]

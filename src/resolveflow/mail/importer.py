@@ -1,12 +1,15 @@
 """``mail import`` and ``mail forget``: a mailbox's messages into ``mail_messages``, and each
-sent reply that answers a request into the index as one document of kind ``email``.
+sent reply that answers a request into the index as two documents of kind ``email``.
 
-The document (source ``mail:<mailbox>``, external id the reply's Message-ID, title its subject)
-holds the request's text as its body and the reply as one comment section. The chunker then puts
-the subject and the request's opening in the head chunk, the one that gets a vector: a new
-request is compared with past requests by meaning, and the reply's words are still found by the
-lexical branch (a reply chunk takes its head's cosine, as an issue's comments do). The text a
-drafter reuses comes from ``mail_messages``, whole.
+The request document (source ``mail:<mailbox>``, external id the reply's Message-ID, title its
+subject) holds the request's text as its body and the reply as one comment section. The chunker
+then puts the subject and the request's opening in the head chunk, the one that gets a vector: a
+new request is compared with past requests by meaning, and the reply's words are found by the
+lexical branch. The reply document (external id the reply's Message-ID and ``#reply``, no
+title) holds the reply as it would be reused (``draft.reusable_text``: no greeting, sign-off or
+signature), so its head's vector is the reply's meaning: a new request is compared with what was
+answered too, and on mail-rhelp-dev that finds replies closer to the real one than the request
+alone (docs/email.md). The text a drafter reuses comes from ``mail_messages``, whole.
 
 Only the mail search reads these documents (mail/search.py; migration 0017 keeps them
 out of the ordinary search).
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from resolveflow.errors import NotFound
+from resolveflow.mail.domain.draft import reusable_text
 from resolveflow.mail.domain.mailbox import mailbox_key
 from resolveflow.mail.domain.message import Direction, MailMessage
 from resolveflow.mail.loader import own_words
@@ -34,9 +38,22 @@ from resolveflow.store.database import Database
 logger = logging.getLogger(__name__)
 
 
+REPLY_DOCUMENT = "#reply"  # after the Message-ID's ">": no Message-ID ends so
+
+
 def mail_source(mailbox: str) -> str:
     """The index source of a mailbox's examples."""
     return f"mail:{mailbox_key(mailbox)}"
+
+
+def reply_document_id(reply_id: str) -> str:
+    """The external id of an exchange's reply document."""
+    return reply_id + REPLY_DOCUMENT
+
+
+def exchange_id(external_id: str) -> str:
+    """The exchange (its reply's Message-ID) an email document belongs to."""
+    return external_id.removesuffix(REPLY_DOCUMENT)
 
 
 @dataclass
@@ -92,8 +109,13 @@ class MailImporter:
             store.link_replies(conn, tenant_id, key)
             rows = store.exchanges(conn, tenant_id, key)
         documents = [_document(key, row) for row in rows]
+        replies = [d for d in (_reply_document(key, row) for row in rows) if d is not None]
         stats = self.indexer.upsert(tenant_id, documents)
-        report.examples, report.examples_indexed = len(documents), stats.written
+        # An index made before reply documents existed gets them now: those examples count as
+        # indexed by this import.
+        reply_stats = self.indexer.upsert(tenant_id, replies)
+        report.examples = len(documents)
+        report.examples_indexed = max(stats.written, reply_stats.written)
         logger.info("mail imported", extra={"tenant_id": str(tenant_id), **_counts(report)})
         return report
 
@@ -129,7 +151,9 @@ class MailImporter:
                 if direction is Direction.SENT
                 else store.replies_answering(conn, tenant_id, key, wanted)
             )
-            removed = document_store.remove_documents(conn, tenant_id, mail_source(key), replies)
+            ids = [*replies, *(reply_document_id(r) for r in replies)]
+            removed = document_store.remove_documents(conn, tenant_id, mail_source(key), ids)
+        removed = sorted({exchange_id(r) for r in removed})
         logger.info("mail forgotten", extra={"tenant_id": str(tenant_id), "removed": len(removed)})
         return removed
 
@@ -146,6 +170,20 @@ def _document(mailbox: str, row: Exchange) -> SourceDocument:
         title=row.subject or "(no subject)",
         body=row.request_text,
         comments=(CommentText(author=mailbox, body=row.reply_text),),
+        created_at=row.sent_at,
+    )
+
+
+def _reply_document(mailbox: str, row: Exchange) -> SourceDocument | None:
+    text = reusable_text(row.reply_text)
+    if not text:
+        return None
+    return SourceDocument(
+        source=mail_source(mailbox),
+        external_id=reply_document_id(row.reply_id),
+        kind="email",
+        title="",
+        body=text,
         created_at=row.sent_at,
     )
 

@@ -12,11 +12,17 @@ can act on; no findings means the draft passes.
 - the From is the mailbox, and the reply stays in the request's thread;
 - no credential is asked for ("send us your password", "reply with the code we texted you"):
   reused from a past reply word for word, written by a model or by a reviewer, such a sentence
-  fails (``mail_credentials``), whatever the customer's own request says.
+  fails (``mail_credentials``), whatever the customer's own request says;
+- the reused example fits (when the caller passes the examples the writer saw, ``ExampleFit``):
+  a fact of the past case the draft still says and the new request does not support fails,
+  named with what the request has instead ("the reply mentions 'mug'; the request is about
+  'bowl'", ``example_fit``). An amount, date or number it names is not reported a second time
+  as an invented commitment.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -25,8 +31,16 @@ from resolveflow.gate.domain.actions.email_fields import mail_address
 from resolveflow.mail.domain.credential_requests import credential_requests
 from resolveflow.mail.domain.draft import MAX_SUBJECT_CHARS, Draft, Facts, placeholders
 from resolveflow.mail.domain.entities import EntityKind, allowed_keys, extract, is_allowed
+from resolveflow.mail.domain.example_fit import (
+    MAX_NAMED,
+    FitKind,
+    Misfit,
+    Vocabulary,
+    misfits,
+    words_to_weigh,
+)
 from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
-from resolveflow.mail.domain.message import MailMessage
+from resolveflow.mail.domain.message import MailExample, MailMessage
 
 
 class DraftCheck(StrEnum):
@@ -37,12 +51,26 @@ class DraftCheck(StrEnum):
     THREAD = "thread"
     FORM = "form"
     CREDENTIAL_REQUEST = "credential_request"
+    EXAMPLE_FIT = "example_fit"
 
 
 @dataclass(frozen=True)
 class CheckFinding:
     check: DraftCheck
     message: str
+
+
+@dataclass(frozen=True)
+class ExampleFit:
+    """What the fit check needs besides the draft: the past exchanges its writer saw (the
+    drafter reuses the first; a model or a reviewer saw them all) and how often the mailbox's
+    exchanges use the words in question (``fit_words``, counted by the service)."""
+
+    examples: tuple[MailExample, ...]
+    vocabulary: Vocabulary
+    # A reviewer's edit: the text of the version it edits. Only what the edit still carries of
+    # it is checked; words the reviewer typed are their own, not a past case's.
+    carried: str | None = None
 
 
 _KIND_WORDS = {
@@ -56,18 +84,86 @@ _KIND_WORDS = {
 
 
 def check_draft(
-    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy, facts: Facts
+    draft: Draft,
+    request: MailMessage,
+    mailbox: str,
+    policy: MailboxPolicy,
+    facts: Facts,
+    fit: ExampleFit | None = None,
 ) -> tuple[CheckFinding, ...]:
-    """Every finding on ``draft`` as a reply to ``request`` from ``mailbox``; empty: it passes."""
+    """Every finding on ``draft`` as a reply to ``request`` from ``mailbox``; empty: it passes.
+    Without ``fit`` the reused example's fit is not checked (nothing says what was reused)."""
+    unfit = _misfits(draft, request, mailbox, policy, facts, fit) if fit is not None else []
+    named = {m.key for m in unfit if m.kind is FitKind.SPECIFIC}
     return (
         *_form(draft),
         *_sender(mailbox),
-        *_invented(draft, request, mailbox, policy, facts),
+        *_invented(draft, request, mailbox, policy, facts, named),
         *_missing(draft),
         *_recipients(draft, request, mailbox, policy),
         *_thread(draft, request),
         *_credentials(draft),
+        *_fit_findings(unfit),
     )
+
+
+def _fit_texts(
+    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy, facts: Facts
+) -> tuple[str, str, list[str]]:
+    """The draft's text, the request's, and what else supports a specific: the facts (names
+    too: "mug: replaced"), the mailbox's own greeting and signature, the participants."""
+    supported = [
+        *facts.names(),
+        *facts.values(),
+        policy.greeting,
+        policy.signature,
+        request.from_name or "",
+        *request.participants(),
+        mailbox,
+    ]
+    return f"{draft.subject}\n\n{draft.body}", f"{request.subject}\n{request.text}", supported
+
+
+def fit_words(
+    draft: Draft,
+    request: MailMessage,
+    mailbox: str,
+    policy: MailboxPolicy,
+    facts: Facts,
+    examples: Sequence[MailExample],
+    carried: str | None = None,
+) -> tuple[str, ...]:
+    """The words whose counts in the mailbox the fit check needs (``Vocabulary.documents``)."""
+    text, asked, supported = _fit_texts(draft, request, mailbox, policy, facts)
+    return words_to_weigh(text, examples, asked, supported, carried)
+
+
+def _misfits(
+    draft: Draft,
+    request: MailMessage,
+    mailbox: str,
+    policy: MailboxPolicy,
+    facts: Facts,
+    fit: ExampleFit,
+) -> list[Misfit]:
+    text, asked, supported = _fit_texts(draft, request, mailbox, policy, facts)
+    return misfits(text, fit.examples, asked, supported, fit.vocabulary, fit.carried)
+
+
+def _fit_findings(unfit: Sequence[Misfit]) -> list[CheckFinding]:
+    found = [CheckFinding(DraftCheck.EXAMPLE_FIT, m.message()) for m in unfit[:MAX_NAMED]]
+    rest = unfit[MAX_NAMED:]
+    if rest:
+        listed = ", ".join(repr(m.text) for m in rest[:20])
+        more = f" and {len(rest) - 20} more" if len(rest) > 20 else ""
+        found.append(
+            CheckFinding(
+                DraftCheck.EXAMPLE_FIT,
+                f"the reply also mentions {listed}{more}, facts of the past case it was reused "
+                "from that the request does not mention",
+            )
+        )
+    return found
 
 
 def _form(draft: Draft) -> list[CheckFinding]:
@@ -94,7 +190,12 @@ def _sender(mailbox: str) -> list[CheckFinding]:
 
 
 def _invented(
-    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy, facts: Facts
+    draft: Draft,
+    request: MailMessage,
+    mailbox: str,
+    policy: MailboxPolicy,
+    facts: Facts,
+    named: set[str],
 ) -> list[CheckFinding]:
     # Headers of the request count as "in the request": naming the requester's address is fine.
     allowed = allowed_keys(
@@ -108,7 +209,7 @@ def _invented(
         ]
     )
     found: list[CheckFinding] = []
-    seen: set[str] = set()
+    seen: set[str] = set(named)  # the fit check names these with what the request has instead
     for where, text in (("subject", draft.subject), ("body", draft.body)):
         for entity in extract(text):
             if is_allowed(entity, allowed) or entity.key in seen:

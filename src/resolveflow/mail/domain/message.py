@@ -55,6 +55,9 @@ class MailExample:
     score: float
     request_message_id: str | None = None
     replied_at: datetime | None = None
+    # How much the replies to the other similar requests say what this one says (``agreement``);
+    # None when too few similar requests were found to tell.
+    agreement: float | None = None
 
 
 def message_as_json(message: MailMessage) -> dict[str, object]:

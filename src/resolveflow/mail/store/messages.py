@@ -137,3 +137,37 @@ def exchange_texts(
 ) -> list[MailboxExchange]:
     params = {"tenant_id": tenant_id, "mailboxes": list(mailboxes), "reply_ids": list(reply_ids)}
     return typed.every(conn, MailboxExchange, q("mail/store/index", "exchange_texts"), params)
+
+
+@dataclass(frozen=True)
+class WordCount:
+    word: str
+    stop: bool  # the index keeps no lexeme of it
+    exchanges: int  # the mailbox's examples that use it
+
+
+def word_counts(
+    conn: Connection, tenant_id: UUID, mailbox: str, words: Sequence[str], reply_suffix: str
+) -> tuple[int, list[WordCount]]:
+    """The mailbox's examples in the index, and how many of them use each of ``words``.
+    ``reply_suffix`` ends the external id of a reply document (``importer``): not counted."""
+    params = {"tenant_id": tenant_id, "mailbox": mailbox, "reply_documents": f"%{reply_suffix}"}
+    row = conn.execute(q("mail/store/index", "mailbox_examples"), params).fetchone()
+    total = int(row["examples"]) if row is not None else 0
+    if not words:
+        return total, []
+    counts = typed.every(
+        conn, WordCount, q("mail/store/index", "word_exchanges"), {**params, "words": list(words)}
+    )
+    return total, counts
+
+
+@dataclass(frozen=True)
+class HeadDistance:
+    mailbox: str
+    external_id: str
+    distance: float | None  # None: the document has no vector in this space
+
+
+def head_distances(conn: Connection, params: dict[str, Any]) -> list[HeadDistance]:
+    return typed.every(conn, HeadDistance, q("mail/store/index", "head_distances"), params)
