@@ -31,6 +31,7 @@ from resolveflow.store.database import Connection, Database
 logger = logging.getLogger(__name__)
 
 TITLE_SAMPLE = 40
+MIN_SPREAD = 0.1  # points closer than this on the cosine scale tell nothing apart
 UNRELATED_QUANTILE = 0.9
 # Questions about everything but software operations and its documentation. A tenant whose
 # corpus is about one of these subjects raises its own "unrelated" point by a few of them only:
@@ -79,11 +80,16 @@ class CalibrationPoints:
         return self.unrelated, self.related
 
 
+# Only when an index cannot be calibrated (no titles to ask, or the points are not apart): the
+# default embedder's points on the two dev corpora, rounded (docs/ask.md).
+FALLBACK = CalibrationPoints(unrelated=0.25, related=0.75)
+
+
 def calibration_points(
     db: Database, embedder: Embedder, tenant_id: UUID
 ) -> CalibrationPoints | None:
-    """The tenant's calibration, measured now if its index changed since; None when the tenant
-    has nothing indexed."""
+    """The tenant's calibration, measured now if its index changed since (``FALLBACK`` where it
+    cannot be measured); None when the tenant has nothing indexed."""
     with db.tenant(tenant_id) as conn:
         state = documents_store.index_state(conn, tenant_id)
         if state is None or state.chunk_count == 0:
@@ -98,11 +104,13 @@ def calibration_points(
     with db.tenant(tenant_id) as conn:
         unrelated = _nearest(conn, tenant_id, state.space.id, unrelated_vectors)
         related = _nearest(conn, tenant_id, state.space.id, title_vectors)
-        if not unrelated or not related:
-            return None
         points = CalibrationPoints(
-            _quantile(unrelated, UNRELATED_QUANTILE), statistics.median(related)
+            _quantile(unrelated, UNRELATED_QUANTILE) if unrelated else FALLBACK.unrelated,
+            statistics.median(related) if related else FALLBACK.related,
         )
+        if points.related - points.unrelated < MIN_SPREAD:
+            logger.warning("ask calibration points not apart, fallback used", extra=points.__dict__)
+            points = FALLBACK
         store.save_calibration(conn, tenant_id, state.space.id, state.chunk_count, points.pair)
     logger.info(
         "ask calibrated",

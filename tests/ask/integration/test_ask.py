@@ -15,7 +15,7 @@ from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.ask.answering import AskService, ask
-from resolveflow.ask.calibration import calibration_points
+from resolveflow.ask.calibration import FALLBACK, calibration_points
 from resolveflow.ask.domain.answers import (
     ABSTENTION_TEXT,
     PROMPT_VERSION,
@@ -316,3 +316,17 @@ def test_calibration_is_measured_once_per_index_and_again_when_it_changes(db: Da
     other = admin.add_tenant(db, "globex").id
     with db.tenant(other) as conn:
         assert answers_store.calibration(conn, tenant) is None
+
+
+def test_an_index_without_titles_to_ask_falls_back_to_the_default_points(db: Database) -> None:
+    untitled = [
+        dataclasses.replace(doc, title="") for doc in read_docs_dir(MINI / "corpus", "docs")
+    ]
+    tenant = admin.add_tenant(db, "acme").id
+    Indexer(db, OnnxMiniLM()).upsert(tenant, untitled)
+    points = calibration_points(db, OnnxMiniLM(), tenant)
+    assert points is not None and points.related == FALLBACK.related
+    assert points.unrelated < points.related
+    # And it still answers: relation is read against the fallback point.
+    answer = ask(_service(db), tenant, ALERT)
+    assert answer.features is not None and answer.features.relation > 0
