@@ -174,7 +174,7 @@ def _rank(
     ids = [h.document_id for h in hits]
     titles = store.title_cover(conn, tenant_id, asked.text, ids)
     names = {
-        head.id: page_names(head.external_id, head.title, head.head)
+        head.id: page_names(head.external_id, head.title, head.head, head.headings)
         for head in store.page_heads(conn, tenant_id, ids, HEAD_CHARS)
     }
     fusion = service.searcher.params.fusion

@@ -23,7 +23,8 @@ _CALL = re.compile(r"(?<![\w.$@])(" + _IDENT + r")\s*\(")
 _HELP = re.compile(r"(?<![\w?])\?\s*\"?(" + _IDENT + r")")
 _NAMESPACED = re.compile(r"\b" + _IDENT + r"::+(" + _IDENT + r")")
 _QUOTED = re.compile(r"[\"'`‘“](" + _IDENT + r")(?:\(\))?[\"'`’”]")
-# A word the asker wrote that reads as a name: dotted, snake_case or camelCase.
+# A word the asker wrote that reads as a name: dotted, snake_case or camelCase (kebab-case too
+# cost a dev question on R's pages: prose hyphenates ordinary words).
 _NAMELIKE = re.compile(r"(?<![\w.])([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+|[a-z]+[A-Z]\w*)")
 _PROSE_WORD = re.compile(r"^[A-Za-z][A-Za-z'’-]*[,.;:!?)]?$")
 _CODE_MARK = re.compile(r"<-|->|==|!=|%>%|\[\d+\]|^\s*[>+$#]\s|[{};]\s*$|\w\(|\$\w|::|=\s*\S")

@@ -145,6 +145,9 @@ def ask_record(conn: Connection, tenant_id: UUID, record_id: UUID) -> AskRecord 
     return typed.one(conn, AskRecord, q("ask/store/answers", "ask_record"), params)
 
 
+MAX_HEADINGS = 400  # a settings reference has one heading per setting
+
+
 @dataclass(frozen=True)
 class QuestionTerm:
     lexeme: str
@@ -157,6 +160,7 @@ class PageHead:
     external_id: str
     title: str
     head: str
+    headings: list[str]
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,12 @@ def page_heads(
 ) -> list[PageHead]:
     if not document_ids:
         return []
-    params = {"tenant_id": tenant_id, "document_ids": document_ids, "head_chars": head_chars}
+    params = {
+        "tenant_id": tenant_id,
+        "document_ids": document_ids,
+        "head_chars": head_chars,
+        "max_headings": MAX_HEADINGS,
+    }
     return typed.every(conn, PageHead, q("ask/store/answers", "page_heads"), params)
 
 

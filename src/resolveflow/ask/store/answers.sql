@@ -78,8 +78,13 @@ LEFT JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = q.lexeme
 ORDER BY q.lexeme
 
 -- name: page_heads
--- The beginning of each document (its usage or synopsis block, for page_names).
-SELECT id, external_id, title, left(body, %(head_chars)s) AS head
+-- The beginning of each document (its usage or synopsis block) and its Markdown headings (a
+-- settings page names each setting in one), for page_names.
+SELECT id, external_id, title, left(body, %(head_chars)s) AS head,
+       array(
+           SELECT m[1] FROM regexp_matches(body, '^#{1,6}[ \t]+([^\n]+)$', 'gn') AS m
+           LIMIT %(max_headings)s
+       ) AS headings
 FROM documents
 WHERE tenant_id = %(tenant_id)s AND id = ANY(%(document_ids)s::uuid[]) AND mailbox IS NULL
 
