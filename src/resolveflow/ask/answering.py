@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from resolveflow.ask.calibration import CalibrationPoints, calibration_points
+from resolveflow.ask.calibration import calibration_points, saved_points
 from resolveflow.ask.domain.answers import (
     ABSTENTION_TEXT,
     RUNNER_UP_RATIO,
@@ -49,6 +49,7 @@ from resolveflow.retrieval.records import Hit
 from resolveflow.retrieval.search import Searcher
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
+from resolveflow.store.documents import IndexState
 
 logger = logging.getLogger(__name__)
 
@@ -116,10 +117,18 @@ def _answer(
             generator="none",
         )
         return [], None, empty
-    points = calibration_points(service.db, service.searcher.embedder, tenant_id)
     with service.db.tenant(tenant_id) as conn:
+        state = documents_store.index_state(conn, tenant_id)
+        points = saved_points(conn, tenant_id, state)
         ranked = _rank(service, conn, tenant_id, asked, hits)
-        features, shared = _features(conn, tenant_id, asked, ranked, points)
+        features, shared = _features(conn, tenant_id, asked, ranked, state)
+    if points is None:  # the index changed since it was calibrated: measured once, then stored
+        points = calibration_points(service.db, service.searcher.embedder, tenant_id)
+    if points is not None:
+        cosine = ranked[0].hit.scores.cosine
+        features = features.model_copy(
+            update={"relation": round(relation(cosine, *points.pair), 4)}
+        )
     retrieved = [_ref(r) for r in ranked[:SHOWN]]
     outcome = service.rule.outcome(features)
     if outcome is AnswerOutcome.ABSTAINED:
@@ -178,17 +187,14 @@ def _rank(
         for head in store.page_heads(conn, tenant_id, ids, HEAD_CHARS)
     }
     fusion = service.searcher.params.fusion
+    document_weight = lexical_weight(asked.term_count, fusion.document_lexical_weight)
+    report_weight = lexical_weight(asked.term_count, fusion.lexical_weight)
     top_lexical = max((h.scores.lexical for h in hits), default=0.0)
     ranked: list[_Ranked] = []
     for hit in hits:
-        full = (
-            fusion.document_lexical_weight if hit.kind in DOCUMENT_KINDS else fusion.lexical_weight
-        )
-        weight = lexical_weight(asked.term_count, full)
+        weight = document_weight if hit.kind in DOCUMENT_KINDS else report_weight
         lexical = hit.scores.lexical / top_lexical if top_lexical > 0 else 0.0
-        page = names.get(hit.document_id, frozenset())
-        matched = name_match(asked.names, page)
-        name = next((n for n, w in asked.names.items() if n in page and w == matched), "")
+        name, matched = name_match(asked.names, names.get(hit.document_id, frozenset()))
         title = titles.get(hit.document_id, 0.0)
         score = (
             (1 - weight) * hit.scores.cosine
@@ -205,13 +211,13 @@ def _features(
     tenant_id: UUID,
     asked: AskedQuestion,
     ranked: list[_Ranked],
-    points: CalibrationPoints | None,
+    state: IndexState | None,
 ) -> tuple[AnswerFeatures, dict[UUID, list[str]]]:
-    """The features of the top page, and the question's words each shown page holds (rarest
-    first, for a tentative answer's reasons)."""
+    """The features of the top page (its ``relation`` is read against the calibration by the
+    caller), and the question's words each shown page holds (rarest first, for a tentative
+    answer's reasons)."""
     top = ranked[0]
     terms = store.question_terms(conn, tenant_id, asked.search_text)
-    state = documents_store.index_state(conn, tenant_id)
     chunks = state.chunk_count if state else 0
     # BM25's idf; a word the index has never seen gets the highest (chunks = 0).
     idfs = {t.lexeme: math.log(1 + (chunks - t.chunks + 0.5) / (t.chunks + 0.5)) for t in terms}
@@ -221,15 +227,13 @@ def _features(
         doc: sorted(words, key=lambda w: (-idfs.get(w, 0.0), w)) for doc, words in covered.items()
     }
     unseen = sum(1 for t in terms if t.chunks == 0) / len(terms) if terms else 0.0
-    cosine = top.hit.scores.cosine
     features = AnswerFeatures(
-        top_cosine=round(cosine, 4),
+        top_cosine=round(top.hit.scores.cosine, 4),
         top_score=round(top.score, 4),
         margin=round(top.score - ranked[1].score, 4) if len(ranked) > 1 else round(top.score, 4),
         term_coverage=round(term_coverage(idfs, covered.get(top.hit.document_id, set())), 4),
         title_coverage=round(top.title_coverage, 4),
         name_match=round(top.name_weight, 4),
-        relation=round(relation(cosine, *points.pair), 4) if points else 0.0,
         unseen_share=round(unseen, 4),
     )
     return features, shared

@@ -27,6 +27,7 @@ from resolveflow.ask.store import answers as store
 from resolveflow.retrieval.chunking import query_text
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Connection, Database
+from resolveflow.store.documents import IndexState
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,19 @@ class CalibrationPoints:
 FALLBACK = CalibrationPoints(unrelated=0.25, related=0.75)
 
 
+def saved_points(
+    conn: Connection, tenant_id: UUID, state: IndexState | None
+) -> CalibrationPoints | None:
+    """The stored calibration when it was measured on the index as it is (``state``), read in
+    the caller's transaction; None when it must be measured (or nothing is indexed)."""
+    if state is None or state.chunk_count == 0:
+        return None
+    saved = store.calibration(conn, tenant_id)
+    if saved and (saved.space_id, saved.chunk_count) == (state.space.id, state.chunk_count):
+        return CalibrationPoints(saved.unrelated, saved.related)
+    return None
+
+
 def calibration_points(
     db: Database, embedder: Embedder, tenant_id: UUID
 ) -> CalibrationPoints | None:
@@ -94,9 +108,9 @@ def calibration_points(
         state = documents_store.index_state(conn, tenant_id)
         if state is None or state.chunk_count == 0:
             return None
-        saved = store.calibration(conn, tenant_id)
-        if saved and (saved.space_id, saved.chunk_count) == (state.space.id, state.chunk_count):
-            return CalibrationPoints(saved.unrelated, saved.related)
+        saved = saved_points(conn, tenant_id, state)
+        if saved is not None:
+            return saved
         titles = store.calibration_titles(conn, tenant_id, TITLE_SAMPLE)
     # Embedded outside any transaction (a second of CPU).
     unrelated_vectors = [_vector(embedder, text) for text in UNRELATED_QUESTIONS]

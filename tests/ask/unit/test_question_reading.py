@@ -73,9 +73,9 @@ def test_a_page_is_about_its_file_name_its_title_names_and_its_usage_signatures(
     assert page_names("commands/npm-publish.md", "npm-publish", "") == {"npm-publish"}
     settings = page_names("using-npm/config.md", "config", "", ["`save-prefix`", "Shorthands"])
     assert settings == {"config", "save-prefix"}  # a settings page names each in a heading
-    assert name_match({"strptime": 1.0, "format": 0.3}, names) == 1.0
-    assert name_match({"format": 0.3}, names) == 0.3
-    assert name_match({"merge": 1.0}, names) == 0.0
+    assert name_match({"strptime": 1.0, "format": 0.3}, names) == ("strptime", 1.0)
+    assert name_match({"format": 0.3}, names) == ("format", 0.3)
+    assert name_match({"merge": 1.0}, names) == ("", 0.0)
 
 
 def test_a_long_quote_ends_on_a_whole_sentence_and_closes_its_code_fence() -> None:

@@ -41,6 +41,8 @@ def page_names(
     return frozenset(name for name in names if len(name) > 1)
 
 
-def name_match(question_names: dict[str, float], names: frozenset[str]) -> float:
-    """The weight of the best question name that the page is about, 0 when none is."""
-    return max((weight for name, weight in question_names.items() if name in names), default=0.0)
+def name_match(question_names: dict[str, float], names: frozenset[str]) -> tuple[str, float]:
+    """The question's name of highest weight that the page is about (the first such, in the
+    question's order), with that weight; ("", 0.0) when the page is about none of them."""
+    matched = [(name, weight) for name, weight in question_names.items() if name in names]
+    return max(matched, key=lambda pair: pair[1], default=("", 0.0))

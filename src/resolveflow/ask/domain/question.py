@@ -14,7 +14,8 @@ code and is searched whole. Nothing here depends on the corpus.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 # An identifier: a letter, then letters, digits, dots or underscores (R's ``read.csv``, Python's
 # ``os.path.join``, a setting ``save_prefix``).
@@ -43,9 +44,14 @@ class AskedQuestion:
     subject: str  # the first line, when it stands alone above a blank line ("" otherwise)
     own_words: str  # the asker's sentences (code, console output and short lines left out)
     code: str  # the rest
-    names: dict[str, float] = field(default_factory=dict)  # lowercase name -> weight
 
-    @property
+    # Derived once: ranking reads them for every retrieved document.
+    @cached_property
+    def names(self) -> dict[str, float]:
+        """Lowercase name -> weight (``mentioned_names``)."""
+        return mentioned_names(self)
+
+    @cached_property
     def search_text(self) -> str:
         """What the search runs on: the subject and the asker's words, or the whole question
         when the asker wrote too few words of their own."""
@@ -54,7 +60,7 @@ class AskedQuestion:
             return self.text
         return own
 
-    @property
+    @cached_property
     def term_count(self) -> int:
         """Distinct words of the search text (two characters or more)."""
         return len({w.lower() for w in _WORD.findall(self.search_text)})
@@ -81,9 +87,7 @@ def read_question(text: str) -> AskedQuestion:
         subject, body = lines[0].strip(), lines[2:]
     own = [line.strip() for line in body if prose_line(line)]
     code = [line for line in body if line.strip() and not prose_line(line)]
-    asked = AskedQuestion(text.strip(), subject, "\n".join(own), "\n".join(code))
-    names = mentioned_names(asked)
-    return AskedQuestion(asked.text, subject, asked.own_words, asked.code, names)
+    return AskedQuestion(text.strip(), subject, "\n".join(own), "\n".join(code))
 
 
 def mentioned_names(asked: AskedQuestion) -> dict[str, float]:
