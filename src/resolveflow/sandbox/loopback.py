@@ -23,6 +23,8 @@ from urllib.parse import parse_qs
 
 logger = logging.getLogger(__name__)
 
+STOP_DRAIN_SECONDS = 5.0  # how long stop() waits for released handlers to finish
+
 
 @dataclass
 class Reply:
@@ -114,6 +116,8 @@ class LoopbackServer:
         self.stopping = threading.Event()
         self._port = port
         self._lock = threading.Lock()
+        # Signalled when a connection's handler finishes: stop() waits for them to drain.
+        self._closed = threading.Condition(self._lock)
         self._open_sockets: set[socket.socket] = set()
         self._connections_opened = 0
         self._httpd: _HTTPServer | None = None
@@ -165,6 +169,10 @@ class LoopbackServer:
         httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        # Handler threads are daemons (a hung one must not hold the process): wait, bounded, for
+        # those just released to finish, so that what they record is there once stop() returns.
+        with self._closed:
+            self._closed.wait_for(lambda: not self._open_sockets, timeout=STOP_DRAIN_SECONDS)
 
     def _track(self, sock: socket.socket, *, opened: bool) -> None:
         with self._lock:
@@ -173,6 +181,7 @@ class LoopbackServer:
                 self._open_sockets.add(sock)
             else:
                 self._open_sockets.discard(sock)
+                self._closed.notify_all()
 
 
 class _HTTPServer(ThreadingHTTPServer):
