@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +31,9 @@ from resolveflow.store.database import Database
 from stoppable_postgres import StoppablePostgres
 
 OUTAGE_SECONDS = 10.0  # longer than the ~6 s after which the worker used to exit
+# test_b's reconnect wait: its first probe comes RECONNECT_SECONDS after the worker lost the
+# database, at least that minus OUTAGE_SECONDS after the database is back.
+RECONNECT_SECONDS = 24
 BOUND_SECONDS = 120.0  # every wait below: generous, for a loaded 2-core machine
 
 
@@ -176,14 +180,16 @@ def test_b_serve_with_worker_is_not_ready_while_its_worker_cannot_work_and_resum
     port = _port()
     base = f"http://127.0.0.1:{port}"
     env = worker_env(url, fake_github, tmp_path / "home")
-    # No jitter and a first wait of 4 s: the worker is still waiting for a while after the
-    # database is back, which /readyz must show.
+    # No jitter and every wait RECONNECT_SECONDS: the worker's first probe after it lost the
+    # database comes well after the database is back (the outage is OUTAGE_SECONDS), so there is
+    # a window of seconds, not of chance, in which /readyz must say the worker is not working.
     env.update(
-        RESOLVEFLOW_WORKER_RECONNECT_INITIAL_SECONDS="4",
-        RESOLVEFLOW_WORKER_RECONNECT_MAX_SECONDS="8",
+        RESOLVEFLOW_WORKER_RECONNECT_INITIAL_SECONDS=str(RECONNECT_SECONDS),
+        RESOLVEFLOW_WORKER_RECONNECT_MAX_SECONDS=str(RECONNECT_SECONDS),
         RESOLVEFLOW_WORKER_RECONNECT_JITTER="0",
     )
     log = (tmp_path / "serve.log").open("w+")
+    seen: ReadinessLog | None = None
     serve = subprocess.Popen(
         [sys.executable, "-m", "resolveflow", "serve", "--with-worker", "--port", str(port)],
         env=env,
@@ -202,6 +208,8 @@ def test_b_serve_with_worker_is_not_ready_while_its_worker_cannot_work_and_resum
         time.sleep(OUTAGE_SECONDS)
         assert serve.poll() is None, _read(log)
         outage_pg.start()
+        # Every /readyz answer from the moment the database is back until the worker works.
+        seen = ReadinessLog(f"{base}/readyz").start()
 
         # The web is back first; an approval answers 202 "queued" while the worker still waits.
         with Database(url, max_size=4, connect_timeout=5) as db:
@@ -220,14 +228,8 @@ def test_b_serve_with_worker_is_not_ready_while_its_worker_cannot_work_and_resum
             return answer[-1][0] == 202
 
         wait_for("the approval", approved)
-        seen: list[dict] = []  # type: ignore[type-arg]
-
-        def ready() -> bool:
-            status, body = _http("GET", f"{base}/readyz")
-            seen.append(body)
-            return status == 200
-
-        wait_for("/readyz 200 again", ready)
+        wait_for("/readyz 200 again", seen.ready_again)
+        seen.stop()
         comments = lambda: fake_github.comments("acme/widgets", 1)  # noqa: E731
         wait_for("both comments", lambda: len(comments()) >= 2)
         time.sleep(2)  # a second write of either, if there were one, has had time to arrive
@@ -239,18 +241,50 @@ def test_b_serve_with_worker_is_not_ready_while_its_worker_cannot_work_and_resum
         assert first["worker"]["ok"], first
         waiting = [
             body["checks"]
-            for body in seen
+            for body in seen.bodies
             if body.get("checks", {}).get("database", {}).get("ok")
             and not body["checks"].get("worker", {}).get("ok", True)
         ]
-        assert waiting, f"/readyz never said the worker was not working: {seen}"
+        assert waiting, f"/readyz never said the worker was not working: {seen.bodies}"
         assert waiting[0]["worker"]["detail"].startswith("reconnecting"), waiting[0]
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=BOUND_SECONDS)
     finally:
+        if seen is not None:
+            seen.stop()
         if serve.poll() is None:
             serve.kill()
             serve.wait(timeout=30)
+
+
+class ReadinessLog:
+    """Reads /readyz in a thread, four times a second, keeping every body: the window in which the
+    database is back and the worker not yet is seen however slowly the test's own steps run."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.bodies: list[dict] = []  # type: ignore[type-arg]
+        self.statuses: list[int] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def start(self) -> ReadinessLog:
+        self._thread.start()
+        return self
+
+    def _read(self) -> None:
+        while not self._done.is_set():
+            status, body = _http("GET", self.url)
+            self.statuses.append(status)
+            self.bodies.append(body)
+            self._done.wait(0.25)
+
+    def ready_again(self) -> bool:
+        return 200 in self.statuses
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=30)
 
 
 def proposed(db: Database, world: World, comment: str):  # type: ignore[no-untyped-def]
