@@ -227,6 +227,7 @@ def _features(
         doc: sorted(words, key=lambda w: (-idfs.get(w, 0.0), w)) for doc, words in covered.items()
     }
     unseen = sum(1 for t in terms if t.chunks == 0) / len(terms) if terms else 0.0
+    known = store.known_names(conn, tenant_id, list(asked.names))
     features = AnswerFeatures(
         top_cosine=round(top.hit.scores.cosine, 4),
         top_score=round(top.score, 4),
@@ -235,6 +236,7 @@ def _features(
         title_coverage=round(top.title_coverage, 4),
         name_match=round(top.name_weight, 4),
         unseen_share=round(unseen, 4),
+        known_names=known,
     )
     return features, shared
 

@@ -293,6 +293,17 @@ def test_coverage_counts_the_words_the_index_has_never_seen(db: Database) -> Non
     assert answer.features is not None
     assert answer.features.term_coverage == 0.0 and answer.features.unseen_share == 1.0
     assert answer.outcome is AnswerOutcome.ABSTAINED and answer.abstained
+    assert answer.features.known_names == 0
+
+
+def test_the_names_a_question_mentions_are_counted_when_the_index_holds_them(
+    db: Database,
+) -> None:
+    # "scrape" is in the runbooks; "cargo_publish" and "crates.io" are not.
+    answer = ask(
+        _service(db), _tenant(db), "Why does scrape() fail after cargo_publish(crates.io)?"
+    )
+    assert answer.features is not None and answer.features.known_names == 1
 
 
 def test_calibration_is_measured_once_per_index_and_again_when_it_changes(db: Database) -> None:

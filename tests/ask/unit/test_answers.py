@@ -27,7 +27,12 @@ from resolveflow.retrieval.fusion import DocumentCandidate, FusionParams, fuse
 
 
 def _features(
-    coverage: float, related: float, *, name: float = 0.0, unseen: float = 0.0
+    coverage: float,
+    related: float,
+    *,
+    name: float = 0.0,
+    unseen: float = 0.0,
+    known: int = 0,
 ) -> AnswerFeatures:
     return AnswerFeatures(
         top_cosine=0.5,
@@ -38,6 +43,7 @@ def _features(
         name_match=name,
         relation=related,
         unseen_share=unseen,
+        known_names=known,
     )
 
 
@@ -50,6 +56,9 @@ A, T, N = AnswerOutcome.ANSWERED, AnswerOutcome.TENTATIVE, AnswerOutcome.ABSTAIN
         (_features(0.9, 0.01), N),  # no closer than off-topic questions: nothing relates
         (_features(0.10, 0.30), N),  # barely closer and few of its words
         (_features(0.10, 0.30, name=1.0), T),  # ... but it names what the page is about
+        (_features(0.10, 0.30, known=2), T),  # ... or names things the index holds
+        (_features(0.10, 0.01, known=2), N),  # not closer than off-topic: names do not save it
+        (_features(0.30, 0.30, unseen=0.5, known=1), T),
         (_features(0.30, 0.30, unseen=0.5), N),  # barely closer, most words unknown here
         (_features(0.30, 0.30), T),  # related, not an answer for sure
         (_features(0.10, 0.60), T),  # close, few words, no name

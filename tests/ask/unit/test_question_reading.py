@@ -46,6 +46,14 @@ def test_names_the_asker_writes_weigh_more_than_names_the_code_calls() -> None:
     assert quoted.names["strptime"] == 1.0 and quoted.names["format"] == 1.0
 
 
+def test_an_aside_in_parentheses_and_an_abbreviation_are_not_names() -> None:
+    asked = read_question(
+        "Joining two tables (maybe)?\n\nI wonder (really) how to join them with merge() on two"
+        " keys, e.g. the id and the date columns of both data.frame objects."
+    )
+    assert set(asked.names) == {"merge", "data.frame"}
+
+
 def test_a_short_question_is_searched_whole() -> None:
     alert = "Clock skew detected. Clock at node-12:9100 is out of sync by more than 0.05s."
     asked = read_question(alert)

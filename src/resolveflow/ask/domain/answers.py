@@ -84,6 +84,9 @@ class AnswerFeatures(BaseModel):
     # questions reach in this index, 1 at what its pages' own titles reach (ask/calibration.py)
     relation: float = 0.0
     unseen_share: float = 0.0  # share of the question's words the index has never seen
+    # how many of the names the question mentions (written or called in its code) the index
+    # holds: a question about things the knowledge base names is never "nothing relates"
+    known_names: int = 0
 
 
 class Answer(BaseModel):
@@ -124,9 +127,9 @@ class AnswerabilityRule:
       or every word of the page's title (``title_coverage``).
 
     Nothing relates (the fixed abstention) when the top page is not closer than off-topic
-    questions get, or when it is barely closer and either the index has never seen most of the
-    question's words or the page shares little of them; never when the question names what the
-    page is about.
+    questions get, or when it is barely closer, the question names nothing the index knows
+    (``known_names``), and either the index has never seen most of the question's words or the
+    page shares little of them; never when the question names what the page is about.
     An answer when the page shares most of the question's words, or names what the question
     names and is close, or is as close as a page's own title. Between the two: tentative."""
 
@@ -142,9 +145,15 @@ class AnswerabilityRule:
     def outcome(self, features: AnswerFeatures) -> AnswerOutcome:
         # The question names what the page is about, in its own words or by the page's title.
         named = features.name_match >= 1.0 or features.title_coverage >= 1.0
-        weak = features.relation < self.weak_relation and (
-            features.unseen_share >= self.max_unseen
-            or features.term_coverage < self.min_weak_coverage
+        # A long question shares few of its words with any page and sits close to nothing in
+        # meaning; when it names functions or settings the index holds, the index relates to it.
+        weak = (
+            features.relation < self.weak_relation
+            and features.known_names == 0
+            and (
+                features.unseen_share >= self.max_unseen
+                or features.term_coverage < self.min_weak_coverage
+            )
         )
         if not named and (features.relation < self.min_relation or weak):
             return AnswerOutcome.ABSTAINED

@@ -21,6 +21,10 @@ from functools import cached_property
 # ``os.path.join``, a setting ``save_prefix``).
 _IDENT = r"[A-Za-z][A-Za-z0-9_.]*[A-Za-z0-9_]"
 _CALL = re.compile(r"(?<![\w.$@])(" + _IDENT + r")\s*\(")
+# In a sentence a call has no space before its parenthesis: "a word (an aside)" is prose.
+_PROSE_CALL = re.compile(r"(?<![\w.$@])(" + _IDENT + r")\(")
+# "e.g", "i.e": dotted single letters are abbreviations, not names.
+_ABBREVIATION = re.compile(r"^(?:[a-z]\.)+[a-z]?$")
 _HELP = re.compile(r"(?<![\w?])\?\s*\"?(" + _IDENT + r")")
 _NAMESPACED = re.compile(r"\b" + _IDENT + r"::+(" + _IDENT + r")")
 _QUOTED = re.compile(r"[\"'`‘“](" + _IDENT + r")(?:\(\))?[\"'`’”]")
@@ -100,10 +104,11 @@ def mentioned_names(asked: AskedQuestion) -> dict[str, float]:
         for pattern in patterns:
             for match in pattern.finditer(text):
                 name = match.group(1).lower().rstrip(".")
-                weights[name] = max(weights.get(name, 0.0), weight)
+                if not _ABBREVIATION.match(name):
+                    weights[name] = max(weights.get(name, 0.0), weight)
 
     own = f"{asked.subject}\n{asked.own_words}"
-    add(own, 1.0, (_CALL, _HELP, _NAMESPACED, _QUOTED, _NAMELIKE))
+    add(own, 1.0, (_PROSE_CALL, _HELP, _NAMESPACED, _QUOTED, _NAMELIKE))
     if not asked.subject and not asked.own_words:
         add(asked.text, 1.0, (_CALL, _HELP, _NAMESPACED, _QUOTED))
     add(asked.code, CODE_NAME_WEIGHT, (_CALL, _HELP, _NAMESPACED))

@@ -177,6 +177,15 @@ def question_terms(conn: Connection, tenant_id: UUID, question: str) -> list[Que
     return typed.every(conn, QuestionTerm, q("ask/store/answers", "question_terms"), params)
 
 
+def known_names(conn: Connection, tenant_id: UUID, names: list[str]) -> int:
+    if not names:
+        return 0
+    row = conn.execute(
+        q("ask/store/answers", "known_names"), {"tenant_id": tenant_id, "names": names}
+    ).fetchone()
+    return int(row["known"]) if row else 0
+
+
 def page_heads(
     conn: Connection, tenant_id: UUID, document_ids: list[UUID], head_chars: int
 ) -> list[PageHead]:

@@ -77,6 +77,17 @@ FROM (
 LEFT JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = q.lexeme
 ORDER BY q.lexeme
 
+-- name: known_names
+-- How many of the given names the index holds: a name counts when one of its words, read as the
+-- index reads text, is in some chunk of the tenant's.
+SELECT count(*)::bigint AS known
+FROM unnest(%(names)s::text[]) AS n(name)
+WHERE EXISTS (
+    SELECT 1
+    FROM unnest(to_tsvector('english', rf_lexical_text(n.name))) AS l
+    JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = l.lexeme AND s.chunks > 0
+)
+
 -- name: page_heads
 -- The beginning of each document (its usage or synopsis block) and its Markdown headings (a
 -- settings page names each setting in one), for page_names.
