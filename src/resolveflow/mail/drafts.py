@@ -88,6 +88,9 @@ class Edit:
     to: tuple[str, ...] | None = None
     cc: tuple[str, ...] | None = None
     bcc: tuple[str, ...] | None = None
+    # The staff facts, all of them (``name: value`` lines): the new version is checked with
+    # these instead of the ones before (issue 29: adding a fact no longer means drafting again).
+    facts: str | None = None
 
 
 def _check_storable(change: Edit) -> None:
@@ -95,6 +98,9 @@ def _check_storable(change: Edit) -> None:
     hold is one line naming the field, before anything is read or written."""
     check_text("subject", change.subject)
     check_text("body", change.body)
+    check_text("facts", change.facts)
+    if change.facts is not None:
+        parse_facts(change.facts)
     for name in ("to", "cc", "bcc"):
         check_texts(name, getattr(change, name))
 
@@ -150,7 +156,7 @@ class MailDrafts:
                 facts=facts_text,
                 created_by=principal.id,
             )
-        version = self._record(principal, record, written, examples, based_on=None)
+        version = self._record(principal, record, written, facts_text, examples, based_on=None)
         return self.load(principal, record.id)[0], version
 
     def edit(
@@ -178,19 +184,23 @@ class MailDrafts:
         # What is still missing is what the reviewer left as placeholders, not the list of the
         # version before: filling a [[...]] answers it.
         draft = replace(draft, missing_information=placeholders(draft.body))
-        if draft == base:
+        facts = change.facts if change.facts is not None else latest.facts
+        if draft == base and facts == latest.facts:
             raise InvalidInput("the edit changes nothing")
         written = Written(draft, "reviewer")
-        return self._record(principal, record, written, None, based_on=latest)
+        return self._record(principal, record, written, facts, None, based_on=latest)
 
     def _record(
         self,
         principal: Principal,
         record: DraftRecord,
         written: Written,
+        facts: str,
         examples: Sequence[MailExample] | None,
         based_on: VersionRecord | None,
     ) -> VersionRecord:
+        """Check ``written`` with ``facts`` (the staff facts it was written with) and record
+        it as the draft's next version, proposed when every check passed."""
         policy = self.mailboxes[record.mailbox]
         seen = examples if examples is not None else _shown(based_on, record.mailbox)
         findings = check_written(
@@ -200,7 +210,7 @@ class MailDrafts:
             policy,
             written.draft,
             record.request,
-            parse_facts(record.facts),
+            parse_facts(facts),
             seen,
             carried=f"{based_on.subject}\n\n{based_on.body}" if based_on else None,
         )
@@ -220,7 +230,11 @@ class MailDrafts:
             return store.insert_version(
                 conn,
                 principal.tenant_id,
-                _version_fields(record, written, based_on, shown, findings, proposal_id, principal),
+                {
+                    **_version_fields(record, written, based_on, shown, findings, principal),
+                    "facts": facts,
+                    "proposal_id": proposal_id,
+                },
             )
 
     def _propose(
@@ -304,7 +318,6 @@ def _version_fields(
     based_on: VersionRecord | None,
     shown: list[dict[str, Any]],
     findings: Sequence[CheckFinding],
-    proposal_id: UUID | None,
     principal: Principal,
 ) -> dict[str, Any]:
     draft = written.draft
@@ -325,7 +338,6 @@ def _version_fields(
         "examples": shown,
         "missing_information": list(draft.missing_information),
         "findings": [_finding_json(f) for f in findings],
-        "proposal_id": proposal_id,
         "created_by": principal.id,
     }
 

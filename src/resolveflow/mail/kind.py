@@ -102,7 +102,7 @@ def person_settles(execution_id: UUID, message_id: str) -> str:
     """What an unknown outcome shows: the Message-ID to look up, and the command that settles it."""
     return (
         f"look for Message-ID {message_id} in the mailbox's Sent folder or the server's log, "
-        f"then: resolveflow executions resolve {execution_id} --sent|--not-sent"
+        f"then: resolveflow executions resolve {execution_id} --was-sent|--not-sent"
     )
 
 

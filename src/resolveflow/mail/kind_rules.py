@@ -10,7 +10,6 @@ from resolveflow.domain.records import Principal, Proposal
 from resolveflow.gate.domain.actions import ActionKind
 from resolveflow.gate.kind_rules import KindFacts, KindReader, StoredAction
 from resolveflow.mail.readers import MailReader, hidden, mail_reader, mailbox_of
-from resolveflow.mail.store import drafts as mail_drafts
 from resolveflow.mail.store import grants as mail_grants
 from resolveflow.store.database import Connection
 
@@ -45,6 +44,10 @@ class EmailSendRules:
 def _checked_draft(conn: Connection, viewer: Principal, proposal: Proposal) -> bool | None:
     """A drafted reply's version is approvable only as a draft version that passed its checks
     (only those become proposal versions there); None when no draft made the lineage."""
+    # The drafts' store (and the message model under it) loads when an approval is checked,
+    # not with the wiring every command imports.
+    from resolveflow.mail.store import drafts as mail_drafts
+
     tenant_id = viewer.tenant_id
     if mail_drafts.draft_of_lineage(conn, tenant_id, proposal.lineage_id) is None:
         return None

@@ -38,7 +38,8 @@ def draft_view(
             "date": request.date.isoformat() if request.date else None,
             "text": request.text,
         },
-        "facts": record.facts,
+        # The latest version's: what its checks were run with (a reviewer's edit may add some).
+        "facts": versions[-1].facts if versions else record.facts,
         "versions": shown,
         "latest": shown[-1] if shown else None,
     }
@@ -68,6 +69,7 @@ def _version_view(db: Database, principal: Principal, version: VersionRecord) ->
         "examples": list(version.examples),
         "missing_information": list(version.missing_information),
         "findings": list(version.findings),
+        "facts": version.facts,
         "passed": version.passed,
         "proposal": proposal,
         "created_at": version.created_at.isoformat(),

@@ -54,6 +54,11 @@ class EditIn(BaseModel):
     to: list[str] | None = Field(default=None, max_length=100)
     cc: list[str] | None = Field(default=None, max_length=100)
     bcc: list[str] | None = Field(default=None, max_length=100)
+    facts: str | None = Field(
+        default=None,
+        max_length=MAX_FACTS_CHARS,
+        description="Replace the staff facts ('name: value' lines) the new version is checked with.",
+    )
 
 
 def drafts_for(request: Request, who: Viewer) -> MailDrafts:
@@ -119,6 +124,7 @@ def edit_draft(request: Request, who: ViewerDep, draft_id: UUID, body: EditIn) -
         to=tuple(body.to) if body.to is not None else None,
         cc=tuple(body.cc) if body.cc is not None else None,
         bcc=tuple(body.bcc) if body.bcc is not None else None,
+        facts=body.facts,
     )
     service.edit(who.principal, draft_id, body.version, change)
     return view_of(request, who, service, draft_id)

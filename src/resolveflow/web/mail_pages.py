@@ -77,7 +77,14 @@ def create_draft(
 def draft_page(request: Request, draft_id: UUID) -> Response:
     viewer = identify(request)
     view = view_of(request, viewer, drafts_for(request, viewer), draft_id)
-    return _render(request, "mail_draft.html", viewer, draft=view, max_body=MAX_BODY_CHARS)
+    return _render(
+        request,
+        "mail_draft.html",
+        viewer,
+        draft=view,
+        max_body=MAX_BODY_CHARS,
+        max_facts=MAX_FACTS_CHARS,
+    )
 
 
 def _addresses(text: str) -> tuple[str, ...]:
@@ -94,15 +101,21 @@ def edit_draft(
     to: str = Form(""),
     cc: str = Form(""),
     bcc: str = Form(""),
+    facts: str = Form(""),
     csrf_token: str = Form(""),
 ) -> Response:
     viewer = identify(request)
     check_csrf(request, viewer, csrf_token)
-    reject_unstorable(subject, body, to, cc, bcc)
-    if len(body) > MAX_BODY_CHARS:
-        raise InvalidInput(f"the body is longer than {MAX_BODY_CHARS} characters")
+    reject_unstorable(subject, body, to, cc, bcc, facts)
+    if len(body) > MAX_BODY_CHARS or len(facts) > MAX_FACTS_CHARS:
+        raise InvalidInput("the body or the facts are too long")
     change = Edit(
-        subject=subject, body=body, to=_addresses(to), cc=_addresses(cc), bcc=_addresses(bcc)
+        subject=subject,
+        body=body,
+        to=_addresses(to),
+        cc=_addresses(cc),
+        bcc=_addresses(bcc),
+        facts=facts,
     )
     drafts_for(request, viewer).edit(viewer.principal, draft_id, version, change)
     return RedirectResponse(f"/mail/drafts/{draft_id}#latest", status_code=303)

@@ -69,11 +69,30 @@ def test_import_draft_edit_approve_and_send_once(
                       "--body-file", str(body), token=rita)["latest"]  # fmt: skip
     assert failed["proposal"] is None
     assert [f["check"] for f in failed["findings"]] == ["invented_commitment"]
-    # ...and an honest one becomes the proposal to approve.
+    # ...unless it is a fact the reviewer gives: the same text, checked again with the fact
+    # (issue 29: adding a fact no longer means drafting again). Bad facts lose nothing.
+    facts = tmp_path / "facts.txt"
+    facts.write_text("no colon on this line\n")
+    cli.fails("mail", "edit", draft["id"], "--version", str(failed["version"]),
+              "--facts", str(facts), token=rita, match="facts line 1 is not 'name: value'")  # fmt: skip
+    facts.write_text("new link valid until: 12 December 2026\n")
+    with_fact = cli.json("mail", "edit", draft["id"], "--version", str(failed["version"]),
+                         "--facts", str(facts), token=rita)  # fmt: skip
+    dated = with_fact["latest"]
+    assert dated["findings"] == [] and dated["body"] == failed["body"]
+    assert dated["facts"] == with_fact["facts"] == facts.read_text()
+    assert with_fact["versions"][0]["facts"] == ""  # the version before keeps its own
+    shown_text = cli.run("mail", "show", draft["id"], token=rita).stdout
+    assert "new link valid until: 12 December 2026" in shown_text
+    cli.fails("mail", "edit", draft["id"], "--version", str(dated["version"]),
+              "--facts", str(facts), token=rita, match="the edit changes nothing")  # fmt: skip
+    # An honest text without the fact becomes the proposal to approve.
+    facts.write_text("")
     text = "Hello Kim,\n\nReset links are valid for one hour: ask for a new one and use it soon.\n"
     body.write_text(text + "\nBest regards,\nAcme Support\n")
-    passed = cli.json("mail", "edit", draft["id"], "--version", str(failed["version"]),
-                      "--body-file", str(body), token=rita)["latest"]  # fmt: skip
+    passed = cli.json("mail", "edit", draft["id"], "--version", str(dated["version"]),
+                      "--body-file", str(body), "--facts", str(facts), token=rita)["latest"]  # fmt: skip
+    assert passed["facts"] == ""
     assert passed["findings"] == [] and passed["author"] == "reviewer"
     proposal = passed["proposal"]
     cli.fails("mail", "edit", draft["id"], "--version", str(first["version"]), "--subject", "Re: x",

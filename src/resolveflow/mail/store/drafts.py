@@ -47,6 +47,7 @@ class VersionRecord:
     examples: tuple[dict[str, Any], ...]
     missing_information: tuple[str, ...]
     findings: tuple[dict[str, str], ...]
+    facts: str  # the staff facts this version was written and checked with
     proposal_id: UUID | None
     created_by: UUID | None
     created_at: datetime
@@ -88,6 +89,7 @@ def _version(row: dict[str, Any]) -> VersionRecord:
         examples=tuple(row["examples"]),
         missing_information=tuple(row["missing_information"]),
         findings=tuple(row["findings"]),
+        facts=row["facts"],
         proposal_id=row["proposal_id"],
         created_by=row["created_by"],
         created_at=row["created_at"],

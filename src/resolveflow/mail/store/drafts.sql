@@ -21,12 +21,13 @@ WHERE tenant_id = %(tenant_id)s AND id = %(draft_id)s AND lineage_id IS NULL
 INSERT INTO mail_draft_versions (
     tenant_id, draft_id, version, author_kind, based_on, provider, model, prompt_version,
     subject, to_addresses, cc_addresses, bcc_addresses, body, in_reply_to, reference_ids,
-    examples, missing_information, findings, proposal_id, created_by
+    examples, missing_information, findings, facts, proposal_id, created_by
 )
 SELECT %(tenant_id)s, %(draft_id)s, coalesce(max(version), 0) + 1, %(author_kind)s, %(based_on)s,
        %(provider)s, %(model)s, %(prompt_version)s, %(subject)s, %(to_addresses)s,
        %(cc_addresses)s, %(bcc_addresses)s, %(body)s, %(in_reply_to)s, %(reference_ids)s,
-       %(examples)s, %(missing_information)s, %(findings)s, %(proposal_id)s, %(created_by)s
+       %(examples)s, %(missing_information)s, %(findings)s, %(facts)s, %(proposal_id)s,
+       %(created_by)s
 FROM mail_draft_versions WHERE tenant_id = %(tenant_id)s AND draft_id = %(draft_id)s
 RETURNING *
 
