@@ -4,6 +4,8 @@ and the browser gets a session whose cookie, like an API token, carries its tena
 Only logins listed in ``RESOLVEFLOW_WEB_USERS`` may sign in; the tenant and roles there are
 authoritative and applied at each sign-in. A principal that already exists with that subject (for
 example one made by ``principals add``) is the same principal, so its API token keeps working.
+A one-time sign-in link (``accounts/sign_in_links.py``) starts the same session, with no GitHub
+token.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from resolveflow.errors import AuthenticationFailed, ConfigError, NotAuthorized,
 from resolveflow.store import audit
 from resolveflow.store import sessions as session_store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.database import Database
+from resolveflow.store.database import Connection, Database
 from resolveflow.store.token_cipher import TokenCipher
 
 _SESSION = re.compile(r"^rf_([0-9a-f]{32})_([A-Za-z0-9_-]{40,64})$")
@@ -121,29 +123,37 @@ def sign_in(
     if grant is None:
         raise SignInRefused(f"the GitHub account {login} is not allowed to sign in here")
     principal = _principal_for(db, login, grant)
-    cookie = new_token(principal.tenant_id)
-    csrf = secrets.token_urlsafe(32)
     with db.tenant(principal.tenant_id) as conn:
         # The principal's one own token: this sign-in's replaces any earlier one, including one
         # an operator gave with `principals add --github-token-stdin` (docs/web.md).
         tenant_store.save_github_token(conn, cipher, principal, github_token, github_login=login)
-        session_store.insert_session(
-            conn,
-            tenant_id=principal.tenant_id,
-            principal_id=principal.id,
-            token_hash=hash_token(cookie),
-            csrf_token=csrf,
-            ttl_seconds=ttl_seconds,
-        )
-        audit.record(
-            conn,
-            tenant_id=principal.tenant_id,
-            actor=f"principal:{principal.subject}",
-            event=AuditEvent.SESSION_STARTED,
-            subject_type="principal",
-            subject_id=principal.id,
-            details={"via": "github", "login": login},
-        )
+        return start_session(conn, principal, ttl_seconds, {"via": "github", "login": login})
+
+
+def start_session(
+    conn: Connection, principal: Principal, ttl_seconds: int, details: dict[str, str]
+) -> NewSession:
+    """A new browser session for ``principal``, in the caller's transaction (inside the
+    principal's tenant), audited as started with ``details`` (how it was signed in)."""
+    cookie = new_token(principal.tenant_id)
+    csrf = secrets.token_urlsafe(32)
+    session_store.insert_session(
+        conn,
+        tenant_id=principal.tenant_id,
+        principal_id=principal.id,
+        token_hash=hash_token(cookie),
+        csrf_token=csrf,
+        ttl_seconds=ttl_seconds,
+    )
+    audit.record(
+        conn,
+        tenant_id=principal.tenant_id,
+        actor=f"principal:{principal.subject}",
+        event=AuditEvent.SESSION_STARTED,
+        subject_type="principal",
+        subject_id=principal.id,
+        details=dict(details),
+    )
     return NewSession(principal=principal, cookie=cookie, csrf_token=csrf)
 
 

@@ -144,3 +144,15 @@ class AuditEvent(StrEnum):
     @classmethod
     def reconciled(cls, state: ExecutionState) -> AuditEvent:
         return cls(f"execution.reconciled_{state.value}")
+
+
+class LinkEvent(StrEnum):
+    """The audit trail's words for a one-time sign-in link (subject type ``sign_in_link``)."""
+
+    ISSUED = "sign_in_link.issued"
+    USED = "sign_in_link.used"
+    REFUSED = "sign_in_link.refused"
+
+
+# The principal that GitHub's webhooks act as in each tenant (``triage/webhooks.py``).
+WEBHOOK_SUBJECT = "github-webhook"

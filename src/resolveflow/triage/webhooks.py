@@ -33,7 +33,7 @@ from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.accounts.limits import LimitExceeded, LimitKind, consume
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
-from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.domain.vocabulary import WEBHOOK_SUBJECT, AuditEvent
 from resolveflow.errors import (
     AlreadyExists,
     Conflict,
@@ -53,7 +53,6 @@ from resolveflow.triage.webhook_events import TRIAGE_ACTIONS, Delivery, parse_de
 
 logger = logging.getLogger(__name__)
 
-WEBHOOK_SUBJECT = "github-webhook"
 WEBHOOK_ACTOR = "webhook:github"
 
 

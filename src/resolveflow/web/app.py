@@ -2,8 +2,9 @@
 (database, GitHub, run controller, searcher, token cipher) through ``security.wired(request)``.
 
 Routes live in ``api`` (JSON under ``/api/v1``, in the OpenAPI schema), ``pages`` (HTML),
-``oauth`` (sign-in) and ``webhooks``. Every response carries a strict Content-Security-Policy:
-scripts only from this origin (the vendored htmx), no inline script or style, no framing.
+``oauth`` (sign-in with GitHub), ``link_sign_in`` (with a one-time link) and ``webhooks``. Every
+response carries a strict Content-Security-Policy: scripts only from this origin (the vendored
+htmx), no inline script or style, no framing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from resolveflow.web import (
     errors,
     filters,
     health,
+    link_sign_in,
     mail_pages,
     metrics,
     oauth,
@@ -45,6 +47,11 @@ _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
+# Pages with a tenant's data, and the sign-in pages (a link's token, a nonce): never cached.
+_NO_STORE = (
+    "/api/", "/runs", "/proposals", "/executions", "/inbox", "/audit", "/ask", "/passages",
+    "/auth/", "/login",
+)  # fmt: skip
 
 
 def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
@@ -63,6 +70,10 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     templates.env.filters["markdown"] = render
     templates.env.filters["reveal"] = reveal
     templates.env.globals["sandbox"] = sandbox
+    # What the pages say about posting as oneself: sign-in with GitHub brings the person's own
+    # token; a sign-in link does not, and then the service account posts (if there is one).
+    templates.env.globals["github_sign_in"] = bool(wired.settings.github.oauth_client_id)
+    templates.env.globals["service_account"] = wired.settings.github.token is not None
     filters.install(templates.env)
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
@@ -75,6 +86,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.include_router(api_docs.router)
     app.include_router(webhooks.router)
     app.include_router(oauth.router)
+    app.include_router(link_sign_in.router)
     app.include_router(pages.router)
     app.include_router(ask_pages.router)
     app.include_router(mail_pages.router)
@@ -91,9 +103,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
-        if request.url.path.startswith(
-            ("/api/", "/runs", "/proposals", "/executions", "/inbox", "/audit", "/ask", "/passages")
-        ):
+        if request.url.path.startswith(_NO_STORE):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
 

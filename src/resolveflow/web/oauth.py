@@ -38,6 +38,8 @@ def redirect_uri(request: Request) -> str:
 
 @router.get("/auth/login")
 def login(request: Request) -> Response:
+    if not wired(request).settings.github.oauth_client_id:
+        return RedirectResponse("/login", status_code=303)  # it says how to sign in instead
     authorization = wired(request).github_oauth().authorization(redirect_uri(request))
     response = RedirectResponse(authorization.url, status_code=303)
     set_cookie(
