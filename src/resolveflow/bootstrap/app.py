@@ -19,40 +19,36 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
-from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap import schema as schema_setup
 from resolveflow.bootstrap.embedder import build_embedder
-from resolveflow.bootstrap.mail import TenantMail, widen_for_mail
-from resolveflow.bootstrap.pace import pace_settings, schedule_execute
-from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.config import Settings
 from resolveflow.errors import ConfigError
-from resolveflow.gate.lease import GateSettings
-from resolveflow.policy_file import DEFAULT_POLICY, PolicyFile, parse_policy
-from resolveflow.retrieval.document_bounds import TextLimits
-from resolveflow.retrieval.extraction import ExtractionLimits
-from resolveflow.retrieval.fusion import FusionParams
-from resolveflow.retrieval.params import SearchParams
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
 
 if TYPE_CHECKING:
     # Heavy imports (LangGraph, procrastinate, cryptography, numpy, the model clients, the
-    # executor and the search) stay out of every CLI start-up; the functions below import them
-    # when they are first needed.
+    # executor and the search; also the kinds' executors, mail, pacing and the policy file's
+    # product sections) stay out of every CLI start-up (tests/core/unit/test_cli_import_budget.py);
+    # the functions below import them when they are first needed.
     from resolveflow.accounts.sessions import UserGrant
     from resolveflow.adapters.embedder.protocol import Embedder
     from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
     from resolveflow.bootstrap.gitlab import TenantGitLab
     from resolveflow.bootstrap.health import WorkerStatus
+    from resolveflow.bootstrap.mail import TenantMail
     from resolveflow.gate.approvals import AliasLookup, MailboxLookup
     from resolveflow.gate.credentials import ApproverTokenLookup, Configured
     from resolveflow.gate.executor import Executor
+    from resolveflow.gate.lease import GateSettings
     from resolveflow.gate.reconcile import Reconciler
     from resolveflow.llm.protocol import ChatModel
+    from resolveflow.policy_file import PolicyFile
+    from resolveflow.retrieval.extraction import ExtractionLimits
     from resolveflow.retrieval.ingest import Indexer
+    from resolveflow.retrieval.params import SearchParams
     from resolveflow.retrieval.search import Searcher
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.triage.graph.runs import RunController
@@ -81,6 +77,10 @@ def database_url(settings: Settings) -> str:
 
 
 def gate_settings(settings: Settings) -> GateSettings:
+    from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
+    from resolveflow.bootstrap.pace import pace_settings
+    from resolveflow.gate.lease import GateSettings
+
     # A request starts within one timeout of its attempt row and the client cuts it at
     # DEADLINE_TIMEOUTS timeouts, plus one last socket read; the lease covers that with room.
     # GitLab writes go through the same gate with their own timeout: the longer one counts.
@@ -105,6 +105,7 @@ def gate_settings(settings: Settings) -> GateSettings:
 
 def github_client(settings: Settings) -> GitHub:
     from resolveflow.adapters.github.client import GitHubKitClient
+    from resolveflow.adapters.github.protocol import DEADLINE_TIMEOUTS
 
     github = settings.github
     token = github.token.get_secret_value() if github.token else None
@@ -113,6 +114,9 @@ def github_client(settings: Settings) -> GitHub:
 
 
 def search_params(settings: Settings) -> SearchParams:
+    from resolveflow.retrieval.fusion import FusionParams
+    from resolveflow.retrieval.params import SearchParams
+
     retrieval = settings.retrieval
     return SearchParams(
         fusion=FusionParams(
@@ -133,6 +137,9 @@ def search_params(settings: Settings) -> SearchParams:
 
 def extraction_limits(settings: Settings) -> ExtractionLimits:
     """How ``index docs`` and ``POST /api/v1/documents`` bound a document's text extraction."""
+    from resolveflow.retrieval.document_bounds import TextLimits
+    from resolveflow.retrieval.extraction import ExtractionLimits
+
     retrieval = settings.retrieval
     return ExtractionLimits(
         max_bytes=retrieval.document_max_bytes,
@@ -191,6 +198,9 @@ def investigation_config(settings: Settings) -> InvestigationConfig:
 
 def load_policy(settings: Settings) -> PolicyFile:
     """The policy file (``RESOLVEFLOW_POLICY_FILE``), read now; the built-in one when unset."""
+    from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
+    from resolveflow.policy_file import DEFAULT_POLICY, parse_policy
+
     path = settings.triage.policy_file
     if path is None:
         return DEFAULT_POLICY
@@ -262,6 +272,7 @@ class App:
         return self._once("model", lambda: build_model(self.settings))
 
     def executor(self) -> Executor:
+        from resolveflow.bootstrap.pace import schedule_execute
         from resolveflow.gate.executor import Executor
 
         return Executor(
@@ -291,12 +302,16 @@ class App:
 
     def mail_gate_settings(self) -> GateSettings:
         """``gate_settings``, widened when the policy file configures any mailbox."""
+        from resolveflow.bootstrap.mail import widen_for_mail
+
         gate = gate_settings(self.settings)
         any_mailbox = any(tenant.mailboxes for tenant in self.policy().tenants.values())
         return widen_for_mail(gate, self.settings.mail) if any_mailbox else gate
 
     def mail(self) -> TenantMail:
         """Each tenant's mailboxes: SMTP endpoints, secrets, attachments, the Sent folder."""
+        from resolveflow.bootstrap.mail import TenantMail
+
         return self._once(
             "mail", lambda: TenantMail(self.db, self.settings, self.policy, self.token_cipher())
         )

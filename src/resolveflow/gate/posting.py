@@ -9,20 +9,22 @@ whoever approved (``execution/kinds/gitlab_issue_create``), as GitLab reports it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.records import Principal
 from resolveflow.domain.vocabulary import Credential, ExecutionState
 from resolveflow.errors import ConfigError, ResolveFlowError
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.credentials import ApproverTokenLookup, principal_token
-from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
 from resolveflow.gate.outcome_words import EMAIL_KIND, GITLAB_KIND, NEW_ISSUE_KINDS, outcome_text
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
+
+if TYPE_CHECKING:  # types only: the kinds' executors load with the executor, not to show an outcome
+    from resolveflow.adapters.github.protocol import GitHub
+    from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
 
 
 def who_posts(

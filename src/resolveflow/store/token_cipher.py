@@ -17,15 +17,15 @@ import binascii
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from cryptography.exceptions import InvalidTag
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from resolveflow.errors import ConfigError, Forbidden
+
+if TYPE_CHECKING:
+    # cryptography loads when a cipher is made or used, not with every store import (every
+    # command that reads tenants or principals imports this module for its types).
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 KEY_SETTING = "RESOLVEFLOW_TOKEN_ENCRYPTION_KEY"
 _VERSION = "v1"
@@ -53,10 +53,15 @@ class TokenOwner:
 
 
 def _derive(raw: bytes, info: bytes, length: int) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(raw)
 
 
 def _parse_keys(keys: str) -> list[bytes]:
+    from cryptography.fernet import Fernet
+
     parts = [part.strip() for part in keys.split(",") if part.strip()]
     if not parts:
         raise ConfigError(f"{KEY_SETTING} is empty")
@@ -74,6 +79,9 @@ def _parse_keys(keys: str) -> list[bytes]:
 
 class TokenCipher:
     def __init__(self, keys: str) -> None:
+        from cryptography.fernet import Fernet, MultiFernet
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         raw_keys = _parse_keys(keys)
         self._aeads: dict[str, AESGCM] = {}
         for raw in raw_keys:
@@ -86,6 +94,8 @@ class TokenCipher:
 
     @staticmethod
     def generate_key() -> str:
+        from cryptography.fernet import Fernet
+
         return Fernet.generate_key().decode("ascii")
 
     def encrypt(self, token: str, owner: TokenOwner) -> str:
@@ -97,6 +107,8 @@ class TokenCipher:
         return f"{_VERSION}.{self.primary_key_id}.{body}"
 
     def decrypt(self, ciphertext: str, owner: TokenOwner) -> str:
+        from cryptography.exceptions import InvalidTag
+
         match = _SHAPE.match(ciphertext)
         if match is None:
             raise TokenUnreadable(
@@ -128,6 +140,8 @@ class TokenCipher:
 
     def decrypt_legacy(self, ciphertext: str, subject: str) -> str:
         """A token stored before tokens were bound to their principal (Fernet, any key)."""
+        from cryptography.fernet import InvalidToken
+
         try:
             return self._legacy.decrypt(ciphertext.encode("ascii")).decode("utf-8")
         except (InvalidToken, UnicodeError):
