@@ -1,9 +1,12 @@
 """What ``proposals show`` (and ``create`` and ``edit``) print of an action, kind by kind: the
-fields a person approves, then its texts exactly as they will be written (issue 26: the email
-kind had no rows of its own, and reading the labels it does not have crashed the command)."""
+fields a person approves, then its texts exactly as they will be (or were) written (issue 26: the
+email kind had no rows of its own, and reading the labels it does not have crashed the command)."""
 
 from __future__ import annotations
 
+from enum import Enum
+
+from resolveflow.domain.vocabulary import Decision, ExecutionState
 from resolveflow.gate.domain.actions import (
     AnyAction,
     EmailSendAction,
@@ -58,19 +61,49 @@ def _email_rows(action: EmailSendAction) -> Rows:
     return rows
 
 
-def action_texts(action: AnyAction) -> list[tuple[str, str]]:
-    """``(text, title)`` of each text the action writes, verbatim."""
+POSTED, SENT = "posted", "sent"
+
+
+class Fate(Enum):
+    """How a text shown is titled, by what became of it."""
+
+    WILL = "exactly as it will be {verb}"
+    DONE = "as it was {verb}"
+    NOT_DONE = "as approved; it was not {verb}"
+    MAYBE = "exactly as approved; it may have been {verb}"
+    REJECTED = "as proposed; rejected, never {verb}"
+    SUPERSEDED = "as proposed in this version; a later version replaces it"
+
+    def title(self, what: str, verb: str) -> str:
+        return f"{what}, {self.value.format(verb=verb)}"
+
+
+def fate(decision: str | None, execution_state: str | None, *, superseded: bool = False) -> Fate:
+    """What became of a proposal's texts, for the titles above them: a text already written is
+    not one that "will be" (issue 29)."""
+    if decision == Decision.REJECTED.value:
+        return Fate.REJECTED
+    if execution_state in (ExecutionState.SENT.value, ExecutionState.PARTIAL.value):
+        return Fate.DONE
+    if execution_state in (ExecutionState.FAILED.value, ExecutionState.NOT_SENT.value):
+        return Fate.NOT_DONE
+    if execution_state == ExecutionState.UNKNOWN.value:
+        return Fate.MAYBE
+    if superseded and decision is None:
+        return Fate.SUPERSEDED
+    return Fate.WILL
+
+
+def action_texts(action: AnyAction, shown: Fate = Fate.WILL) -> list[tuple[str, str]]:
+    """``(text, title)`` of each text the action writes, verbatim; the titles say whether it
+    will be, was, or was not written (``shown``)."""
     if isinstance(action, GitHubIssueAction):
-        return (
-            []
-            if action.comment is None
-            else [(action.comment, "comment, exactly as it will be posted")]
-        )
+        return [] if action.comment is None else [(action.comment, shown.title("comment", POSTED))]
     if isinstance(action, GitHubIssueCreateAction):
-        return [(action.body, "issue body, exactly as it will be posted")]
+        return [(action.body, shown.title("issue body", POSTED))]
     if isinstance(action, GitLabIssueCreateAction):
-        return [(action.description, "issue description, exactly as it will be posted")]
-    texts = [(action.text, "text, exactly as it will be sent")]
+        return [(action.description, shown.title("issue description", POSTED))]
+    texts = [(action.text, shown.title("text", SENT))]
     if action.html is not None:
-        texts.append((action.html, "HTML part (source), exactly as it will be sent"))
+        texts.append((action.html, shown.title("HTML part (source)", SENT)))
     return texts

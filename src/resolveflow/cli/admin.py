@@ -8,8 +8,8 @@ import typer
 
 from resolveflow.accounts import admin
 from resolveflow.bootstrap.app import after_upgrade, build_token_cipher, database_url
-from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, fields, table
+from resolveflow.cli import common, plain
+from resolveflow.cli.output import console, emit, fields, table, whole
 from resolveflow.domain.records import Role
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.mail.domain.mailbox import tenant_mailboxes
@@ -63,7 +63,7 @@ def db_status(as_json: bool = common.JsonOption) -> None:
                 (
                     r.version,
                     r.name,
-                    r.applied_at or "pending",
+                    plain.moment(r.applied_at) if r.applied_at else "pending",
                     "file changed after applying" if r.modified else "",
                 )
                 for r in rows
@@ -91,7 +91,7 @@ def tenants_list(as_json: bool = common.JsonOption) -> None:
     emit(
         [{"id": str(t.id), "name": t.name} for t in tenants],
         as_json,
-        lambda: table("tenants", ["name", "id"], [(t.name, t.id) for t in tenants]),
+        lambda: table("tenants", ["name", whole("id")], [(t.name, t.id) for t in tenants]),
     )
 
 
@@ -181,7 +181,7 @@ def principals_list(
         as_json,
         lambda: table(
             "principals",
-            ["subject", "roles", "own token", "id"],
+            ["subject", "roles", "own token", whole("id")],
             [
                 (
                     p.subject,

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import typer
 from rich.text import Text
 
 from resolveflow.accounts import admin
-from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, err_console, fields, table
+from resolveflow.cli import common, plain
+from resolveflow.cli.output import console, emit, err_console, fields, table, timeline, whole
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import ConfigError, InvalidInput, ResolveFlowError, Unavailable
@@ -35,7 +36,9 @@ def execute(
     limit: int | None = typer.Option(None, "--limit", min=1, help="Stop after N executions."),
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Run due executions (the only command that writes to GitHub)."""
+    """Carry out the approved proposals that are due: those made without a run (proposals
+    create, mail drafts) and the retries of pending ones. An approved run carries out its own
+    action as it is approved (on the web, in the worker), so it is not left for this command."""
     with common.app() as opened:
         _check_credentials(opened, _tenant_ids(opened))
         executor, reconciler = opened.executor(), opened.reconciler()
@@ -55,8 +58,9 @@ def execute(
                 # is lost, because an execution whose outcome was not recorded stays leased and
                 # is reconciled.
                 logger.warning("executor round failed; retrying", extra={"error": exc.message})
+        waiting = _waiting(opened) if total == 0 and not as_json else ""
     if not as_json:
-        _show_executed(done, total)
+        _show_executed(done, total, waiting)
     _fail_unless_done(done, "executed")
     emit({"processed": total}, as_json, lambda: None)
 
@@ -93,14 +97,54 @@ def _drain(opened: App, executor: Executor, limit: int | None) -> list[Execution
     return done
 
 
-def _show_executed(done: list[Execution], total: int) -> None:
+def _show_executed(done: list[Execution], total: int, waiting: str) -> None:
     if done:
         table(
             "executed",
-            ["execution", "state", "detail"],
-            [(e.id, e.state.value, e.detail or "") for e in done],
+            [whole("execution"), "state", "detail"],
+            [(e.id, plain.state(e.state), _said(e.state, e.detail)) for e in done],
         )
-    console.print(f"processed {total} execution(s)")
+    if total == 0:
+        console.print(Text(waiting), soft_wrap=True)
+        return
+    said = f"processed {total} execution(s)"
+    if len(done) == total:  # a long run's later rounds are counted, not kept
+        states = Counter(plain.state(e.state) for e in done)
+        said += ": " + "; ".join(f"{n} {words}" for words, n in states.items())
+    console.print(Text(said), soft_wrap=True)
+
+
+def _said(state: ExecutionState, detail: str | None) -> str:
+    """An execution's detail, unless it only repeats its state (``sent`` beside ``posted``)."""
+    if not detail or detail.strip().lower() in (state.value, plain.state(state)):
+        return ""
+    return detail
+
+
+def _waiting(opened: App) -> str:
+    """Why nothing was carried out, in words: what the executions of every tenant are waiting
+    for, if anything (issue 29: "processed 0" read as broken after an approval that had
+    already posted)."""
+    from resolveflow.store import metrics
+
+    with opened.db.unscoped() as conn:
+        counts = metrics.metric_counts(conn).get("executions", {})
+    n = {state: int(counts.get(state.value, 0)) for state in ExecutionState}
+    done = sum(n[state] for state in ExecutionState if state.is_final)
+    parts = [f"{done} already done" if done else "nothing approved yet"]
+    if n[ExecutionState.PENDING]:
+        parts.append(f"{n[ExecutionState.PENDING]} waiting until later (a rate limit or an outage)")
+    if n[ExecutionState.SENDING]:
+        parts.append(f"{n[ExecutionState.SENDING]} being carried out by another executor")
+    if n[ExecutionState.UNKNOWN]:
+        parts.append(
+            f"{n[ExecutionState.UNKNOWN]} with an unknown outcome (resolveflow reconcile settles "
+            "them)"
+        )
+    return (
+        "nothing waiting to be carried out: " + "; ".join(parts) + ". An approved run's action "
+        "is carried out as it is approved; an approved proposal waits for this command."
+    )
 
 
 # The outcomes that mean the work did not get done: a person has to look (docs/cli.md).
@@ -158,8 +202,16 @@ def reconcile(as_json: bool = common.JsonOption) -> None:
         if data:
             table(
                 "reconciled",
-                ["execution", "state", "outcome", "detail"],
-                [(d["execution_id"], d["state"], d["outcome"], d["detail"]) for d in data],
+                [whole("execution"), "state", "outcome", "detail"],
+                [
+                    (
+                        d["execution_id"],
+                        plain.state(d["state"]),
+                        plain.reconcile_words(d["outcome"]),
+                        d["detail"],
+                    )
+                    for d in data
+                ],
             )
         else:
             console.print("nothing to reconcile")
@@ -193,8 +245,17 @@ def list_(
         as_json,
         lambda: table(
             "executions",
-            ["id", "state", "kind", "target", "detail"],
-            [(r["id"], r["state"], r["kind"], r["target"], r["detail"]) for r in rows],
+            [whole("id"), "state", "kind", "target", "detail"],
+            [
+                (
+                    r["id"],
+                    plain.state(r["state"]),
+                    plain.words(r["kind"], "ActionKind"),
+                    r["target"],
+                    _said(ExecutionState(r["state"]), r["detail"]),
+                )
+                for r in rows
+            ],
         ),
     )
 
@@ -215,50 +276,45 @@ def show(
         gitlab = opened.gitlab() if view["kind"] == GITLAB_KIND else None
         view["outcome"] = execution_outcome(opened.db, actor, found, opened.github, lookup, gitlab)
 
-    def render() -> None:
-        fields(
-            [
-                (key, view[key])
-                for key in (
-                    "id",
-                    "state",
-                    "kind",
-                    "target",
-                    "proposal_id",
-                    "digest",
-                    "comment_url",
-                    "labels_done",
-                    "result_url",
-                    "detail",
-                )
-                if view.get(key) is not None
-            ]
-            + [("outcome", view["outcome"]["text"])]
-        )
-        if view["attempts"]:  # print only what exists: a pending execution has none
-            table(
-                "attempts",
-                ["step", "credential", "started", "outcome", "status"],
-                [
-                    (
-                        a["step"],
-                        a["credential"],
-                        a["started_at"],
-                        a["outcome"] or "(no outcome)",
-                        a["http_status"],
-                    )
-                    for a in view["attempts"]
-                ],
-            )
-        else:
-            console.print("attempts: none yet")
-        table(
-            "timeline",
-            ["at", "actor", "event"],
-            [(e["at"], e["actor"], e["event"]) for e in view["timeline"]],
-        )
+    emit(view, as_json, lambda: _render(view))
 
-    emit(view, as_json, render)
+
+# What ``executions show`` prints of the view, in this order, with the words for each key.
+_SHOWN = ("id", "state", "kind", "target", "proposal_id", "digest", "comment_url", "labels_done",
+          "result_url", "detail")  # fmt: skip
+
+
+def _render(view: dict[str, Any]) -> None:
+    state = ExecutionState(view["state"])
+    values = {
+        **view,
+        "state": plain.state(state),
+        "kind": plain.words(view["kind"], "ActionKind"),
+        "labels_done": "yes" if view["labels_done"] else None,
+        "detail": _said(state, view["detail"]) or None,
+    }
+    shown = [
+        (plain.words(key, "key"), values[key]) for key in _SHOWN if values.get(key) is not None
+    ]
+    fields([*shown, ("outcome", view["outcome"]["text"])])
+    if view["attempts"]:  # print only what exists: a pending execution has none
+        table(
+            "attempts",
+            ["step", "credential", "started", "outcome", "HTTP status"],
+            [
+                (
+                    plain.words(a["step"], "AttemptStep"),
+                    plain.words(a["credential"], "Credential"),
+                    plain.moment(a["started_at"]),
+                    plain.words(a["outcome"], "AttemptOutcome") if a["outcome"] else "no answer",
+                    a["http_status"],
+                )
+                for a in view["attempts"]
+            ],
+        )
+    else:
+        console.print("attempts: none yet")
+    timeline(view["timeline"])
 
 
 @executions_app.command("resolve")
@@ -283,4 +339,8 @@ def resolve(
             note=note,
         )
     view = service.execution_view(after)
-    emit(view, as_json, lambda: console.print(f"execution {after.id} is now {after.state.value}"))
+    emit(
+        view,
+        as_json,
+        lambda: console.print(f"execution {after.id} is now {plain.state(after.state)}"),
+    )

@@ -11,11 +11,15 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, exact, fields, table
+from resolveflow.bootstrap.app import App
+from resolveflow.cli import common, plain
+from resolveflow.cli.output import console, emit, exact, fields, table, whole
+from resolveflow.domain.records import Principal
+from resolveflow.domain.vocabulary import Decision, ExecutionState
 from resolveflow.errors import InvalidInput
 
 MAX_REQUEST_BYTES = 10_000_000
+SENT = "approved and sent"
 
 
 def register(app: typer.Typer) -> None:
@@ -71,7 +75,8 @@ def draft(
         service = mail_drafts(opened, actor)
         record, _ = service.draft(actor, mailbox, request, facts_text)
         view = draft_view(opened.db, actor, *service.load(actor, record.id))
-    emit(view, as_json, lambda: _print_draft(view))
+        fate = _fate(opened, actor, view)
+    emit(view, as_json, lambda: _print_draft(view, fate))
 
 
 def edit(
@@ -84,11 +89,17 @@ def edit(
     bcc: list[str] = typer.Option([], "--bcc", help="Replace Bcc with these (repeat)."),
     clear_cc: bool = typer.Option(False, "--no-cc", help="Remove every Cc."),
     clear_bcc: bool = typer.Option(False, "--no-bcc", help="Remove every Bcc."),
+    facts: Path | None = typer.Option(
+        None,
+        "--facts",
+        help="Replace the staff facts: 'name: value' lines (a file; empty clears them).",
+    ),
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
     """Edit the latest version of a draft: a new version, checked again (and proposed again if
-    it passes; the earlier approval does not cover it)."""
+    it passes; the earlier approval does not cover it). With --facts alone, the same text is
+    checked again with the new facts."""
     from resolveflow.bootstrap.mail_drafts import mail_drafts
     from resolveflow.mail.drafts import Edit
     from resolveflow.mail.views import draft_view
@@ -100,13 +111,15 @@ def edit(
         to=tuple(to) or None,
         cc=() if clear_cc else (tuple(cc) or None),
         bcc=() if clear_bcc else (tuple(bcc) or None),
+        facts=common.read_text_file(facts) if facts is not None else None,
     )
     with common.app() as opened:
         actor = common.principal(opened, token)
         service = mail_drafts(opened, actor)
         service.edit(actor, wanted, version, change)
         view = draft_view(opened.db, actor, *service.load(actor, wanted))
-    emit(view, as_json, lambda: _print_draft(view))
+        fate = _fate(opened, actor, view)
+    emit(view, as_json, lambda: _print_draft(view, fate))
 
 
 def show(
@@ -122,7 +135,8 @@ def show(
     with common.app() as opened:
         actor = common.principal(opened, token)
         view = draft_view(opened.db, actor, *mail_drafts(opened, actor).load(actor, wanted))
-    emit(view, as_json, lambda: _print_draft(view))
+        fate = _fate(opened, actor, view)
+    emit(view, as_json, lambda: _print_draft(view, fate))
 
 
 def drafts(
@@ -140,13 +154,16 @@ def drafts(
         as_json,
         lambda: table(
             "drafts",
-            ["id", "mailbox", "requester", "subject", "versions", "created"],
-            [(r.id, r.mailbox, r.requester, r.subject, r.versions, r.created_at) for r in rows],
+            [whole("id"), "mailbox", "requester", "subject", "versions", "created"],
+            [
+                (r.id, r.mailbox, r.requester, r.subject, r.versions, plain.moment(r.created_at))
+                for r in rows
+            ],
         ),
     )
 
 
-def _print_draft(view: dict[str, Any]) -> None:
+def _print_draft(view: dict[str, Any], fate: str | None) -> None:
     latest = view["latest"]
     request = view["request"]
     fields(
@@ -159,9 +176,11 @@ def _print_draft(view: dict[str, Any]) -> None:
             ("cc", ", ".join(latest["cc"]) or "-"),
             ("bcc", ", ".join(latest["bcc"]) or "-"),
             ("subject", latest["subject"]),
+            ("facts", "; ".join(latest["facts"].strip().splitlines()) or "none given"),
         ]
     )
-    console.print(exact(latest["body"], "body, as the recipient will see it"))
+    seen = "as it was sent" if fate == SENT else "as the recipient will see it"
+    console.print(exact(latest["body"], f"body, {seen}"))
     for example in latest["examples"]:
         console.print(
             Text(
@@ -181,11 +200,37 @@ def _print_draft(view: dict[str, Any]) -> None:
         )
         return
     proposal = latest["proposal"]
-    fields(
-        [
-            ("checks", "all passed"),
-            ("proposal", proposal["id"]),
-            ("digest", proposal["digest"]),
-            ("approve with", f"resolveflow approve {proposal['id']} --digest {proposal['digest']}"),
-        ]
-    )
+    rows = [
+        ("checks", "all passed"),
+        ("proposal", proposal["id"]),
+        ("digest", proposal["digest"]),
+    ]
+    if fate is None:
+        rows.append(
+            ("approve with", f"resolveflow approve {proposal['id']} --digest {proposal['digest']}")
+        )
+    else:
+        rows.append(("state", fate))
+    fields(rows)
+
+
+def _fate(opened: App, actor: Principal, view: dict[str, Any]) -> str | None:
+    """What became of the latest version's proposal, in words; None while it waits for a
+    decision (then the command that approves it is printed instead)."""
+    from resolveflow.gate import proposals
+
+    proposal = view["latest"]["proposal"]
+    if proposal is None:
+        return None
+    described = proposals.describe(opened.db, actor, UUID(proposal["id"]))
+    decision, execution = described["decision"], described["execution"]
+    if decision is None:
+        return None
+    if decision == Decision.REJECTED.value:
+        return "rejected: it is not sent"
+    state = ExecutionState(execution["state"]) if execution else ExecutionState.PENDING
+    if state is ExecutionState.SENT:
+        return SENT
+    if state is ExecutionState.PENDING:
+        return "approved; resolveflow execute --once sends it"
+    return f"approved; {plain.state(state)} (resolveflow executions show {execution['id']})"

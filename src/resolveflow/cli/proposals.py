@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
 from resolveflow.bootstrap.app import App
-from resolveflow.cli import common
-from resolveflow.cli.action_view import action_rows, action_texts
-from resolveflow.cli.output import console, emit, exact, fields, table
+from resolveflow.cli import common, plain
+from resolveflow.cli.action_view import action_rows, action_texts, fate
+from resolveflow.cli.output import console, emit, exact, fields, table, whole
+from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import InvalidInput
 from resolveflow.gate import decisions
 from resolveflow.gate import executions as execution_service
@@ -28,27 +30,28 @@ Assignees = typer.Option(None, "--assignee", help="A login to assign (repeat for
 
 def _render(view: dict[str, Any]) -> None:
     action = parse_action(view["action"])
+    execution = view["execution"]
     rows = [
         ("proposal", view["id"]),
-        ("kind", view["kind"]),
+        ("kind", plain.words(view["kind"], "ActionKind")),
         ("version", f"{view['version']} of {view['latest_version']}"),
         ("target", view["summary"]),
         *action_rows(action),
         ("digest", view["digest"]),
-        ("decision", view["decision"] or "undecided"),
+        ("decision", plain.decision(view["decision"])),
         (
             "execution",
-            f"{view['execution']['id']} ({view['execution']['state']})"
-            if view["execution"]
-            else "none",
+            f"{execution['id']} ({plain.state(execution['state'])})" if execution else "none",
         ),
     ]
     if view.get("outcome"):  # what became of it, in words, with the link (as the page says)
         rows.append(("outcome", view["outcome"]["text"]))
     fields(rows)
-    for text, title in action_texts(action):
+    superseded = view["version"] < view["latest_version"]
+    shown = fate(view["decision"], execution["state"] if execution else None, superseded=superseded)
+    for text, title in action_texts(action, shown):
         console.print(exact(text, title))
-    if view["decision"] is None and view["version"] == view["latest_version"]:
+    if view["decision"] is None and not superseded:
         console.print(
             f"approve with: resolveflow approve {view['id']} --digest {view['digest']}",
             soft_wrap=True,
@@ -188,15 +191,15 @@ def list_(token: str | None = common.TokenOption, as_json: bool = common.JsonOpt
         as_json,
         lambda: table(
             "proposals",
-            ["id", "v", "kind", "target", "decision", "execution"],
+            [whole("id"), "version", "kind", "target", "decision", "execution"],
             [
                 (
                     r["id"],
                     r["version"],
-                    r["kind"],
+                    plain.words(r["kind"], "ActionKind"),
                     r["target"],
-                    r["decision"] or "undecided",
-                    r["execution_state"] or "",
+                    plain.decision(r["decision"]),
+                    plain.state(r["execution_state"]),
                 )
                 for r in rows
             ],
@@ -245,18 +248,31 @@ def approve(
         "result_url": execution["result_url"],
         "expires_at": decided.expires_at,
     }
-    next_step = (
-        "resolveflow execute --once" if execution["state"] == "pending" else execution["detail"]
-    )
     rows = [
         ("approved", data["proposal_id"]),
         ("run", data["run_id"]),
-        ("execution", f"{execution['id']} ({execution['state']})"),
+        ("execution", f"{execution['id']} ({plain.state(execution['state'])})"),
         ("written", execution["result_url"] or execution["comment_url"]),
-        ("next", next_step),
+        ("next", _next_step(execution)),
     ]
     # Only what exists: a proposal without a run, an action not written yet, has no such line.
     emit(data, as_json, lambda: fields([(name, value) for name, value in rows if value]))
+
+
+def _next_step(execution: dict[str, Any]) -> str:
+    """After an approval: what carries the action out, or that it was already (a run's action
+    is carried out as it is approved; a proposal's waits for ``execute``)."""
+    state = ExecutionState(execution["state"])
+    if state is ExecutionState.PENDING:
+        return "resolveflow execute --once carries it out"
+    if state is ExecutionState.SENT:
+        return "nothing: it was carried out as it was approved"
+    said = (
+        f"{plain.state(state)}: {execution['detail']}"
+        if execution["detail"]
+        else plain.state(state)
+    )
+    return f"{said}; see resolveflow executions show {execution['id']}"
 
 
 def reject(
@@ -278,4 +294,11 @@ def reject(
         "decision": decided.decision.value,
         "reason": reason.strip(),
     }
-    emit(data, as_json, lambda: console.print(f"rejected {data['proposal_id']}: {data['reason']}"))
+    emit(
+        data,
+        as_json,
+        lambda: console.print(
+            Text(f"rejected {data['proposal_id']}: {data['reason']}; nothing is written"),
+            soft_wrap=True,
+        ),
+    )

@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, print_proposal
+from resolveflow.cli.terminal_text import for_terminal
 from resolveflow.errors import InvalidInput
 from resolveflow.refine.domain.document import RefineDocument, RefineStep
 from resolveflow.refine.load import STDIN, ticket_for, with_repository
@@ -109,7 +110,13 @@ def run(
         return
     with _deps(tenant, stdin=True) as deps:
         final = refine_document(start, deps)
-    emit(final.model_dump(mode="json"), as_json, lambda: print(final.markdown or "", end=""))
+    emit(final.model_dump(mode="json"), as_json, lambda: _print_markdown(final.markdown))
+
+
+def _print_markdown(markdown: str | None) -> None:
+    """The Markdown is written for a GitHub comment; a terminal is shown what GitHub would show
+    (``cli/terminal_text.py``). ``--json`` and ``--propose`` carry the Markdown itself."""
+    print(for_terminal(markdown or ""), end="")
 
 
 def _run_and_propose(

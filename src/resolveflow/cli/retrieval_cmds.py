@@ -18,7 +18,7 @@ from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.bootstrap.app import App, extraction_limits, search_params
 from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, err_console, fields, table
+from resolveflow.cli.output import console, emit, err_console, fields, table, whole
 from resolveflow.errors import InvalidInput, NotFound
 from resolveflow.evals.duplicates import evaluate_duplicates
 from resolveflow.retrieval.document_bounds import stored_text
@@ -248,7 +248,7 @@ def search(
         as_json,
         lambda: table(
             "results",
-            ["#", "relevance", "kind", "id", "title", "snippet"],
+            ["#", "relevance", "kind", whole("id"), "title", "snippet"],
             [
                 (
                     i,

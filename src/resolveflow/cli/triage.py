@@ -8,10 +8,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.text import Text
 
 from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
-from resolveflow.cli import common
-from resolveflow.cli.output import console, emit, err_console, exact, fields, table
+from resolveflow.cli import common, plain
+from resolveflow.cli.action_view import POSTED, fate
+from resolveflow.cli.output import (
+    console,
+    emit,
+    err_console,
+    exact,
+    fields,
+    table,
+    timeline,
+    whole,
+)
 from resolveflow.errors import NotFound, ProviderRejected, ResolveFlowError, Unavailable
 from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.refine.domain.rules import repository_refine
@@ -28,38 +39,50 @@ _WAITING = {"running", "awaiting_approval"}
 
 def _render_run(view: dict[str, Any]) -> None:
     reason = f": {view['reason']}" if view["reason"] else ""
-    route = f" ({view['route_reason']})" if view["route_reason"] else ""
+    route = f": {view['route_reason']}" if view["route_reason"] else ""
+    classification = view["classification"]
     fields(
         [
             (name, value)
             for name, value in (
                 ("run", view["run_id"]),
                 ("target", view["target"]),
-                ("status", view["status"]),
+                ("status", plain.words(view["status"], "RunStatus")),
                 ("error", view["detail"].get("error")),
-                ("classification", view["classification"]),
-                ("rule", f"{view['rule']}{reason}" if view["rule"] else None),
-                ("branch", f"{view['branch']}{route}" if view["branch"] else None),
+                ("classification", plain.words(classification, "Classification")),
+                ("rule", f"{plain.words(view['rule'], 'rule')}{reason}" if view["rule"] else None),
+                (
+                    "next step",
+                    f"{plain.words(view['branch'], 'Classification')}{route}"
+                    if view["branch"] and (view["branch"] != classification or route)
+                    else None,
+                ),
                 ("proposal", view["proposal_id"]),
                 ("digest", view["digest"]),
             )
-            if value
+            if value and value != "–"
         ]
     )
     _render_facts(view.get("facts") or {})
     proposal = view["proposal"]
     if proposal:
-        action = proposal["action"]
-        console.print(f"labels: {', '.join(action['labels']) or '(none)'}")
-        if action.get("comment"):
-            console.print(exact(action["comment"], "comment, exactly as it will be posted"))
-        if proposal["decision"] is None:
-            console.print(
-                f"approve with: resolveflow approve {view['run_id']} --digest {view['digest']}",
-                soft_wrap=True,
-            )
+        _render_proposal(view, proposal)
     elif view["detail"].get("notes"):
-        console.print("notes: " + "; ".join(view["detail"]["notes"]))
+        console.print(Text("notes: " + "; ".join(view["detail"]["notes"])), soft_wrap=True)
+
+
+def _render_proposal(view: dict[str, Any], proposal: dict[str, Any]) -> None:
+    action = proposal["action"]
+    console.print(Text(f"labels: {', '.join(action['labels']) or '(none)'}"), soft_wrap=True)
+    execution = proposal["execution"]
+    if action.get("comment"):
+        shown = fate(proposal["decision"], execution["state"] if execution else None)
+        console.print(exact(action["comment"], shown.title("comment", POSTED)))
+    if proposal["decision"] is None:
+        console.print(
+            f"approve with: resolveflow approve {view['run_id']} --digest {view['digest']}",
+            soft_wrap=True,
+        )
 
 
 def _render_facts(facts: dict[str, Any]) -> None:
@@ -69,7 +92,7 @@ def _render_facts(facts: dict[str, Any]) -> None:
             "evidence facts",
             ["fact", "value", "how it was found"],
             [
-                (name, _yes_no(fact.get("value")), fact.get("rule") or "")
+                (plain.words(name, "fact"), _yes_no(fact.get("value")), fact.get("rule") or "")
                 for name, fact in sorted(facts.items())
             ],
         )
@@ -112,7 +135,8 @@ def triage(
         run_id = opened.run_controller().start(actor, repository, number)
         view = run_service.describe_run(opened.db, actor, run_id)
         if wait:
-            err_console.print(f"run {run_id} is {view['status']}; waiting for a decision")
+            status = plain.words(view["status"], "RunStatus")
+            err_console.print(f"run {run_id} is {status}; this command waits until it is decided")
             while view["status"] in _WAITING:
                 time.sleep(1.0)
                 view = run_service.describe_run(opened.db, actor, run_id)
@@ -134,8 +158,17 @@ def list_(
         as_json,
         lambda: table(
             "runs",
-            ["run", "status", "target", "classification", "rule"],
-            [(r["run_id"], r["status"], r["target"], r["classification"], r["rule"]) for r in rows],
+            [whole("run"), "status", "target", "classification", "rule"],
+            [
+                (
+                    r["run_id"],
+                    plain.words(r["status"], "RunStatus"),
+                    r["target"],
+                    plain.words(r["classification"], "Classification"),
+                    plain.words(r["rule"], "rule"),
+                )
+                for r in rows
+            ],
         ),
     )
 
@@ -153,11 +186,7 @@ def show(
 
     def render() -> None:
         _render_run(view)
-        table(
-            "timeline",
-            ["at", "actor", "event"],
-            [(e["at"][11:23], e["actor"], e["event"]) for e in view["timeline"]],
-        )
+        timeline(view["timeline"])
 
     emit(view, as_json, render)
 

@@ -1,5 +1,5 @@
 """Template filters for what a person reads: one date format, plain words, and audit details as
-a list of label and value (never raw JSON).
+a list of label and value (never raw JSON), a list of records among them as a small table.
 
 Dates: every moment is shown as ``2026-05-01 14:03 UTC`` inside ``<time datetime=... title=...>``;
 ``static/time.js`` replaces the title with the viewer's local time, so hovering shows it.
@@ -8,14 +8,26 @@ Dates: every moment is shown as ``2026-05-01 14:03 UTC`` inside ``<time datetime
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
-from resolveflow.web.words import fact_is_good, words
+from resolveflow.triage.domain.review import Outcome
+from resolveflow.web.page_words import (
+    MORE_DETAIL_KEYS,
+    REVIEW_GATE,
+    actor_words,
+    branch_words,
+    gate_words,
+    link_event_words,
+    prose,
+)
+from resolveflow.web.words import DETAIL_KEYS, fact_is_good, words
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
+_REVIEW_OUTCOMES = {outcome.value for outcome in Outcome}
 # Detail values that are machine words, with the table that has their words.
 _VALUES = {
     "rule": "rule",
@@ -27,6 +39,9 @@ _VALUES = {
     "credential": "Credential",
     "step": "AttemptStep",
     "kind": "ActionKind",
+    "from": "ExecutionState",
+    "to": "Classification",
+    "name": "gate",
 }
 
 
@@ -66,29 +81,93 @@ def dates_in(text: object) -> str:
     return _ISO.sub(one, str(text))
 
 
+def said(text: object) -> str:
+    """A sentence our own code wrote, as a person reads it: dates in the one format, machine
+    words in words (``page_words.prose``)."""
+    return prose(dates_in(text))
+
+
 def detail_items(details: object) -> list[tuple[str, str]]:
     """An audit event's details as (label, value) pairs, values flattened to text."""
     if not isinstance(details, dict):
         return [] if details in (None, "", [], {}) else [("details", _text(details))]
-    return [
-        (words(key, "key"), words(value, _VALUES[key]) if key in _VALUES else _text(value))
-        for key, value in details.items()
-    ]
+    return [(_key(key), _value(key, value)) for key, value in details.items()]
+
+
+@dataclass(frozen=True)
+class Table:
+    headings: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One detail as a page shows it: a text, or a list of records as a table."""
+
+    label: str
+    text: str
+    table: Table | None = None
+
+
+def details_shown(details: object) -> list[Detail]:
+    """``detail_items``, except that a list of records (the gates a review passed, the snippets
+    it read) becomes a table with a heading per field instead of one long line."""
+    if not isinstance(details, dict):
+        return [Detail(label, text) for label, text in detail_items(details)]
+    shown = []
+    for key, value in details.items():
+        if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+            shown.append(Detail(_key(key), "", _table(value)))
+        else:
+            shown.append(Detail(_key(key), _value(key, value)))
+    return shown
+
+
+def _table(records: list[dict[str, object]]) -> Table:
+    fields = list(dict.fromkeys(field for record in records for field in record))
+    rows = [[_value(field, record.get(field)) for field in fields] for record in records]
+    return Table([_key(field) for field in fields], rows)
+
+
+def _key(key: str) -> str:
+    return DETAIL_KEYS.get(key) or MORE_DETAIL_KEYS.get(key) or words(key, "key")
+
+
+def _value(key: str, value: object) -> str:
+    table = _VALUES.get(key)
+    if table == "gate" and isinstance(value, str) and value in REVIEW_GATE:
+        return gate_words(value)
+    if table and table != "gate" and isinstance(value, str):
+        if key == "outcome" and value in _REVIEW_OUTCOMES:  # a review's, not an attempt's
+            return words(value, "Outcome")
+        return words(value, table)
+    return _text(value)
 
 
 def _text(value: object) -> str:
     if isinstance(value, dict):
-        return "; ".join(f"{words(k, 'key')}: {_text(v)}" for k, v in value.items()) or "–"
+        return "; ".join(f"{_key(k)}: {_value(k, v)}" for k, v in value.items()) or "–"
     if isinstance(value, list | tuple):
         return ", ".join(_text(item) for item in value) or "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return "–" if value is None else dates_in(value)
+    return "–" if value is None else said(value)
+
+
+def event_words(event: object) -> str:
+    """An audit event in words (the sign-in link's own events too)."""
+    return link_event_words(str(event)) or words(event, "AuditEvent")
 
 
 def install(env: Environment) -> None:
     env.filters["words"] = words
     env.filters["when"] = when
     env.filters["dates"] = dates_in
+    env.filters["said"] = said
+    env.filters["branch"] = branch_words
     env.filters["detail_items"] = detail_items
+    env.filters["details_shown"] = details_shown
+    env.filters["actor"] = actor_words
+    env.filters["event"] = event_words
+    env.filters["gate"] = gate_words
     env.globals["fact_is_good"] = fact_is_good

@@ -14,7 +14,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from resolveflow.domain.vocabulary import ExecutionState, RunStatus
+from resolveflow.domain.vocabulary import Decision, ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
 from resolveflow.gate import decisions, posting
 from resolveflow.gate import executions as execution_service
@@ -138,9 +138,28 @@ def _run(request: Request, run_id: UUID, template: str) -> Response:
     view = views.run_page(app.db, viewer.principal, run_id, ttl, labels)
     proposal = view.get("proposal") or {}
     posting = _posting(request, viewer, proposal, (proposal.get("execution") or {}).get("id"))
-    response = _render(request, template, viewer, run=view, **_progress(view), **posting)
+    shown = _shown_status(view)
+    response = _render(
+        request, template, viewer, run=view, shown_status=shown, **_progress(view), **posting
+    )
     response.headers["X-Run-Status"] = view["status"]
     return response
+
+
+# A decision is taken at once, and the worker moves the run on a moment later: until it has,
+# the run's stored status still says it waits for one. The page says what is already true.
+_AFTER_DECISION = {
+    Decision.APPROVED.value: RunStatus.EXECUTING.value,
+    Decision.REJECTED.value: RunStatus.REJECTED.value,
+}
+
+
+def _shown_status(view: dict[str, Any]) -> str:
+    status: str = view["status"]
+    decision = (view.get("proposal") or {}).get("decision")
+    if status == RunStatus.AWAITING_APPROVAL.value and decision in _AFTER_DECISION:
+        return _AFTER_DECISION[decision]
+    return status
 
 
 def _posting(
@@ -173,14 +192,17 @@ def _posting(
 
 def _progress(view: dict[str, Any]) -> dict[str, Any]:
     """Whether the page keeps asking for its status: while evidence is gathered, and after a
-    decision until the execution settles."""
+    decision until the run settles. The execution settles first (the comment is posted, then
+    the run records it and completes): stopping then would leave the page saying "being
+    carried out" under a posted comment. An unknown outcome waits for a person: stop."""
     proposal = view.get("proposal") or {}
     execution = proposal.get("execution") or {}
     state = execution.get("state")
     running = view["status"] == RunStatus.RUNNING.value
     following = running or (
         bool(proposal.get("decision"))
-        and not (view["status"] in _SETTLED_RUN or state in _SETTLED_EXECUTION)
+        and view["status"] not in _SETTLED_RUN
+        and state != ExecutionState.UNKNOWN.value
     )
     return {"following": following, "execution_state": state}
 

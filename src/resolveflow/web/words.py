@@ -1,8 +1,9 @@
 """The plain words a person reads for the domain's vocabulary: one table per enum, in one place.
 
 The pages never show an enum's value (``awaiting_approval``, ``not_sent``); they show these words,
-through the ``words`` filter. ``tests/core/web/test_web_words.py`` checks that every member of every
-enum listed in ``TABLES`` has its words, so a new state cannot reach a page as a machine word.
+through the ``words`` filter, and the CLI prints the same words (``cli/plain.py``).
+``tests/core/web/test_web_words.py`` checks that every member of every enum listed in ``TABLES``
+has its words, so a new state cannot reach a page (or a command's output) as a machine word.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from resolveflow.domain.vocabulary import (
     Credential,
     Decision,
     ExecutionState,
+    LinkEvent,
     RunStatus,
 )
 from resolveflow.gate import outcome_words as outcomes
@@ -115,6 +117,12 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.MAILBOX_CREDENTIAL_SET: "mailbox secret stored",
 }
 
+LINK_EVENT: dict[LinkEvent, str] = {
+    LinkEvent.ISSUED: "sign-in link issued",
+    LinkEvent.USED: "sign-in link used",
+    LinkEvent.REFUSED: "sign-in link refused",
+}
+
 # Every enum a page shows, with its words; a test checks each member has an entry.
 TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     RunStatus: RUN_STATUS,
@@ -128,6 +136,7 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     Hidden: HIDDEN,
     Outcome: REVIEW_OUTCOME,
     AuditEvent: AUDIT_EVENT,
+    LinkEvent: LINK_EVENT,
 }
 
 # Names that are not enums: the evidence facts and their rules, and the approval checks (whose
@@ -151,6 +160,14 @@ DETAIL_KEYS: dict[str, str] = {
     "http_status": "HTTP status",
     "labels": "labels",
     "reason": "reason",
+    "labels_done": "labels added",
+}
+# What ``reconcile`` did with one execution (its JSON's ``outcome``): not an enum of the domain.
+RECONCILE_OUTCOME: dict[str, str] = {
+    "settled": "settled",
+    "still_unknown": "still unknown",
+    "requeued": "queued again: nothing had been sent",
+    "skipped": "skipped",
 }
 
 # What an answer's answerability was decided from (ask/domain/answers.py: AnswerFeatures).
@@ -163,6 +180,7 @@ ANSWER_FEATURES: dict[str, str] = {
     "name_match": "the question names what the top document is about (1: in its own words)",
     "relation": "closeness measured against this index (0: as off-topic questions, 1: as a title)",
     "unseen_share": "share of the question's words this index has never seen",
+    "known_names": "names in the question (functions, settings) that this index holds",
 }
 GENERATORS: dict[str, str] = {
     "extractive": "quoted from the top document (no model)",

@@ -29,6 +29,7 @@ from fixtures_cli import Cli, InProcessCli
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.sandbox.smtp.server import FakeSmtpServer
+from resolveflow.web.words import words
 
 MAIL = Path(__file__).parents[2] / "data" / "mail"
 REPO = "acme/widgets"
@@ -197,7 +198,9 @@ def test_proposals_show_prints_each_kinds_fields(kinds_world: KindsWorld, kind: 
     printed = kinds_world.cli.run("proposals", "show", view["id"], token=kinds_world.tokens["alex"])
     assert "Traceback" not in printed.stderr and printed.stderr == ""
     text = printed.stdout
-    for expected in [view["id"], view["digest"], kind, *SHOWN[kind]]:
+    # A person reads the kind in words (issue 29); --json keeps its value (below).
+    assert kind not in text
+    for expected in [view["id"], view["digest"], words(kind, "ActionKind"), *SHOWN[kind]]:
         assert expected in text, (expected, text)
     assert "outcome" in text
 
@@ -227,7 +230,8 @@ def test_executions_show_names_the_kind_target_and_outcome(
         assert (view["kind"], view["target"], view["state"]) == (kind, summary, "sent")
         assert view["result_url"] or view["comment_url"]
     else:
-        for expected in (execution_id, kind, summary, "sent", "outcome"):
+        said = (words(kind, "ActionKind"), words("sent", "ExecutionState"))
+        for expected in (execution_id, *said, summary, "outcome"):
             assert expected in printed.stdout, (expected, printed.stdout)
 
 
@@ -244,7 +248,7 @@ def test_the_lists_show_every_kind(kinds_world: KindsWorld, command: str, as_jso
             [row] = [r for r in json.loads(printed.stdout) if r["id"] == wanted]
             assert (row["kind"], row["target"]) == (kind, kinds_world.proposals[kind]["summary"])
         else:
-            assert wanted in printed.stdout and kind in printed.stdout
+            assert wanted in printed.stdout and words(kind, "ActionKind") in printed.stdout
 
 
 # --- the mailbox grant on every command that reads mail (issue 26, finding 5) -----------------

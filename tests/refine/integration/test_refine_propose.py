@@ -32,6 +32,7 @@ from resolveflow.accounts import admin
 from resolveflow.accounts.auth import authenticate
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.bootstrap.app import App, open_app
+from resolveflow.cli.terminal_text import for_terminal
 from resolveflow.config import load_settings
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput, NotAuthorized
@@ -158,7 +159,9 @@ def test_propose_waits_for_approval_then_the_gate_posts_the_markdown_once(
     assert view["kind"] == "github.issue" and view["decision"] is None
     assert view["action"]["target"] == {"repository": REPO, "issue": 50}
     assert view["action"]["labels"] == []
-    assert view["action"]["comment"] == normalize_text(markdown)
+    # The terminal was shown the comment as GitHub shows it; the proposal holds the Markdown.
+    assert for_terminal(view["action"]["comment"]) == normalize_text(markdown)
+    assert "write&#95;row" in view["action"]["comment"] and "write&#95;row" not in markdown
     comment = view["action"]["comment"]
     assert "CSV export crashes" in comment
     tasks = comment[comment.index("### Related tasks") : comment.index("### Related pages")]

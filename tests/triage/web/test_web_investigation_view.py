@@ -98,7 +98,8 @@ def test_run_page_renders_the_investigation_inert_and_linked() -> None:
         request=None,
     )
     assert 'id="investigation"' in html
-    assert "✘ groundedness</strong>: S9 was not retrieved" in html
+    assert "✘ grounded in the sources</strong>: S9 was not retrieved" in html  # in words
+    assert 'data-gate="groundedness"' in html
     assert "✔ risk</strong>" in html
     assert '<a href="https://github.com/acme/widgets/issues/3"' in html and "0.81" in html
     assert "javascript:alert(3)" not in html

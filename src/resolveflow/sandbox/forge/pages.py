@@ -6,13 +6,18 @@ instead of on a 401 JSON answer: the repository (``/{owner}/{repo}``), an issue 
 order with its author and anchor ``#issuecomment-{id}``), a check run (``/{owner}/{repo}/runs/{id}``)
 and a workflow run (``/{owner}/{repo}/actions/runs/{id}``). Every page says it is the sandbox forge,
 not GitHub. The routes are public (no token, not counted, no faults) and come after the API's in
-the table, so an API path never reaches them. All text is escaped; bodies are shown as their exact
-text (the executor's hidden marker included), not rendered.
+the table, so an API path never reaches them. All text is escaped. Bodies are rendered from
+Markdown as GitHub renders them, sanitized (nh3, an allowlist of tags), and HTML comments, the
+executor's hidden marker among them, are dropped as GitHub hides them; ``/favicon.ico`` answers 204.
 """
 
 from __future__ import annotations
 
 import html
+from functools import cache
+
+import nh3
+from markdown_it import MarkdownIt
 
 from resolveflow.sandbox.forge.model import FakeRequest, IssueRecord, RepoRecord
 from resolveflow.sandbox.forge.routing import Route, route
@@ -32,6 +37,8 @@ _STYLE = (
     "margin:.8rem 0}.box header{background:#f6f8fa;border-bottom:1px solid #d1d9e0;"
     "padding:.4rem .8rem}.box pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;"
     "padding:.6rem .8rem;font:inherit}.box:target{border-color:#0969da}"
+    ".md{padding:.2rem .8rem;overflow-wrap:anywhere}.md pre{background:#f6f8fa;padding:.5rem}"
+    ".md code{font-family:ui-monospace,monospace}"
     "table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem .5rem;"
     "border-bottom:1px solid #d1d9e0}"
 )
@@ -64,6 +71,38 @@ def _at(stamp: str | None) -> str:
 
 def _esc(value: object) -> str:
     return html.escape(str(value))
+
+
+# GitHub's rendering, roughly: its tags, minus images (nothing here fetches from elsewhere).
+_TAGS = {
+    "a", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em",
+    "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "ins", "kbd", "li", "ol", "p", "pre",
+    "q", "s", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr",
+    "ul",
+}  # fmt: skip
+_MAX_RENDERED = 200_000
+
+
+@cache
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+
+def _markdown(text: str | None) -> str:
+    """``text`` as GitHub shows it: Markdown rendered, sanitized, HTML comments hidden."""
+    source = (text or "")[:_MAX_RENDERED]
+    try:
+        raw = _parser().render(source)
+    except Exception:  # markdown-it raises IndexError on a few inputs: show the text instead
+        return f"<pre>{_esc(source)}</pre>"
+    return nh3.clean(
+        raw,
+        tags=_TAGS,
+        attributes={"a": {"href", "title"}, "code": {"class"}},
+        url_schemes={"http", "https", "mailto"},
+        link_rel="nofollow noopener noreferrer",
+        strip_comments=True,
+    )
 
 
 def _link(href: str, text: str) -> str:
@@ -116,7 +155,7 @@ def issue_page(forge: ForgeState, request: FakeRequest) -> Reply:
         f"<div class='box comment' id='issuecomment-{_esc(c['id'])}'>"
         f"<header><strong class='author'>{_esc(c['user']['login'])}</strong> "
         f"<span class='muted'>commented {_at(c['created_at'])}</span></header>"
-        f"<pre class='comment-body'>{_esc(c['body'])}</pre></div>"
+        f"<div class='comment-body md'>{_markdown(c['body'])}</div></div>"
         for c in issue.comments
     )
     body = (
@@ -126,7 +165,7 @@ def issue_page(forge: ForgeState, request: FakeRequest) -> Reply:
         f"<p id='issue-labels'>Labels: {_labels(repo, issue.labels)}</p>"
         + (f"<p>Assignees: {_esc(', '.join(issue.assignees))}</p>" if issue.assignees else "")
         + f"<div class='box'><header><strong>{_esc(issue.user)}</strong></header>"
-        f"<pre id='issue-body'>{_esc(issue.body or '')}</pre></div>"
+        f"<div class='md' id='issue-body'>{_markdown(issue.body)}</div></div>"
         f"<h2>{len(issue.comments)} comment(s)</h2><div id='comments'>{comments}</div>"
     )
     return _page(200, f"{issue.title} #{issue.number}", body)
@@ -178,8 +217,14 @@ def index_page(forge: ForgeState, request: FakeRequest) -> Reply:
     return _page(200, "Repositories", f"<ul id='repositories'>{items}</ul>")
 
 
+def favicon(forge: ForgeState, request: FakeRequest) -> Reply:
+    """Browsers ask for it on every page: no icon, and no 401 for it."""
+    return Reply(204, raw=b"", content_type="image/x-icon")
+
+
 ROUTES: list[Route[ForgeState]] = [
     route("GET", r"/?", index_page, public=True),
+    route("GET", r"/favicon\.ico", favicon, public=True),
     route("GET", _REPO, repository_page, public=True),
     route("GET", rf"{_REPO}/(?:issues|pull)/(\d+)", issue_page, public=True),
     route("GET", rf"{_REPO}/runs/(\d+)", check_run_page, public=True),
