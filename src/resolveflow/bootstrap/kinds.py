@@ -18,7 +18,7 @@ from resolveflow.mail.kind_rules import RULES as EMAIL_SEND_RULES
 from resolveflow.triage.run_records import TRIAGE_RUNS
 
 if TYPE_CHECKING:
-    from resolveflow.gate.domain.actions import ActionKind
+    from resolveflow.domain.vocabulary import ActionKind
     from resolveflow.gate.kinds.base import KindOffer, KindSpec
     from resolveflow.mail.kind import MailAccess
 
@@ -28,7 +28,7 @@ def kind_specs() -> dict[ActionKind, KindSpec]:
     """Every kind's declarations: the gate's own and the offered ones (``kinds list``, the docs).
     ``RuntimeError`` when a kind has none, as a kind without an executor could be approved but
     never sent."""
-    from resolveflow.gate.domain.actions import ActionKind
+    from resolveflow.domain.vocabulary import ActionKind
     from resolveflow.gate.kinds import SPECS
     from resolveflow.mail import kind as email_send
 

@@ -16,7 +16,8 @@ from resolveflow.adapters.smtp.protocol import Mailer, Security, SmtpEndpoint
 from resolveflow.config import MailSettings, Settings
 from resolveflow.errors import ConfigError, NotFound
 from resolveflow.gate.lease import GateSettings
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key, tenant_mailboxes
+from resolveflow.mail.domain.addresses import mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy, tenant_mailboxes
 from resolveflow.policy_file import PolicyFile
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database

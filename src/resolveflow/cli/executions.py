@@ -36,9 +36,11 @@ def execute(
     limit: int | None = typer.Option(None, "--limit", min=1, help="Stop after N executions."),
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Carry out the approved proposals that are due: those made without a run (proposals
-    create, mail drafts) and the retries of pending ones. An approved run carries out its own
-    action as it is approved (on the web, in the worker), so it is not left for this command."""
+    """Carry out approved proposals that are due (an approved run's action is carried out at once).
+
+    Due are the proposals made without a run (proposals create, mail drafts) and the retries of
+    pending ones. An approved run carries out its own action as it is approved (on the web, in
+    the worker), so it is not left for this command."""
     with common.app() as opened:
         _check_credentials(opened, _tenant_ids(opened))
         executor, reconciler = opened.executor(), opened.reconciler()

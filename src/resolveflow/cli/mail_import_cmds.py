@@ -13,7 +13,8 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.output import emit, err_console, fields
 from resolveflow.errors import InvalidInput
-from resolveflow.mail.domain.mailbox import mailbox_key, tenant_mailboxes
+from resolveflow.mail.domain.addresses import mailbox_key
+from resolveflow.mail.domain.mailbox import tenant_mailboxes
 
 
 def register(app: typer.Typer) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
@@ -14,11 +14,14 @@ from resolveflow.cli.action_view import action_rows, action_texts, fate
 from resolveflow.cli.output import console, emit, exact, fields, table, whole
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import InvalidInput
-from resolveflow.gate import decisions
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as service
-from resolveflow.gate.approvals import RepositoryLabels
 from resolveflow.gate.domain.actions import ActionChanges, check_digest_format, parse_action
+
+if TYPE_CHECKING:
+    # The decision path (approval checks, the executor's store, the forge's protocol) loads in
+    # the commands that decide, not in ``proposals show`` or ``list`` (issue 29: start-up time).
+    from resolveflow.gate import decisions
 
 proposals_app = typer.Typer(help="Proposed actions awaiting a decision.", no_args_is_help=True)
 
@@ -155,6 +158,8 @@ def edit(
     with common.app() as opened:
         actor = common.principal(opened, token)
         target = common.find_id(opened, actor, proposal_id, "proposal", "run")
+        from resolveflow.gate import decisions
+
         proposal = decisions.edit(opened.db, actor, target, changes)
         view = service.describe(opened.db, actor, proposal.id)
     emit(view, as_json, lambda: _render(view))
@@ -210,6 +215,9 @@ def list_(token: str | None = common.TokenOption, as_json: bool = common.JsonOpt
 def _deciding(opened: App) -> decisions.Deciding:
     """The web's path (``decisions``), but a run resumes here and now, under the decision's
     lease, rather than in the worker."""
+    from resolveflow.gate import decisions
+    from resolveflow.gate.approvals import RepositoryLabels
+
     return decisions.Deciding(
         runs=opened.run_handle(),
         follow_up=decisions.FollowUp.NOW,
@@ -234,6 +242,8 @@ def approve(
     with common.app() as opened:
         actor = common.principal(opened, token)
         target = common.find_id(opened, actor, typed, "run", "proposal")
+        from resolveflow.gate import decisions
+
         decided = decisions.approve(opened.db, actor, target, checked, _deciding(opened))
         assert decided.execution_id is not None
         execution = execution_service.show_execution(opened.db, actor, decided.execution_id)
@@ -286,6 +296,8 @@ def reject(
     with common.app() as opened:
         actor = common.principal(opened, token)
         target = common.find_id(opened, actor, typed, "run", "proposal")
+        from resolveflow.gate import decisions
+
         decided = decisions.reject(opened.db, actor, target, reason, _deciding(opened))
     data = {
         "approval_id": str(decided.approval_id),

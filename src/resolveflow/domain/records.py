@@ -46,6 +46,11 @@ class Principal:
         return role in self.roles or Role.ADMIN in self.roles
 
 
+def actor_of(principal: Principal) -> str:
+    """How the audit trail names a principal that acted."""
+    return f"principal:{principal.subject}"
+
+
 @dataclass(frozen=True)
 class Proposal:
     id: UUID

@@ -156,3 +156,19 @@ class LinkEvent(StrEnum):
 
 # The principal that GitHub's webhooks act as in each tenant (``triage/webhooks.py``).
 WEBHOOK_SUBJECT = "github-webhook"
+
+
+class ActionKind(StrEnum):
+    """What an action does to an outside system (its models: ``gate/domain/actions/``)."""
+
+    GITHUB_ISSUE = "github.issue"  # comment and/or labels on an existing issue
+    GITHUB_ISSUE_CREATE = "github.issue_create"  # a new issue
+    GITLAB_ISSUE_CREATE = "gitlab.issue_create"  # a new issue in a GitLab project
+    EMAIL_SEND = "email.send"  # one exact message from a tenant's mailbox over SMTP
+
+
+class ReviewOutcome(StrEnum):
+    """What the code's review of an investigation decided (``triage/domain/review.py``)."""
+
+    APPROVE = "approve"
+    ESCALATE = "escalate"

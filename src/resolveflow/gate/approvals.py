@@ -16,7 +16,7 @@ from datetime import timedelta
 from uuid import UUID
 
 from resolveflow.adapters.github.protocol import GitHub, RepoName
-from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role
+from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
 from resolveflow.errors import AlreadyDecided, InvalidInput, ResolveFlowError
 from resolveflow.gate import kind_rules
@@ -46,10 +46,6 @@ MailboxLookup = Callable[[UUID], frozenset[str]]
 # tenant id -> the tenant's GitLab project aliases in the policy file now; without one, "allowed by
 # the project alias" is left to the executor's check right before the write.
 AliasLookup = Callable[[UUID], tuple[ProjectAlias, ...]]
-
-
-def actor_of(principal: Principal) -> str:
-    return f"principal:{principal.subject}"
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,10 @@ from dataclasses import asdict
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.records import Execution, ExecutionState, Principal, Role
+from resolveflow.domain.records import Execution, ExecutionState, Principal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidTransition
 from resolveflow.gate import kind_rules
-from resolveflow.gate.approvals import actor_of
 from resolveflow.gate.domain.actions import parse_action
 from resolveflow.gate.domain.policy import require_role
 from resolveflow.gate.store import executions as execution_store

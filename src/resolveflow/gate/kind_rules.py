@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from resolveflow.domain.records import Principal, Proposal
+from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.errors import NotAuthorized
-from resolveflow.gate.domain.actions import ActionKind
 from resolveflow.store.database import Connection
 
 StoredAction = Mapping[str, Any]  # a proposal's action as stored (canonical JSON)

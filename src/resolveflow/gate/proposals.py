@@ -7,11 +7,10 @@ import uuid
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.records import Approval, Principal, Proposal, Role
+from resolveflow.domain.records import Approval, Principal, Proposal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.gate import kind_rules
-from resolveflow.gate.approvals import actor_of
 from resolveflow.gate.domain.actions import (
     ActionChanges,
     AnyAction,

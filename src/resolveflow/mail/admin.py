@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from resolveflow.accounts.admin import find_tenant, operator_actor
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.store import grants as mail_grants
 from resolveflow.mail.store.credentials import SecretKind, save_mailbox_secret
 from resolveflow.store import audit

@@ -27,6 +27,7 @@ from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.llm.structured import structured_call
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.checks import CheckFinding, ExampleFit, check_draft, fit_words
 from resolveflow.mail.domain.draft import (
     Draft,
@@ -36,7 +37,7 @@ from resolveflow.mail.domain.draft import (
     placeholders,
 )
 from resolveflow.mail.domain.example_fit import Vocabulary
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.domain.model_draft import (
     PROMPT_VERSION,

@@ -40,8 +40,9 @@ from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
 from resolveflow.mail.bounds import MailBounds, UnreadableMessage
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.draft import Facts, placeholders, reusable_text
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.domain.overlap import reply_words, token_f1
 from resolveflow.mail.drafts import EXAMPLES, check_written, write_draft

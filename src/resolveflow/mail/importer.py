@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from resolveflow.errors import NotFound
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.draft import reusable_text
-from resolveflow.mail.domain.mailbox import mailbox_key
 from resolveflow.mail.domain.message import Direction, MailMessage
 from resolveflow.mail.loader import own_words
 from resolveflow.mail.store import messages as store

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from resolveflow.domain.records import Principal, Proposal
-from resolveflow.gate.domain.actions import ActionKind
+from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.gate.kind_rules import KindFacts, KindReader, StoredAction
 from resolveflow.mail.readers import MailReader, hidden, mail_reader, mailbox_of
 from resolveflow.mail.store import grants as mail_grants

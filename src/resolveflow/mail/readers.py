@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolveflow.domain.records import Principal
+from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.errors import NotAuthorized
-from resolveflow.gate.domain.actions import ActionKind
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.store import grants as mail_grants
 from resolveflow.store.database import Connection
 

@@ -22,8 +22,8 @@ from uuid import UUID
 
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.agreement import CONSENSUS_K, by_agreement
-from resolveflow.mail.domain.mailbox import mailbox_key
 from resolveflow.mail.domain.message import MailExample
 from resolveflow.mail.importer import REPLY_DOCUMENT, exchange_id, reply_document_id
 from resolveflow.mail.store import messages as store

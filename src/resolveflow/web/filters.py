@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
-from resolveflow.triage.domain.review import Outcome
+from resolveflow.domain.vocabulary import ReviewOutcome
 from resolveflow.web.page_words import (
     MORE_DETAIL_KEYS,
     REVIEW_GATE,
@@ -27,7 +27,7 @@ from resolveflow.web.page_words import (
 from resolveflow.web.words import DETAIL_KEYS, fact_is_good, words
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
-_REVIEW_OUTCOMES = {outcome.value for outcome in Outcome}
+_REVIEW_OUTCOMES = {outcome.value for outcome in ReviewOutcome}
 # Detail values that are machine words, with the table that has their words.
 _VALUES = {
     "rule": "rule",
@@ -139,7 +139,7 @@ def _value(key: str, value: object) -> str:
         return gate_words(value)
     if table and table != "gate" and isinstance(value, str):
         if key == "outcome" and value in _REVIEW_OUTCOMES:  # a review's, not an attempt's
-            return words(value, "Outcome")
+            return words(value, "ReviewOutcome")
         return words(value, table)
     return _text(value)
 

@@ -20,13 +20,13 @@ from resolveflow.domain.vocabulary import (
     Decision,
     ExecutionState,
     LinkEvent,
+    ReviewOutcome,
     RunStatus,
 )
 from resolveflow.gate import outcome_words as outcomes
 from resolveflow.gate.domain.actions import ActionKind
 from resolveflow.gate.domain.disclosure import Hidden
 from resolveflow.policy_file import Classification
-from resolveflow.triage.domain.review import Outcome
 
 RUN_STATUS: dict[RunStatus, str] = {
     RunStatus.RUNNING: "gathering evidence",
@@ -68,9 +68,9 @@ ACTION_KIND: dict[ActionKind, str] = {
     ActionKind.GITLAB_ISSUE_CREATE: "new GitLab issue",
     ActionKind.EMAIL_SEND: "email reply",
 }
-REVIEW_OUTCOME: dict[Outcome, str] = {
-    Outcome.APPROVE: "may be approved",
-    Outcome.ESCALATE: "escalated to a person",
+REVIEW_OUTCOME: dict[ReviewOutcome, str] = {
+    ReviewOutcome.APPROVE: "may be approved",
+    ReviewOutcome.ESCALATE: "escalated to a person",
 }
 HIDDEN: dict[Hidden, str] = {kind: kind.value.replace("_", " ") for kind in Hidden}
 AUDIT_EVENT: dict[AuditEvent, str] = {
@@ -134,7 +134,7 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     Classification: CLASSIFICATION,
     ActionKind: ACTION_KIND,
     Hidden: HIDDEN,
-    Outcome: REVIEW_OUTCOME,
+    ReviewOutcome: REVIEW_OUTCOME,
     AuditEvent: AUDIT_EVENT,
     LinkEvent: LINK_EVENT,
 }

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions import (
     ActionChanges,
@@ -17,7 +18,6 @@ from resolveflow.gate.domain.actions import (
     revise,
 )
 from resolveflow.gate.domain.actions.email_send import EmailSendAction, message_id, parse_email_send
-from resolveflow.gate.domain.actions.parsing import ActionKind
 
 SHA_A = "a" * 64
 SHA_B = "b" * 64

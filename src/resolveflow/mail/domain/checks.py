@@ -28,6 +28,7 @@ from enum import StrEnum
 
 from resolveflow.errors import one_line
 from resolveflow.gate.domain.actions.email_fields import mail_address
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.credential_requests import credential_requests
 from resolveflow.mail.domain.draft import MAX_SUBJECT_CHARS, Draft, Facts, placeholders
 from resolveflow.mail.domain.entities import EntityKind, allowed_keys, extract, is_allowed
@@ -39,7 +40,7 @@ from resolveflow.mail.domain.example_fit import (
     misfits,
     words_to_weigh,
 )
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from resolveflow.errors import InvalidInput, one_line
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.entities import (
     PLACEHOLDER,
     Entity,
@@ -24,7 +25,7 @@ from resolveflow.mail.domain.entities import (
     extract,
     is_allowed,
 )
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.domain.slots import fitting_fact, placeholder_name, request_reference
 

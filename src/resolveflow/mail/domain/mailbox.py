@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.policy_file import PolicyFile
 
 ADDRESS_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
@@ -65,11 +66,6 @@ class MailboxPolicy(BaseModel):
 
     def greeting_for(self, first_name: str | None) -> str:
         return self.greeting.replace("{name}", first_name or "there")
-
-
-def mailbox_key(address: str) -> str:
-    """Mailboxes are compared without case (the policy key, grants, the From)."""
-    return address.strip().lower()
 
 
 class TenantMailboxes(RootModel[dict[str, MailboxPolicy]]):

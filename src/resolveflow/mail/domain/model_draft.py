@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from resolveflow.errors import InvalidInput, one_line
 from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.llm.messages import fence
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.draft import Draft, Facts, first_name, reply_subject
-from resolveflow.mail.domain.mailbox import MailboxPolicy, mailbox_key
+from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 
 PROMPT_VERSION = "mail-draft-1"

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from resolveflow.errors import PolicyViolation
 from resolveflow.gate.domain.actions import EmailSendAction
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.mail.domain.addresses import mailbox_key
 
 
 def check_recipients_allowed(

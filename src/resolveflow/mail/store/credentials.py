@@ -15,7 +15,7 @@ from typing import Literal
 from uuid import UUID
 
 from resolveflow.errors import InvalidInput
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 from resolveflow.store.token_cipher import TokenCipher, TokenOwner, TokenUnreadable

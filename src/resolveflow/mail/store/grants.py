@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from resolveflow.mail.domain.mailbox import mailbox_key
+from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
 

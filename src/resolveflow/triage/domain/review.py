@@ -18,16 +18,15 @@ passed; otherwise ``escalate`` (a person gets a proposal that lists the failed g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from resolveflow.domain.vocabulary import ReviewOutcome
 from resolveflow.gate.domain.actions import ACTION_KIND
 from resolveflow.triage.domain.diagnosis import Snippet, is_same_issue
 from resolveflow.triage.domain.evidence import IssueEvidence
 
-
-class Outcome(StrEnum):
-    APPROVE = "approve"
-    ESCALATE = "escalate"
+# The review's verdict is one of the domain's words (the pages and the CLI put it in words
+# without importing the review); here by its old name.
+Outcome = ReviewOutcome
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 
+from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions.email_send import EmailSendAction
 from resolveflow.gate.domain.actions.github_issue import (
@@ -35,7 +36,6 @@ from resolveflow.gate.domain.actions.gitlab_issue_create import (
 from resolveflow.gate.domain.actions.parsing import (
     ACTION_KIND,
     Action,
-    ActionKind,
     AnyAction,
     parse_action,
 )

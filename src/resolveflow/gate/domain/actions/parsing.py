@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
+# The kinds' names live with the domain's other words, so that code which only names a kind (the
+# kinds' read rules every command installs) does not import every action model.
+from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions.email_send import EmailSendAction
 from resolveflow.gate.domain.actions.github_issue import GitHubIssueAction
 from resolveflow.gate.domain.actions.github_issue_create import GitHubIssueCreateAction
 from resolveflow.gate.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
-
-
-class ActionKind(StrEnum):
-    GITHUB_ISSUE = "github.issue"  # comment and/or labels on an existing issue
-    GITHUB_ISSUE_CREATE = "github.issue_create"  # a new issue
-    GITLAB_ISSUE_CREATE = "gitlab.issue_create"  # a new issue in a GitLab project
-    EMAIL_SEND = "email.send"  # one exact message from a tenant's mailbox over SMTP
-
 
 ACTION_KIND = ActionKind.GITHUB_ISSUE  # the kind triage proposes
 
