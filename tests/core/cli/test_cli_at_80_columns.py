@@ -339,3 +339,22 @@ def test_a_sent_reply_no_longer_asks_to_be_approved(world: World) -> None:
     sent = world.cli.run("mail", "show", world.json["draft"]["id"], token=world.alex).stdout
     assert re.search(r"^state +approved and sent$", sent, re.MULTILINE), sent
     assert "approve with" not in sent and "body, as it was sent" in sent
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How do I clear disk pressure on the build agents?", "What is the best sourdough starter?"],
+)
+def test_ask_prints_its_outcome_whole_at_80_columns(world: World, question: str) -> None:
+    """An answer, a "may help" list or the abstention: no table line wider than the terminal
+    (prose is printed as one line for the terminal to wrap, so a copied quote has no breaks),
+    no machine word (the quoted pages may hold snake_case names of their own: not checked)."""
+    world.cli.env["COLUMNS"] = "80"
+    try:
+        done = world.cli.run("ask", question, token=world.alex, ok=False)
+    finally:
+        world.cli.env["COLUMNS"] = "200"
+    assert done.returncode == 0 and done.stderr == "", (done.stdout, done.stderr)
+    drawn = [line for line in done.stdout.splitlines() if re.search(r"[\u2500-\u257f]", line)]
+    wide = [line for line in drawn if len(line) > 80]
+    assert wide == [] and _readable(done.stdout, [], [], snake=False) == [], done.stdout
