@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from resolveflow.llm.protocol import Purpose
 from resolveflow.mail.bounds import MailBounds
 
 PREFIX = "RESOLVEFLOW_"
@@ -150,6 +151,14 @@ class ModelSettings(SettingsGroup):
     max_retries: int = Field(default=2, ge=0, le=10)  # 429 / 5xx / timeouts, per call
     max_wait_seconds: float = Field(default=30.0, ge=0)  # a longer Retry-After fails the call
     invalid_output_attempts: int = Field(default=2, ge=1, le=5)
+    # The whole call: its retries, waits and re-asks for invalid output included (issue 30).
+    deadline_seconds: float = Field(default=120.0, gt=0, le=1800)
+    # Output tokens per purpose, over the defaults (llm/protocol.py OUTPUT_TOKENS), as JSON:
+    # RESOLVEFLOW_MODEL_MAX_TOKENS='{"diagnosis": 1200}'.
+    max_tokens: dict[Purpose, Annotated[int, Field(ge=16, le=32768)]] = Field(default_factory=dict)
+    # Send the schema's length and count limits (a grammar-based server enforces them); off for
+    # a server whose strict mode refuses them. Our own validation checks them either way.
+    schema_limits: bool = True
     # Unset: the client's default (api.openai.com).
     openai_base_url: str | None = Field(
         default=None, validation_alias="RESOLVEFLOW_OPENAI_BASE_URL"

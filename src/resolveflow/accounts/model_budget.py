@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from resolveflow.accounts.limits import LimitExceeded
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel, Completion, Usage
+from resolveflow.llm.protocol import ChatModel, Completion, Purpose, Usage
 from resolveflow.store import model_calls as store
 from resolveflow.store.database import Database
 from resolveflow.telemetry import model_span, record_usage
@@ -197,13 +197,15 @@ class BudgetedModel:
     def model(self) -> str:
         return self.inner.model
 
-    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
+    def structured(
+        self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose
+    ) -> Completion[T]:
         self._reserve()
-        return self.inner.structured(messages, schema)
+        return self.inner.structured(messages, schema, purpose=purpose)
 
-    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
+    def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
         self._reserve()
-        return self.inner.text(messages)
+        return self.inner.text(messages, purpose=purpose)
 
     def _reserve(self) -> None:
         # LimitExceeded is not a ModelError: ask and mail let it through, so the caller hears

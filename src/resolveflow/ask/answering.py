@@ -42,7 +42,7 @@ from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import prompt, quote
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
-from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.protocol import ChatModel, Purpose
 from resolveflow.llm.structured import structured_call
 from resolveflow.retrieval.fusion import DOCUMENT_KINDS
 from resolveflow.retrieval.records import Hit
@@ -365,6 +365,7 @@ def _generated(
             messages,
             ModelAnswer,
             lambda output: (output, validate_citations(output, list(passages))),
+            purpose=Purpose.ANSWER,
             attempts=service.max_model_attempts,
         )
     except ModelOutputInvalid as exc:

@@ -43,7 +43,7 @@ from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid, ModelTimeout
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.protocol import ChatModel, Purpose
 from resolveflow.llm.structured import structured_call
 from resolveflow.retrieval.search import Searcher
 from resolveflow.store.database import Database
@@ -124,7 +124,9 @@ def _next_step(service: PlannerService, state: PlanState, messages: list[ChatMes
     remaining = max(0.001, state.deadline - service.clock())
     model = service.model
     bounded = model.bounded(remaining) if isinstance(model, _Bounded) else model
-    return structured_call(bounded, messages, StepReply, read_step, attempts=1).value
+    return structured_call(
+        bounded, messages, StepReply, read_step, purpose=Purpose.PLAN_STEP, attempts=1
+    ).value
 
 
 def _result(state: PlanState, text: str, *, fenced: bool = False) -> ChatMessage:

@@ -183,6 +183,9 @@ def build_model(settings: Settings) -> ChatModel | None:
         max_retries=model.max_retries,
         max_wait_seconds=model.max_wait_seconds,
         invalid_output_attempts=model.invalid_output_attempts,
+        output_tokens=model.max_tokens,
+        deadline_seconds=model.deadline_seconds,
+        schema_limits=model.schema_limits,
     )
 
 

@@ -16,8 +16,9 @@ closed on a ``ModelError`` (the investigation escalates to a person).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -27,6 +28,33 @@ from resolveflow.llm.messages import ChatMessage
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
+
+
+class Purpose(StrEnum):
+    """What a model call is for: each has its own output budget (``max_tokens``), so a model that
+    never stops is cut where an answer of that kind has long ended (issue 30)."""
+
+    DIAGNOSIS = "diagnosis"  # triage's investigation (``Diagnosis``)
+    CRITIQUE = "critique"  # its second look at the diagnosis, plain text
+    ANSWER = "answer"  # ask's answer from the retrieved passages
+    PLAN_STEP = "plan_step"  # one step of the bounded planner
+    RELEVANCE = "relevance"  # refine's judgement of the related tasks
+    SUMMARY = "summary"  # refine's summary with scopes
+    MAIL_DRAFT = "mail_draft"  # a reply's subject and body
+
+
+# Output tokens per purpose: each several times the longest valid answer seen with the scripted
+# and real models (a diagnosis of the issue's trial ended by itself at 208 tokens), so a valid
+# answer is never cut, and small enough that a looping model stops in seconds, not minutes.
+OUTPUT_TOKENS: Mapping[Purpose, int] = {
+    Purpose.DIAGNOSIS: 800,
+    Purpose.CRITIQUE: 400,
+    Purpose.ANSWER: 800,
+    Purpose.PLAN_STEP: 400,
+    Purpose.RELEVANCE: 800,
+    Purpose.SUMMARY: 800,
+    Purpose.MAIL_DRAFT: 1000,
+}
 
 
 @dataclass(frozen=True)
@@ -61,11 +89,13 @@ class ChatModel(Protocol):
     @property
     def model(self) -> str: ...
 
-    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
+    def structured(
+        self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose
+    ) -> Completion[T]:
         """A validated instance of ``schema``; raises a ``ModelError`` otherwise."""
         ...
 
-    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
+    def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
         """Plain text; raises a ``ModelError`` when there is none."""
         ...
 
@@ -106,18 +136,24 @@ def last_invalid(last: ModelOutputInvalid, tries: int, **context: Any) -> ModelO
 
 
 # Not every server's strict mode accepts these; our own validation (parse_structured) checks them.
-_DROPPED_KEYWORDS = frozenset(
-    {"default", "title", "minLength", "maxLength", "minItems", "maxItems", "pattern", "format"}
-)
+_DROPPED_KEYWORDS = frozenset({"default", "title", "pattern", "format"})
+# Length and count limits: a server that turns the schema into a grammar (llama.cpp, vLLM)
+# enforces them, which is what ends an array a small model would otherwise fill until its output
+# budget runs out. Sent unless ``limits=False``, for a server whose strict mode refuses them.
+LIMIT_KEYWORDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
 
 
-def strict_schema(schema: type[BaseModel]) -> dict[str, Any]:
+def strict_schema(schema: type[BaseModel], *, limits: bool = True) -> dict[str, Any]:
     """The model's JSON schema in the form strict structured output wants: every property
-    required, no additional properties; length limits are left to our own validation."""
+    required, no additional properties; the length and count limits kept (``limits``), the
+    rest of the validation left to our own."""
+    dropped = _DROPPED_KEYWORDS if limits else _DROPPED_KEYWORDS | LIMIT_KEYWORDS
 
     def visit(node: Any) -> Any:
         if isinstance(node, dict):
-            cleaned = {k: visit(v) for k, v in node.items() if k not in _DROPPED_KEYWORDS}
+            cleaned = {k: visit(v) for k, v in node.items() if k not in dropped}
+            if "properties" in node:  # property names are names, not keywords: keep every one
+                cleaned["properties"] = {k: visit(v) for k, v in node["properties"].items()}
             if cleaned.get("type") == "object" and "properties" in cleaned:
                 cleaned["additionalProperties"] = False
                 cleaned["required"] = list(cleaned["properties"])

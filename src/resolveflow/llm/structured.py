@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel, Completion, Usage, last_invalid
+from resolveflow.llm.protocol import ChatModel, Completion, Purpose, Usage, last_invalid
 
 S = TypeVar("S", bound=BaseModel)
 V = TypeVar("V")
@@ -39,6 +39,7 @@ def structured_call(
     schema: type[S],
     check: Callable[[S], A],
     *,
+    purpose: Purpose,
     attempts: int,
     each_attempt: Attempt[S] = _direct,
 ) -> Completion[A]:
@@ -47,7 +48,7 @@ def structured_call(
     last: ModelOutputInvalid | None = None
     for _ in range(max(1, attempts)):
         try:
-            completion = each_attempt(lambda: model.structured(messages, schema))
+            completion = each_attempt(lambda: model.structured(messages, schema, purpose=purpose))
         except ModelOutputInvalid as exc:
             usage, sent = usage + _usage(exc), sent + int(exc.context.get("attempts", 1))
             last = exc

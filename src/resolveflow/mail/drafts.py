@@ -25,7 +25,7 @@ from resolveflow.gate.proposals import edit_in, propose_prepared
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.protocol import ChatModel, Purpose
 from resolveflow.llm.structured import structured_call
 from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.checks import CheckFinding, ExampleFit, check_draft, fit_words
@@ -294,6 +294,7 @@ def write_draft(
                 messages,
                 ModelDraft,
                 lambda answer: parse_model_draft(answer, request, mailbox, policy, examples),
+                purpose=Purpose.MAIL_DRAFT,
                 attempts=MODEL_ATTEMPTS,
             ).value
         except (ModelError, InvalidInput) as exc:

@@ -16,7 +16,7 @@ from uuid import UUID
 from resolveflow.accounts.limits import LimitExceeded
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
-from resolveflow.llm.protocol import ChatModel
+from resolveflow.llm.protocol import ChatModel, Purpose
 from resolveflow.llm.structured import structured_call
 from resolveflow.refine.changes import SIMILAR_DEPTH, page_from_hit, task_from_hit
 from resolveflow.refine.domain.document import (
@@ -151,6 +151,7 @@ def _model_judgements(doc: RefineDocument, model: ChatModel) -> list[Judgement] 
             messages,
             rules.ModelJudgements,
             lambda output: rules.validate_judgements(output, shown),
+            purpose=Purpose.RELEVANCE,
             attempts=MAX_MODEL_ATTEMPTS,
         ).value
     except ModelOutputInvalid as exc:
@@ -195,6 +196,7 @@ def _model_summary(
             messages,
             by_model.ModelSummary,
             lambda answer: by_model.validate_summary(answer, doc.ticket, facts, paths, generator),
+            purpose=Purpose.SUMMARY,
             attempts=MAX_MODEL_ATTEMPTS,
         ).value
     except ModelOutputInvalid as exc:

@@ -33,6 +33,7 @@ class Reply:
     prompt_tokens: int = 120
     completion_tokens: int = 40
     model: str | None = None
+    finish_reason: str = "stop"  # "length": the server cut the answer at max_tokens
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ def _completion(
         "choices": [
             {
                 "index": 0,
-                "finish_reason": "stop",
+                "finish_reason": reply.finish_reason,
                 "logprobs": None,
                 "message": {"role": "assistant", "content": content, "refusal": refusal},
             }

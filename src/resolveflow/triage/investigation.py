@@ -27,7 +27,7 @@ from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ResolveFlowError
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel, Completion
+from resolveflow.llm.protocol import ChatModel, Completion, Purpose
 from resolveflow.llm.structured import structured_call
 from resolveflow.policy_file import Classification, RepositoryPolicy
 from resolveflow.retrieval.records import Hit
@@ -226,7 +226,9 @@ def assess(
             budget,
             model,
             "critique",
-            lambda: model.text(critique_messages(issue, snippets, diagnosis)),
+            lambda: model.text(
+                critique_messages(issue, snippets, diagnosis), purpose=Purpose.CRITIQUE
+            ),
         ),
     )
     if isinstance(said, Review):
@@ -255,6 +257,7 @@ def _diagnose(
             messages,
             Diagnosis,
             lambda diagnosis: diagnosis,
+            purpose=Purpose.DIAGNOSIS,
             attempts=1,
             each_attempt=lambda attempt: counted_call(budget, model, "diagnosis", attempt),
         ),

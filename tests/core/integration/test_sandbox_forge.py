@@ -419,10 +419,12 @@ def test_a_trickled_answer_outlasts_per_phase_timeouts_and_arrives_complete(
         elapsed = time.monotonic() - started
 
     assert response.status_code == 200 and body == expected
-    assert headers_after < 0.5  # status and headers at once
+    assert headers_after < 2.0  # status and headers long before the 4 s body ends
     gaps = [later - earlier for earlier, later in zip([started, *arrivals], arrivals, strict=False)]
-    assert len(arrivals) > 100 and max(gaps) < 0.5  # never idle near the 1 s read timeout
-    assert 3.9 <= elapsed < 6.0  # yet four times the timeout in all
+    # Never idle as long as the 1 s read timeout (or the read would have failed), yet four
+    # times the timeout in all. Only lower bounds on the whole: a busy machine only adds time.
+    assert len(arrivals) > 100 and max(gaps) < 1.0
+    assert elapsed >= 3.9
 
 
 def test_a_trickled_answer_ends_promptly_when_the_server_stops(

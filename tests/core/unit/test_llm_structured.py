@@ -16,8 +16,10 @@ from resolveflow.accounts.model_budget import BUDGET_SPENT, ModelCallBudget, cou
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.llm.errors import ModelOutputInvalid, ModelTimeout
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import Completion, Usage, parse_structured, strip_code_fence
+from resolveflow.llm.protocol import Completion, Purpose, Usage, parse_structured, strip_code_fence
 from resolveflow.llm.structured import structured_call
+
+ANSWER = Purpose.ANSWER
 
 MESSAGES = [ChatMessage("system", "Answer in JSON."), ChatMessage("user", "How many?")]
 
@@ -47,14 +49,14 @@ def at_most(limit: int) -> Callable[[Count], int]:
 
 def test_the_first_valid_answer_is_returned_with_its_attempts() -> None:
     scripted = model({"n": 3})
-    answer = structured_call(scripted, MESSAGES, Count, accept, attempts=2)
+    answer = structured_call(scripted, MESSAGES, Count, accept, purpose=ANSWER, attempts=2)
     assert (answer.value, answer.attempts, answer.served_model) == (3, 1, "scripted")
     assert [kind for kind, _ in scripted.calls] == ["structured:Count"]
 
 
 def test_invalid_output_is_asked_for_again_within_the_bound() -> None:
     scripted = model("not json", {"n": 4})
-    answer = structured_call(scripted, MESSAGES, Count, accept, attempts=2)
+    answer = structured_call(scripted, MESSAGES, Count, accept, purpose=ANSWER, attempts=2)
     assert (answer.value, answer.attempts) == (4, 2)
     assert [sent for _, sent in scripted.calls] == [MESSAGES, MESSAGES]  # the same messages
 
@@ -62,7 +64,7 @@ def test_invalid_output_is_asked_for_again_within_the_bound() -> None:
 def test_after_the_bound_the_last_reason_is_raised_and_nothing_more_is_asked() -> None:
     scripted = model("not json", {"count": 1}, {"n": 5})
     with pytest.raises(ModelOutputInvalid) as raised:
-        structured_call(scripted, MESSAGES, Count, accept, attempts=2)
+        structured_call(scripted, MESSAGES, Count, accept, purpose=ANSWER, attempts=2)
     assert raised.value.message.endswith("at n: Field required (after 2 attempts)")
     assert raised.value.context["attempts"] == 2
     assert scripted.remaining == 1
@@ -70,23 +72,26 @@ def test_after_the_bound_the_last_reason_is_raised_and_nothing_more_is_asked() -
 
 def test_a_checks_refusal_counts_as_an_invalid_attempt() -> None:
     scripted = model({"n": 9}, {"n": 2})
-    assert structured_call(scripted, MESSAGES, Count, at_most(5), attempts=2).value == 2
+    assert (
+        structured_call(scripted, MESSAGES, Count, at_most(5), purpose=ANSWER, attempts=2).value
+        == 2
+    )
     refused = model({"n": 9}, {"n": 8}, {"n": 1})
     with pytest.raises(ModelOutputInvalid, match=r"8 is more than 5 \(after 2 attempts\)"):
-        structured_call(refused, MESSAGES, Count, at_most(5), attempts=2)
+        structured_call(refused, MESSAGES, Count, at_most(5), purpose=ANSWER, attempts=2)
     assert refused.remaining == 1
 
 
 def test_one_attempt_raises_the_providers_reason_as_it_is() -> None:
     with pytest.raises(ModelOutputInvalid) as raised:
-        structured_call(model("[1]"), MESSAGES, Count, accept, attempts=1)
+        structured_call(model("[1]"), MESSAGES, Count, accept, purpose=ANSWER, attempts=1)
     assert "after" not in raised.value.message and raised.value.context["answer"] == "[1]"
 
 
 def test_any_other_model_error_ends_the_call_at_once() -> None:
     scripted = model(ModelTimeout("no answer in time"), {"n": 1})
     with pytest.raises(ModelTimeout):
-        structured_call(scripted, MESSAGES, Count, accept, attempts=3)
+        structured_call(scripted, MESSAGES, Count, accept, purpose=ANSWER, attempts=3)
     assert scripted.remaining == 1
 
 
@@ -104,7 +109,9 @@ def test_the_hook_is_consulted_before_every_attempt_and_its_error_ends_the_loop(
 
     scripted = model("not json", "not json", {"n": 1})
     with pytest.raises(LimitExceeded):
-        structured_call(scripted, MESSAGES, Count, accept, attempts=3, each_attempt=budget_of(2))
+        structured_call(
+            scripted, MESSAGES, Count, accept, purpose=ANSWER, attempts=3, each_attempt=budget_of(2)
+        )
     assert seen == [0, 1, 2] and scripted.remaining == 1  # the third was never asked
 
 
@@ -116,6 +123,7 @@ def test_the_budget_records_each_attempt_and_a_spent_budget_stops_the_call() -> 
         MESSAGES,
         Count,
         accept,
+        purpose=ANSWER,
         attempts=2,
         each_attempt=lambda attempt: counted_call(budget, scripted, "count", attempt),
     )
@@ -129,6 +137,7 @@ def test_the_budget_records_each_attempt_and_a_spent_budget_stops_the_call() -> 
             MESSAGES,
             Count,
             accept,
+            purpose=ANSWER,
             attempts=2,
             each_attempt=lambda attempt: counted_call(spent, scripted, "count", attempt),
         )
@@ -142,17 +151,19 @@ def test_usage_and_requests_add_up_over_the_attempts() -> None:
         def __init__(self) -> None:
             self.answers = ["nope", '{"n": 7}']
 
-        def structured(self, messages: Any, schema: type[Count]) -> Completion[Count]:
+        def structured(
+            self, messages: Any, schema: type[Count], *, purpose: Purpose
+        ) -> Completion[Count]:
             content = self.answers.pop(0)
             try:
                 return Completion(parse_structured(content, schema), Usage(10, 2), 1, "m-1")
             except ModelOutputInvalid as exc:
                 raise ModelOutputInvalid(exc.message, attempts=2, usage=Usage(10, 1)) from None
 
-        def text(self, messages: Any) -> Completion[str]:
+        def text(self, messages: Any, *, purpose: Purpose) -> Completion[str]:
             raise AssertionError("not a text call")
 
-    answer = structured_call(Metered(), MESSAGES, Count, accept, attempts=2)
+    answer = structured_call(Metered(), MESSAGES, Count, accept, purpose=ANSWER, attempts=2)
     assert (answer.usage, answer.attempts, answer.served_model) == (Usage(20, 3), 3, "m-1")
 
 
@@ -162,7 +173,9 @@ def test_usage_and_requests_add_up_over_the_attempts() -> None:
 )
 def test_json_in_a_markdown_fence_is_forgiven(text: str) -> None:
     assert strip_code_fence(text) == '{"n": 1}'
-    assert structured_call(model(text), MESSAGES, Count, accept, attempts=1).value == 1
+    assert (
+        structured_call(model(text), MESSAGES, Count, accept, purpose=ANSWER, attempts=1).value == 1
+    )
 
 
 def test_only_a_fence_around_the_whole_answer_is_stripped() -> None:

