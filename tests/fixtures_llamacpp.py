@@ -10,6 +10,7 @@ dependencies are not needed to read the GGUF file).
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from resolveflow.adapters.llm.llamacpp_server import LlamaCppServer, smollm2_ggu
 # for each other at every step. Measured on 2 busy cores (load 4.5), SmolLM2 with a json_schema:
 # 1 thread 42-52 tokens/s, 2 threads 4-10 tokens/s (10-18 with polling off).
 THREADS = 1
+# Read at import, before any test scrubs RESOLVEFLOW_* from the environment (conftest.py).
+_REQUIRED = os.environ.get("RESOLVEFLOW_TEST_REAL_MODEL") == "required"
 N_CTX = 2048  # one slot: a short prompt and a few hundred tokens of answer fit
 START_SECONDS = 120.0  # about 1-3 s on an idle machine; CI machines can be loaded
 
@@ -38,6 +41,9 @@ def llamacpp_missing() -> str | None:
 def llamacpp_gguf() -> Path:
     """SmolLM2's GGUF file, for a test that starts a server of its own; skips without the wheels."""
     reason = llamacpp_missing()
+    if reason is not None and _REQUIRED:
+        # CI (.ci/run) must run these: a missing install step would otherwise pass as skips.
+        pytest.fail(f"RESOLVEFLOW_TEST_REAL_MODEL=required, but {reason}")
     if reason is not None:
         pytest.skip(reason)
     gguf = smollm2_gguf()

@@ -145,7 +145,13 @@ class EmbeddingSettings(SettingsGroup):
 class ModelSettings(SettingsGroup):
     model_config = SettingsConfigDict(env_prefix=f"{PREFIX}MODEL_")
 
-    provider: Literal["none", "openai", "scripted"] = "none"  # none: retrieval alone proposes
+    # none: retrieval alone proposes; llamacpp: a llama.cpp server this process starts on
+    # loopback for RESOLVEFLOW_MODEL_GGUF (extra local-llm).
+    provider: Literal["none", "openai", "scripted", "llamacpp"] = "none"
+    gguf: Path | None = None
+    threads: int | None = Field(default=None, ge=1, le=256)  # llamacpp; unset: usable CPUs
+    context_tokens: int = Field(default=4096, ge=512, le=131072)  # llamacpp's context
+    start_seconds: float = Field(default=120.0, gt=0, le=1800)  # llamacpp: loading the model
     name: str = Field(default="gpt-4o-mini", validation_alias="RESOLVEFLOW_MODEL")
     timeout_seconds: float = Field(default=60.0, gt=0, le=600)
     max_retries: int = Field(default=2, ge=0, le=10)  # 429 / 5xx / timeouts, per call

@@ -22,7 +22,7 @@ from uuid import UUID
 from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap import schema as schema_setup
 from resolveflow.bootstrap.embedder import build_embedder
-from resolveflow.config import Settings
+from resolveflow.config import ModelSettings, Settings
 from resolveflow.errors import ConfigError
 from resolveflow.store.database import Connection, Database
 from resolveflow.store.embedded import embedded_database_url
@@ -172,20 +172,41 @@ def build_model(settings: Settings) -> ChatModel | None:
             model=model.name,
             invalid_output_attempts=model.invalid_output_attempts,
         )
+    bounds: dict[str, Any] = {
+        "timeout_seconds": model.timeout_seconds,
+        "max_retries": model.max_retries,
+        "max_wait_seconds": model.max_wait_seconds,
+        "invalid_output_attempts": model.invalid_output_attempts,
+        "output_tokens": model.max_tokens,
+        "deadline_seconds": model.deadline_seconds,
+        "schema_limits": model.schema_limits,
+    }
+    if model.provider == "llamacpp":
+        return _local_model(model, bounds)
     from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 
     key = model.openai_api_key
     return OpenAIChatModel(
-        model.openai_base_url,
-        key.get_secret_value() if key else None,
-        model.name,
-        timeout_seconds=model.timeout_seconds,
-        max_retries=model.max_retries,
-        max_wait_seconds=model.max_wait_seconds,
-        invalid_output_attempts=model.invalid_output_attempts,
-        output_tokens=model.max_tokens,
-        deadline_seconds=model.deadline_seconds,
-        schema_limits=model.schema_limits,
+        model.openai_base_url, key.get_secret_value() if key else None, model.name, **bounds
+    )
+
+
+def _local_model(model: ModelSettings, bounds: dict[str, Any]) -> ChatModel:
+    """A llama.cpp server started here for the configured GGUF file (one line when it cannot)."""
+    from resolveflow.adapters.llm.llamacpp_server import local_model
+
+    if model.gguf is None:
+        raise ConfigError(
+            "RESOLVEFLOW_MODEL_PROVIDER=llamacpp needs RESOLVEFLOW_MODEL_GGUF (a file)"
+        )
+    if not model.gguf.is_file():
+        raise ConfigError(f"RESOLVEFLOW_MODEL_GGUF: no such file: {model.gguf}")
+    return local_model(
+        model.gguf,
+        threads=model.threads,
+        n_ctx=model.context_tokens,
+        start_seconds=model.start_seconds,
+        **bounds,
     )
 
 

@@ -104,6 +104,63 @@ def test_a_file_that_is_not_gguf_fails_with_the_servers_reason(
     assert children() <= before
 
 
+# --- the local provider (RESOLVEFLOW_MODEL_PROVIDER=llamacpp) ------------------------------------
+
+
+def test_the_local_provider_starts_a_server_for_the_gguf_and_stops_it_with_the_model(
+    llamacpp_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resolveflow.adapters.llm.llamacpp_server import LocalChatModel
+    from resolveflow.bootstrap.app import build_model
+    from resolveflow.config import Settings
+    from resolveflow.llm.messages import ChatMessage
+    from resolveflow.llm.protocol import Purpose
+
+    monkeypatch.setenv("RESOLVEFLOW_MODEL_PROVIDER", "llamacpp")
+    monkeypatch.setenv("RESOLVEFLOW_MODEL_GGUF", str(llamacpp_gguf))
+    monkeypatch.setenv("RESOLVEFLOW_MODEL_THREADS", "1")
+    monkeypatch.setenv("RESOLVEFLOW_MODEL_CONTEXT_TOKENS", "2048")
+    model = build_model(Settings())
+    assert isinstance(model, LocalChatModel)
+    pid = model.server.pid
+    try:
+        assert (model.provider, model.model) == ("llamacpp", llamacpp_gguf.stem)
+        said = model.text([ChatMessage("user", "Say hello.")], purpose=Purpose.CRITIQUE)
+        assert said.value.strip() and said.served_model
+        assert said.usage.completion_tokens is not None
+        assert said.usage.completion_tokens <= model.max_tokens(Purpose.CRITIQUE)
+    finally:
+        model.close()
+    assert (pid is not None and not psutil.pid_exists(pid)) or psutil.Process(
+        pid
+    ).status() == "zombie"
+
+
+@pytest.mark.parametrize(
+    ("gguf", "message"),
+    [
+        (None, "RESOLVEFLOW_MODEL_PROVIDER=llamacpp needs RESOLVEFLOW_MODEL_GGUF (a file)"),
+        (
+            "/nonexistent/model.gguf",
+            "RESOLVEFLOW_MODEL_GGUF: no such file: /nonexistent/model.gguf",
+        ),
+    ],
+)
+def test_the_local_provider_without_its_file_is_one_line(
+    gguf: str | None, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resolveflow.bootstrap.app import build_model
+    from resolveflow.config import Settings
+    from resolveflow.errors import ConfigError
+
+    monkeypatch.setenv("RESOLVEFLOW_MODEL_PROVIDER", "llamacpp")
+    if gguf is not None:
+        monkeypatch.setenv("RESOLVEFLOW_MODEL_GGUF", gguf)
+    with pytest.raises(ConfigError) as raised:
+        build_model(Settings())
+    assert raised.value.message == message
+
+
 def test_the_server_answers_a_chat_completion(llamacpp_server: LlamaCppServer) -> None:
     answer = client(llamacpp_server).chat.completions.create(
         model=llamacpp_server.model,

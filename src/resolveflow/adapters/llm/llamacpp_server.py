@@ -30,9 +30,11 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
+from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.llm.errors import ModelUnavailable
 
 STOP_SECONDS = 5.0
@@ -297,3 +299,35 @@ class LlamaCppServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def local_model(
+    gguf: Path,
+    *,
+    threads: int | None,
+    n_ctx: int,
+    start_seconds: float,
+    **client: Any,
+) -> LocalChatModel:
+    """A chat model on a llama.cpp server this process starts for ``gguf`` (provider
+    ``llamacpp``), bounded like any OpenAI-compatible model (``client``: OpenAIChatModel's
+    options). The server is stopped with the model, and at the latest with the process."""
+    server = LlamaCppServer(gguf, threads=threads, n_ctx=n_ctx)
+    server.start(start_seconds)
+    return LocalChatModel(server, **client)
+
+
+class LocalChatModel(OpenAIChatModel):
+    """``OpenAIChatModel`` on the llama.cpp server it owns; records its provider as ``llamacpp``."""
+
+    def __init__(self, server: LlamaCppServer, **client: Any) -> None:
+        super().__init__(server.base_url, server.api_key, server.model, **client)
+        self.server = server
+
+    @property
+    def provider(self) -> str:
+        return "llamacpp"
+
+    def close(self) -> None:
+        super().close()
+        self.server.stop()
