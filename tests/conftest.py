@@ -70,7 +70,12 @@ def _data_tier() -> DataTier:
 _FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "web": "web"}
 _SKIPPED_DATA_TESTS = pytest.StashKey[int]()
 _DESELECTED_FUZZ_TESTS = pytest.StashKey[int]()
-_COUNT_NAMES = {_SKIPPED_DATA_TESTS: "data_skipped", _DESELECTED_FUZZ_TESTS: "fuzz_deselected"}
+_DESELECTED_REAL_MODEL_TESTS = pytest.StashKey[int]()
+_COUNT_NAMES = {
+    _SKIPPED_DATA_TESTS: "data_skipped",
+    _DESELECTED_FUZZ_TESTS: "fuzz_deselected",
+    _DESELECTED_REAL_MODEL_TESTS: "real_model_deselected",
+}
 
 
 def _count(config: pytest.Config, key: pytest.StashKey[int], n: int) -> None:
@@ -101,7 +106,12 @@ def pytest_configure(config: pytest.Config) -> None:
             f"{SHARED_DATA_SHOWN} was not found"
         )
     config.pluginmanager.register(_DataTierPlugin(), "resolveflow-data-tier")
-    config.pluginmanager.register(_FuzzTierPlugin(), "resolveflow-fuzz-tier")
+    config.pluginmanager.register(
+        _OptInTierPlugin("fuzz", _DESELECTED_FUZZ_TESTS), "resolveflow-fuzz-tier"
+    )
+    config.pluginmanager.register(
+        _OptInTierPlugin("real_model", _DESELECTED_REAL_MODEL_TESTS), "resolveflow-real-model-tier"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects on the markers added here
@@ -150,31 +160,36 @@ class _DataTierPlugin:
             )
 
 
-class _FuzzTierPlugin:
-    """The ``fuzz`` tier (long property-based runs) runs only when ``-m`` names it, e.g.
-    ``-m fuzz``; otherwise it is deselected with one line, like the data tier."""
+class _OptInTierPlugin:
+    """A tier that runs only when ``-m`` names it: ``fuzz`` (long property-based runs) and
+    ``real_model`` (a real llama.cpp server: minutes of CPU, so not in the default suite; .ci/run
+    runs both). Otherwise its tests are deselected with one line, like the data tier."""
+
+    def __init__(self, marker: str, key: pytest.StashKey[int]) -> None:
+        self.marker, self.key = marker, key
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        if "fuzz" in (config.option.markexpr or ""):
+        if self.marker in (config.option.markexpr or ""):
             return
-        fuzz = [item for item in items if item.get_closest_marker("fuzz")]
-        if fuzz:
-            items[:] = [item for item in items if not item.get_closest_marker("fuzz")]
-            config.hook.pytest_deselected(items=fuzz)
-        _count(config, _DESELECTED_FUZZ_TESTS, len(fuzz))
+        chosen = [item for item in items if item.get_closest_marker(self.marker)]
+        if chosen:
+            items[:] = [item for item in items if not item.get_closest_marker(self.marker)]
+            config.hook.pytest_deselected(items=chosen)
+        _count(config, self.key, len(chosen))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        _gather(node, _DESELECTED_FUZZ_TESTS)
+        _gather(node, self.key)
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        deselected = config.stash.get(_DESELECTED_FUZZ_TESTS, 0)
+        deselected = config.stash.get(self.key, 0)
         if deselected:
             terminalreporter.write_line(
-                f"fuzz tier deselected ({deselected} tests): run it with -m fuzz"
+                f"{self.marker.replace('_', '-')} tier deselected ({deselected} tests): "
+                f"run it with -m {self.marker}"
             )
 
 

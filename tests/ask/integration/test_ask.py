@@ -348,6 +348,7 @@ def test_an_index_without_titles_to_ask_falls_back_to_the_default_points(db: Dat
 pytest_plugins = ["fixtures_llamacpp"]
 
 
+@pytest.mark.real_model
 def test_a_real_small_model_answers_only_with_citations_it_was_given_or_abstains(
     db: Database, llamacpp_server: Any
 ) -> None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from resolveflow.adapters.llm.llamacpp_server import LlamaCppServer
 from resolveflow.llm.errors import ModelUnavailable
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.real_model]
 pytest_plugins = ["fixtures_llamacpp"]
 
 CALL_SECONDS = 120.0  # a 100-token answer takes 5-15 s on two busy cores

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -369,3 +370,40 @@ def test_a_failing_version_insert_leaves_no_proposal_behind(
         alex, record.id, 1, Edit(body="Hello Kim,\n\nYour parcel is on its way.\n")
     )
     assert passing.proposal_id is not None
+
+
+# --- a real weak model (issue 30): llama.cpp's server on SmolLM2-135M ----------------------------
+
+pytest_plugins = ["fixtures_llamacpp"]
+
+
+@pytest.mark.real_model
+def test_a_real_small_models_draft_is_checked_like_any_and_sends_nothing(
+    db: Database, world: World, mail: MailWorld, llamacpp_server: Any
+) -> None:
+    """A reply drafted by a real model that writes plausible nonsense: the call ends inside its
+    deadline; the recipients and thread headers are the code's, whatever the model wrote; the
+    draft is the model's version or, its output invalid, the deterministic one; it is checked
+    like any version and becomes a proposal only if every check passed, which still waits for a
+    person's approval before anything is sent."""
+    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
+
+    model = OpenAIChatModel(
+        llamacpp_server.base_url,
+        llamacpp_server.api_key,
+        llamacpp_server.model,
+        timeout_seconds=60,
+        deadline_seconds=90,
+        max_retries=0,
+    )
+    try:
+        made = MailDrafts(
+            db, tenant_mailboxes(mail.policy, "acme"), MailSearcher(db, HashingEmbedder()), model
+        )
+        _, version = made.draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))
+    finally:
+        model.close()
+    print("real model draft:", version.author_kind, [f["check"] for f in version.findings])
+    assert version.author_kind in {"model", "deterministic"}
+    assert version.to == ("kim@customer.example",) and version.bcc == () and version.cc == ()
+    assert (version.proposal_id is None) == bool(version.findings)

@@ -405,6 +405,7 @@ def test_a_retrieval_failure_escalates_without_calling_the_model(inv: Investigat
 pytest_plugins = ["fixtures_llamacpp"]
 
 
+@pytest.mark.real_model
 def test_a_real_small_model_is_bounded_reviewed_and_posts_nothing_unapproved(
     inv: Investigations, llamacpp_server: Any
 ) -> None:
