@@ -19,7 +19,7 @@ from uuid import UUID
 
 from resolveflow.accounts.admin import find_tenant
 from resolveflow.accounts.auth import hash_token, new_token
-from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.records import Principal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import AuthenticationFailed, ConfigError, NotAuthorized, NotFound
 from resolveflow.store import audit
@@ -148,7 +148,7 @@ def start_session(
     audit.record(
         conn,
         tenant_id=principal.tenant_id,
-        actor=f"principal:{principal.subject}",
+        actor=actor_of(principal),
         event=AuditEvent.SESSION_STARTED,
         subject_type="principal",
         subject_id=principal.id,

@@ -23,6 +23,7 @@ from uuid import UUID
 from resolveflow.accounts.admin import find_tenant, operator_actor
 from resolveflow.accounts.auth import hash_token
 from resolveflow.accounts.sessions import NewSession, start_session
+from resolveflow.domain.records import actor_of
 from resolveflow.domain.vocabulary import LinkEvent
 from resolveflow.errors import AuthenticationFailed, InvalidInput, NotFound
 from resolveflow.store import sign_in_links as link_store
@@ -160,7 +161,7 @@ def sign_in(db: Database, token: str, session_ttl_seconds: int) -> NewSession:
             link_store.record_event(
                 conn,
                 tenant_id=tenant_id,
-                actor=f"principal:{principal.subject}",
+                actor=actor_of(principal),
                 event=LinkEvent.USED,
                 subject_id=str(used.id),
                 details={"subject": principal.subject},

@@ -73,9 +73,9 @@ def _longest_word(text: str) -> int:
     return max((cell_len(word) for word in text.split()), default=0)
 
 
-def _least(column: Column, values: Sequence[str]) -> int:
-    """The narrowest a column may be: an id's full width; a header's; text's as above."""
-    natural = max([_width(column.header), *map(_width, values)])
+def _least(column: Column, values: Sequence[str], natural: int) -> int:
+    """The narrowest a column may be (``natural``: its widest line): an id's full width; a
+    header's; text's as above."""
     if column.whole:
         return natural
     if natural > TEXT_MIN:
@@ -92,7 +92,7 @@ def _widths(
     natural = [
         max([_width(c.header), *map(_width, v)]) for c, v in zip(columns, values, strict=True)
     ]
-    widths = [_least(c, v) for c, v in zip(columns, values, strict=True)]
+    widths = [_least(c, v, n) for c, v, n in zip(columns, values, natural, strict=True)]
     spare = room - _FRAME * len(columns) - 1 - sum(widths)
     if spare < 0:
         return None

@@ -151,9 +151,13 @@ def strict_schema(schema: type[BaseModel], *, limits: bool = True) -> dict[str, 
 
     def visit(node: Any) -> Any:
         if isinstance(node, dict):
-            cleaned = {k: visit(v) for k, v in node.items() if k not in dropped}
-            if "properties" in node:  # property names are names, not keywords: keep every one
-                cleaned["properties"] = {k: visit(v) for k, v in node["properties"].items()}
+            # Property names are names, not keywords (a field may be called "title"): each
+            # property's schema is cleaned, every name kept.
+            cleaned = {
+                k: {name: visit(p) for name, p in v.items()} if k == "properties" else visit(v)
+                for k, v in node.items()
+                if k not in dropped
+            }
             if cleaned.get("type") == "object" and "properties" in cleaned:
                 cleaned["additionalProperties"] = False
                 cleaned["required"] = list(cleaned["properties"])

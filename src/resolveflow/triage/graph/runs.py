@@ -12,7 +12,7 @@ from uuid import UUID
 
 from langgraph.types import Command
 
-from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.records import Principal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import (
     InvalidInput,
@@ -83,7 +83,7 @@ class RunController:
             audit.record(
                 conn,
                 tenant_id=principal.tenant_id,
-                actor=f"principal:{principal.subject}",
+                actor=actor_of(principal),
                 event=AuditEvent.RUN_STARTED,
                 subject_type="run",
                 subject_id=run_id,
