@@ -283,8 +283,8 @@ def template_db(pg_server: object) -> str:
     return name
 
 
-@pytest.fixture
-def database_url(pg_server: object, template_db: str) -> Iterator[str]:
+def _copy_of_template(pg_server: object, template_db: str) -> Iterator[str]:
+    """A fresh database copied from the migrated template; dropped afterwards."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     root = pg_server.get_uri()  # type: ignore[attr-defined]
     with psycopg.connect(root, autocommit=True) as conn:
@@ -292,6 +292,17 @@ def database_url(pg_server: object, template_db: str) -> Iterator[str]:
     yield pg_server.get_uri(name)  # type: ignore[attr-defined]
     with psycopg.connect(root, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def database_url(pg_server: object, template_db: str) -> Iterator[str]:
+    yield from _copy_of_template(pg_server, template_db)
+
+
+@pytest.fixture(scope="module")
+def module_database(pg_server: object, template_db: str) -> Iterator[str]:
+    """One database for a module whose tests read one world built once (``scope="module"``)."""
+    yield from _copy_of_template(pg_server, template_db)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from resolveflow.adapters.llm.llamacpp_server import LlamaCppServer, smollm2_gguf
+from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 
 # One thread: the suite runs a worker per core, and on a busy machine llama.cpp's threads wait
 # for each other at every step. Measured on 2 busy cores (load 4.5), SmolLM2 with a json_schema:
@@ -60,3 +61,21 @@ def llamacpp_server(llamacpp_gguf: Path) -> Iterator[LlamaCppServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def llamacpp_model(llamacpp_server: LlamaCppServer) -> Iterator[OpenAIChatModel]:
+    """The product's chat model on the session's server, as a test of a product path uses it: a
+    minute per request, a minute and a half for the whole call, no retries."""
+    model = OpenAIChatModel(
+        llamacpp_server.base_url,
+        llamacpp_server.api_key,
+        llamacpp_server.model,
+        timeout_seconds=60,
+        deadline_seconds=90,
+        max_retries=0,
+    )
+    try:
+        yield model
+    finally:
+        model.close()

@@ -350,27 +350,14 @@ pytest_plugins = ["fixtures_llamacpp"]
 
 @pytest.mark.real_model
 def test_a_real_small_model_answers_only_with_citations_it_was_given_or_abstains(
-    db: Database, llamacpp_server: Any
+    db: Database, llamacpp_server: Any, llamacpp_model: Any
 ) -> None:
     """Ask with a real model that writes plausible nonsense: the call ends inside its deadline,
     an answer cites only passages it was shown (the check in code), and anything else is the
     abstention, never an invented citation. Either outcome is the code's, so both are allowed."""
-    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
-
     tenant = _tenant(db)
     shown = {d.chunk_id for d in ask(_service(db), tenant, ALERT).retrieved}
-    model = OpenAIChatModel(
-        llamacpp_server.base_url,
-        llamacpp_server.api_key,
-        llamacpp_server.model,
-        timeout_seconds=60,
-        deadline_seconds=90,
-        max_retries=0,
-    )
-    try:
-        answer = ask(_service(db, model), tenant, ALERT)
-    finally:
-        model.close()
+    answer = ask(_service(db, llamacpp_model), tenant, ALERT)
     print("real model ask:", answer.generator, answer.abstained, len(answer.citations))
     if answer.generator == f"openai/{llamacpp_server.model}":  # the model's answer passed
         assert answer.citations and {c.chunk_id for c in answer.citations} <= shown

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from fixtures_cli import InProcessCli
@@ -65,17 +63,6 @@ class World:
     digests: list[str]
     printed: dict[str, str] = field(default_factory=dict)  # one-shot command -> what it printed
     json: dict[str, Any] = field(default_factory=dict)
-
-
-@pytest.fixture(scope="module")
-def module_database(pg_server: Any, template_db: str) -> Iterator[str]:
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    root = pg_server.get_uri()
-    with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template_db}")
-    yield pg_server.get_uri(name)
-    with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="module")

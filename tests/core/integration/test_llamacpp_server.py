@@ -16,7 +16,7 @@ from pathlib import Path
 import openai
 import psutil
 import pytest
-from openai.types.chat import ChatCompletionMessageParam
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.adapters.llm.llamacpp_server import LlamaCppServer
@@ -174,19 +174,24 @@ def test_the_server_answers_a_chat_completion(llamacpp_server: LlamaCppServer) -
     assert 0 < answer.usage.completion_tokens <= 20
 
 
-def test_a_json_schema_answer_matches_the_schema_within_max_tokens(
-    llamacpp_server: LlamaCppServer,
-) -> None:
-    answer = client(llamacpp_server).chat.completions.create(
-        model=llamacpp_server.model,
+def _ask_for_a_report(server: LlamaCppServer, *, max_tokens: int) -> ChatCompletion:
+    """The question above, held to ``Report``'s schema, within ``max_tokens``."""
+    return client(server).chat.completions.create(
+        model=server.model,
         messages=QUESTION,
-        max_tokens=100,
+        max_tokens=max_tokens,
         temperature=0,
         response_format={
             "type": "json_schema",
             "json_schema": {"name": "report", "strict": True, "schema": Report.model_json_schema()},
         },
     )
+
+
+def test_a_json_schema_answer_matches_the_schema_within_max_tokens(
+    llamacpp_server: LlamaCppServer,
+) -> None:
+    answer = _ask_for_a_report(llamacpp_server, max_tokens=100)
     [choice] = answer.choices
     assert choice.finish_reason == "stop"
     assert answer.usage is not None
@@ -198,16 +203,7 @@ def test_a_json_schema_answer_matches_the_schema_within_max_tokens(
 
 
 def test_max_tokens_cuts_the_answer(llamacpp_server: LlamaCppServer) -> None:
-    answer = client(llamacpp_server).chat.completions.create(
-        model=llamacpp_server.model,
-        messages=QUESTION,
-        max_tokens=8,
-        temperature=0,
-        response_format={
-            "type": "json_schema",
-            "json_schema": {"name": "report", "strict": True, "schema": Report.model_json_schema()},
-        },
-    )
+    answer = _ask_for_a_report(llamacpp_server, max_tokens=8)
     [choice] = answer.choices
     assert choice.finish_reason == "length"
     assert answer.usage is not None

@@ -30,6 +30,7 @@ import pytest
 from playwright.sync_api import expect
 from test_browser_inbox import TIMEOUT_MS, browser  # noqa: F401
 
+from fixtures_cli import Cli
 from fixtures_web import settings_from_variables
 from resolveflow.accounts import admin
 from resolveflow.accounts.sign_in_links import LinkEvent
@@ -84,16 +85,6 @@ class Served:
         path = self.shots / f"{self.count:02d}-{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "resolveflow", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
 
 
 def _free_port() -> int:
@@ -188,9 +179,7 @@ def _context(page: Any, word: str) -> str:
 
 
 def _link(served: Served) -> str:
-    result = served.cli("sign-in-link", "--subject", samples.SANDBOX_USER, "--json")
-    assert result.returncode == 0, result.stderr
-    issued = json.loads(result.stdout)
+    issued = Cli(served.env).json("sign-in-link", "--subject", samples.SANDBOX_USER)
     assert issued["subject"] == samples.SANDBOX_USER and issued["tenant"] == TENANT
     assert issued["url"].startswith(f"{served.url}/auth/link?token=rfl_")
     url: str = issued["url"]

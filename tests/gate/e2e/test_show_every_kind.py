@@ -15,13 +15,11 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from cryptography.fernet import Fernet
 
@@ -64,17 +62,6 @@ class KindsWorld:
     draft_id: str
     rejected_id: str  # an email proposal rejected with a reason naming the customer
     pending_id: str  # an email proposal nobody decided yet
-
-
-@pytest.fixture(scope="module")
-def module_database(pg_server: Any, template_db: str) -> Iterator[str]:
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    root = pg_server.get_uri()
-    with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template_db}")
-    yield pg_server.get_uri(name)
-    with psycopg.connect(root, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="module")

@@ -379,30 +379,20 @@ pytest_plugins = ["fixtures_llamacpp"]
 
 @pytest.mark.real_model
 def test_a_real_small_models_draft_is_checked_like_any_and_sends_nothing(
-    db: Database, world: World, mail: MailWorld, llamacpp_server: Any
+    db: Database, world: World, mail: MailWorld, llamacpp_model: Any
 ) -> None:
     """A reply drafted by a real model that writes plausible nonsense: the call ends inside its
     deadline; the recipients and thread headers are the code's, whatever the model wrote; the
     draft is the model's version or, its output invalid, the deterministic one; it is checked
     like any version and becomes a proposal only if every check passed, which still waits for a
     person's approval before anything is sent."""
-    from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
-
-    model = OpenAIChatModel(
-        llamacpp_server.base_url,
-        llamacpp_server.api_key,
-        llamacpp_server.model,
-        timeout_seconds=60,
-        deadline_seconds=90,
-        max_retries=0,
+    made = MailDrafts(
+        db,
+        tenant_mailboxes(mail.policy, "acme"),
+        MailSearcher(db, HashingEmbedder()),
+        llamacpp_model,
     )
-    try:
-        made = MailDrafts(
-            db, tenant_mailboxes(mail.policy, "acme"), MailSearcher(db, HashingEmbedder()), model
-        )
-        _, version = made.draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))
-    finally:
-        model.close()
+    _, version = made.draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))
     print("real model draft:", version.author_kind, [f["check"] for f in version.findings])
     assert version.author_kind in {"model", "deterministic"}
     assert version.to == ("kim@customer.example",) and version.bcc == () and version.cc == ()

@@ -407,25 +407,14 @@ pytest_plugins = ["fixtures_llamacpp"]
 
 @pytest.mark.real_model
 def test_a_real_small_model_is_bounded_reviewed_and_posts_nothing_unapproved(
-    inv: Investigations, llamacpp_server: Any
+    inv: Investigations, llamacpp_server: Any, llamacpp_model: OpenAIChatModel
 ) -> None:
     """The product's own investigation with a real model that writes plausible nonsense: each
     call ends inside its deadline (none hangs or loops; the output budget cuts a looping answer),
     whatever it says is judged by the review in code, and nothing reaches GitHub before a person
     approves. SmolLM2's answers vary with the machine's threads, so the test holds for every
     outcome the code allows, and names which one happened."""
-    model = OpenAIChatModel(
-        llamacpp_server.base_url,
-        llamacpp_server.api_key,
-        llamacpp_server.model,
-        timeout_seconds=60,
-        deadline_seconds=90,
-        max_retries=0,
-    )
-    try:
-        view = inv.run(model, SPARSE)
-    finally:
-        model.close()
+    view = inv.run(llamacpp_model, SPARSE)
     calls = view["records"]["model_calls"]
     # Shown with -s: what the real model did, for the closing figures (time, tokens, outcome).
     print("real model:", view["route_reason"], [
