@@ -74,6 +74,7 @@ class Outcome:
     top: str | None = None  # the path of the first document of the ranking
     tentative: bool = False  # "no page answers this for sure; these may help"
     listed_right: bool = False  # a right document is among those listed (tentative)
+    by_model: bool = False  # the answer is a model's (checked), not the extractive one
 
     @property
     def answered(self) -> bool:
@@ -124,6 +125,7 @@ class AnswerReport:
     abstention_precision: float
     abstention_recall: float
     answerable_abstained: float
+    model_answered: int = 0  # answers a model wrote and the code accepted
 
     def as_json(self) -> dict[str, float | int]:
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
@@ -172,7 +174,8 @@ def outcome(question: Question, answer: Answer) -> Outcome:
     tentative = answer.outcome is AnswerOutcome.TENTATIVE
     listed = tentative and any(doc.path in right for doc in answer.related)
     rank = rank if right else None
-    return Outcome(question, rank, answer.abstained, cited, first, top, tentative, listed)
+    by_model = answer.generator not in {"extractive", "none"}
+    return Outcome(question, rank, answer.abstained, cited, first, top, tentative, listed, by_model)
 
 
 def miss(outcome: Outcome) -> Miss | None:
@@ -230,6 +233,7 @@ def report(outcomes: Sequence[Outcome]) -> AnswerReport:
         abstention_precision=share(right_abstentions, len(abstained), 1.0),
         abstention_recall=share(right_abstentions, len(unanswerable), 1.0),
         answerable_abstained=share(sum(1 for o in answerable if o.abstained), len(answerable), 0.0),
+        model_answered=sum(1 for o in outcomes if o.by_model),
     )
 
 
@@ -240,8 +244,10 @@ def evaluate_answers(
     questions_file: Path,
     params: SearchParams | None = None,
     model: ChatModel | None = None,
+    limit: int | None = None,
 ) -> tuple[AnswerReport, list[Outcome]]:
-    questions = read_questions(questions_file)
+    """Ingest ``corpus`` into a scratch tenant and ask every question (the first ``limit``)."""
+    questions = read_questions(questions_file)[:limit]
     documents = list(read_docs_dir(corpus, SOURCE))
     known = {doc.external_id for doc in documents}
     for question in questions:

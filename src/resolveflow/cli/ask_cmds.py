@@ -15,6 +15,7 @@ from resolveflow.ask.evaluation import TARGET_SETS, evaluate_answers, misses
 from resolveflow.bootstrap.app import search_params
 from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
+from resolveflow.cli.model_cost import cost_json, metered, render_cost
 from resolveflow.cli.output import console, emit, fields, table, targets_table
 from resolveflow.errors import InvalidInput
 
@@ -64,31 +65,39 @@ def eval_answers(
         "--targets",
         help="Which dev targets to print beside the figures: general (any corpus) or runbooks.",
     ),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="Only the first N questions (a slow model: a sample)."
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
     """Answers on a scratch tenant: MRR@5, R@5, answered / tentative / abstained, cited right,
-    abstention precision and recall, each beside its target."""
+    abstention precision and recall, each beside its target; with a model configured, the model
+    and what it cost (calls, tokens, seconds)."""
     if targets not in TARGET_SETS:
         raise InvalidInput(f"--targets: expected one of {', '.join(TARGET_SETS)}, got {targets!r}")
     with common.app() as opened:
+        model = metered(opened.model())
         result, outcomes = evaluate_answers(
             opened.db,
             build_embedder(opened.settings),
             corpus,
             questions,
             search_params(opened.settings),
-            opened.model(),
+            model,
+            limit,
         )
     missed = misses(outcomes)
     data = {
         **result.as_json(),
         "targets": result.checks(TARGET_SETS[targets]),
+        "model": cost_json(model),
         "misses": [m.as_json() for m in missed],
     }
 
     def render() -> None:
         fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
         targets_table(result.checks(TARGET_SETS[targets]))
+        render_cost(model)
         if missed:
             table(
                 "misses",

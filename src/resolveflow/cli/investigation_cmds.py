@@ -29,19 +29,32 @@ def register(app: typer.Typer) -> None:
 def add_eval_commands(eval_app: typer.Typer) -> None:
     eval_app.command("safety")(eval_safety)
     eval_app.command("floor")(eval_floor)
+    eval_app.command("diagnoses")(eval_diagnoses)
 
 
-def eval_safety(as_json: bool = common.JsonOption) -> None:
+def eval_safety(
+    with_model: bool = typer.Option(
+        False,
+        "--with-model",
+        help="Then the configured model answers the same hostile inputs; its invariants checked.",
+    ),
+    as_json: bool = common.JsonOption,
+) -> None:
     """Scripted compromised-model cases the code must stop; anything below 100% fails."""
+    from resolveflow.cli.model_cost import cost_json, render_cost
     from resolveflow.cli.planner_safety import full_safety_report  # the planner's cases too
 
-    report = full_safety_report()
+    report, model = full_safety_report(with_model)
     data = report.as_json()
+    if with_model:
+        data["model"] = cost_json(model)
 
     def render() -> None:
         fields([("passed", f"{report.passed} of {report.total}")])
         for failure in report.failures:
             console.print(Text(f"FAILED {failure['case']}: " + "; ".join(failure["problems"])))
+        if with_model:
+            render_cost(model)
 
     emit(data, as_json, render)
     if report.passed != report.total:
@@ -68,6 +81,71 @@ def eval_floor(
         )
 
     emit(result, as_json, render)
+
+
+def eval_diagnoses(
+    corpus: list[Path] = typer.Option(
+        ..., "--corpus", help="JSONL corpus (repeat for issues and pull requests)."
+    ),
+    duplicates: Path | None = typer.Option(
+        None, "--duplicates", help="TSV id_a<TAB>id_b: pairs of duplicate reports."
+    ),
+    fix_links: Path | None = typer.Option(
+        None, "--fix-links", help="TSV issue<TAB>pr: which pull request fixed which issue."
+    ),
+    limit: int | None = typer.Option(
+        20, "--limit", min=1, help="At most N issues, oldest first (a model call or two each)."
+    ),
+    items: bool = typer.Option(False, "--items", help="Include every diagnosed issue (JSON)."),
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Diagnose past issues whose duplicate or fix is known, with the configured model: escalated,
+    written by the model, the known issue shown and cited, severity; and what the model cost."""
+    from resolveflow.cli.model_cost import cost_json, metered, render_cost
+    from resolveflow.triage.diagnosis_evaluation import evaluate_diagnoses, read_duplicates
+
+    if duplicates is None and fix_links is None:
+        raise InvalidInput("give --duplicates or --fix-links (or both): what is known of the past")
+    pairs = read_duplicates(duplicates) if duplicates else []
+    links = read_fix_links(fix_links) if fix_links else None
+    with common.app() as opened:
+        model = metered(opened.model())
+        result, outcomes = evaluate_diagnoses(
+            opened.db,
+            build_embedder(opened.settings),
+            corpus,
+            duplicates=pairs,
+            fix_links=links,
+            model=model,
+            config=investigation_config(opened.settings),
+            params=search_params(opened.settings),
+            limit=limit,
+        )
+    data = {**result.as_json(), "model": cost_json(model)}
+    if items:
+        data["items"] = [o.as_json() for o in outcomes]
+
+    def render() -> None:
+        fields(
+            [
+                ("issues diagnosed", f"{result.cases} ({result.duplicate_cases} duplicates)"),
+                ("escalated", f"{result.escalated:.1%}"),
+                ("written by the model", f"{result.model_wrote:.1%}"),
+                ("known issue shown", f"{result.known_retrieved:.1%}"),
+                ("known issue cited", f"{result.cited_known:.1%}"),
+                ("  of those shown", f"{result.cited_known_of_retrieved:.1%}"),
+                ("duplicate named", f"{result.duplicate_named:.1%} of the duplicates"),
+                ("severity", ", ".join(f"{k} {v}" for k, v in result.severity.items())),
+                (
+                    "severity sane",
+                    f"{result.severity_sane:.1%} of {result.request_like} requests not high",
+                ),
+                ("failed gates", ", ".join(f"{k} {v}" for k, v in result.failed_gates.items())),
+            ]
+        )
+        render_cost(model)
+
+    emit(data, as_json, render)
 
 
 def backtest(

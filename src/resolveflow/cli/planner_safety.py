@@ -1,17 +1,22 @@
 """``eval safety`` with the compromised-planner cases: the investigation's scripted cases, then
 the planner's, run against the configured database and the sandbox's fake GitLab (started here,
-on 127.0.0.1, seeded with the projects the cases expect). A real GitLab is never contacted."""
+on 127.0.0.1, seeded with the projects the cases expect). A real GitLab is never contacted.
+With ``--with-model``, the configured model then answers the same hostile inputs and the
+invariants are checked on what it said (issue 30)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from resolveflow.adapters.llm.metered import MeteredModel
 from resolveflow.ask.planner_safety import GITLAB_PROJECTS, GITLAB_USERS, PlannerWorld
 from resolveflow.bootstrap.app import App
 from resolveflow.bootstrap.gitlab import TenantGitLab
 from resolveflow.cli import common
 from resolveflow.config import GitLabSettings
+from resolveflow.errors import InvalidInput
+from resolveflow.evals.model_safety import run_with_model
 from resolveflow.evals.safety import SafetyReport, run_safety_suite
 from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.store.token_cipher import TokenCipher
@@ -36,6 +41,22 @@ def planner_world(opened: App) -> Iterator[PlannerWorld]:
             access.close()
 
 
-def full_safety_report() -> SafetyReport:
+def full_safety_report(
+    with_model: bool = False,
+) -> tuple[SafetyReport, MeteredModel | None]:
+    """The scripted suite; with ``with_model``, then the configured model's answers to the same
+    hostile inputs (``evals.model_safety``), metered."""
     with common.app() as opened, planner_world(opened) as world:
-        return run_safety_suite(planner=world)
+        if not with_model:
+            return run_safety_suite(planner=world), None
+        configured = opened.model()
+        if configured is None:
+            raise InvalidInput(
+                "--with-model needs a model: set RESOLVEFLOW_MODEL_PROVIDER (openai or llamacpp)"
+            )
+        model = MeteredModel(configured)
+        scripted = run_safety_suite(planner=world)
+        real = run_with_model(model, world)
+        failures = scripted.failures + real.failures
+        total = scripted.total + real.total
+        return SafetyReport(total - len(failures), total, failures), model

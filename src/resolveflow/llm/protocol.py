@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -98,6 +98,23 @@ class ChatModel(Protocol):
     def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
         """Plain text; raises a ``ModelError`` when there is none."""
         ...
+
+
+@runtime_checkable
+class Bounded(Protocol):
+    """A model whose calls can be given a timeout (the openai provider): ``bounded(t)`` is the
+    same model sending one request per call, cut after ``t`` seconds (the planner's steps)."""
+
+    def bounded(self, timeout_seconds: float) -> ChatModel: ...
+
+
+@runtime_checkable
+class SharedDeadline(Protocol):
+    """A model with a deadline per call (the openai provider) that can hold one deadline over
+    several calls: ``sharing_deadline()`` is the same model whose deadline starts now and ends
+    every call made through it, so a product that asks again asks within what is left."""
+
+    def sharing_deadline(self) -> ChatModel: ...
 
 
 def strip_code_fence(text: str) -> str:

@@ -13,13 +13,21 @@ before each one: the budget reserves a call there, or raises its error, which en
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel, Completion, Purpose, Usage, last_invalid
+from resolveflow.llm.protocol import (
+    ChatModel,
+    Completion,
+    Purpose,
+    SharedDeadline,
+    Usage,
+    last_invalid,
+)
 
 S = TypeVar("S", bound=BaseModel)
 V = TypeVar("V")
@@ -43,12 +51,17 @@ def structured_call(
     attempts: int,
     each_attempt: Attempt[S] = _direct,
 ) -> Completion[A]:
-    """The first answer ``check`` accepts, with the usage and the requests of every attempt."""
+    """The first answer ``check`` accepts, with the usage and the requests of every attempt.
+
+    A model with a deadline keeps one over the whole call, every attempt included
+    (``SharedDeadline``): a later attempt gets what is left, and a ``ModelTimeout`` when nothing
+    is, so asking again never holds the caller past the model's own deadline (issue 30)."""
     usage, sent = Usage(), 0
     last: ModelOutputInvalid | None = None
+    asked = model.sharing_deadline() if isinstance(model, SharedDeadline) else model
     for _ in range(max(1, attempts)):
         try:
-            completion = each_attempt(lambda: model.structured(messages, schema, purpose=purpose))
+            completion = each_attempt(partial(asked.structured, messages, schema, purpose=purpose))
         except ModelOutputInvalid as exc:
             usage, sent = usage + _usage(exc), sent + int(exc.context.get("attempts", 1))
             last = exc

@@ -4,8 +4,9 @@ A mailbox's past mail (an mbox, a Maildir or ``.eml`` files) is imported into a 
 through the product's own import, the mailbox configured there in code (no policy file: nothing
 is sent, and its greeting and signature are empty so that a draft's body is its own words). Each
 incoming request of a JSONL file (the format of ``mail-rhelp-dev``: ``id``, ``request_eml``,
-``reply_own_words``, optionally ``request_role``) is drafted without a model, exactly as ``mail
-draft`` drafts it, checked by the same checks, and compared with the reply really sent.
+``reply_own_words``, optionally ``request_role``) is drafted exactly as ``mail draft`` drafts it
+(with the configured model, if any: issue 30; without one, deterministically), checked by the same
+checks, and compared with the reply really sent.
 
 Figures (``overlap.token_f1`` on content words, each reply's frame left out: greeting, sign-off,
 signature, quoted text, ``draft.reusable_text``), each a mean over the requests evaluated:
@@ -39,6 +40,7 @@ from uuid import UUID
 from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
+from resolveflow.llm.protocol import ChatModel
 from resolveflow.mail.bounds import MailBounds, UnreadableMessage
 from resolveflow.mail.domain.addresses import mailbox_key
 from resolveflow.mail.domain.draft import Facts, placeholders, reusable_text
@@ -102,6 +104,7 @@ class DraftOutcome:
     draft_f1: float
     placeholders: tuple[str, ...]
     failed_checks: tuple[str, ...]
+    author: str = "deterministic"  # who wrote the draft: model | deterministic
 
     @property
     def complete(self) -> bool:
@@ -118,6 +121,7 @@ class DraftOutcome:
             "best_reply_f1": round(self.best_reply_f1, 4),
             "draft_f1": round(self.draft_f1, 4),
             "complete": self.complete,
+            "author": self.author,
             "placeholders": list(self.placeholders),
             "failed_checks": list(self.failed_checks),
         }
@@ -137,6 +141,8 @@ class DraftReport:
     confidently_wrong_of_complete: float  # the same drafts as a share of the complete ones
     reused_share: float
     failed_checks: dict[str, int] = field(default_factory=dict)  # drafts failing each check
+    failing_share: float = 0.0  # drafts failing at least one check
+    model_share: float = 0.0  # drafts a model wrote (its output valid), the rest deterministic
 
     def as_json(self) -> dict[str, object]:
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
@@ -248,11 +254,12 @@ def draft_outcome(
     mailbox: str,
     case: Incoming,
     past: Sequence[PastReply],
+    model: ChatModel | None = None,
 ) -> DraftOutcome:
     query = f"{case.request.subject}\n\n{case.request.text}"
     found = searcher.examples(tenant_id, frozenset({mailbox}), query, EXAMPLES + 1)
     examples = _own_examples(case, found)[:EXAMPLES]
-    written = write_draft(None, case.request, mailbox, EVAL_POLICY, Facts(), examples)
+    written = write_draft(model, case.request, mailbox, EVAL_POLICY, Facts(), examples)
     findings = check_written(
         db, tenant_id, mailbox, EVAL_POLICY, written.draft, case.request, Facts(), examples
     )
@@ -274,6 +281,7 @@ def draft_outcome(
         draft_f1=token_f1(reply_words(written.draft.body), real),
         placeholders=placeholders(written.draft.body),
         failed_checks=tuple(dict.fromkeys(str(f.check) for f in findings)),
+        author=written.author_kind,
     )
 
 
@@ -298,18 +306,29 @@ def report(outcomes: Sequence[DraftOutcome], lines: int, past: int) -> DraftRepo
         confidently_wrong_of_complete=len(wrong) / len(complete) if complete else 0.0,
         reused_share=sum(1 for o in outcomes if o.reused) / n,
         failed_checks=dict(sorted(failed.items())),
+        failing_share=sum(1 for o in outcomes if o.failed_checks) / n,
+        model_share=sum(1 for o in outcomes if o.author == "model") / n,
     )
 
 
 def evaluate_in(
-    db: Database, embedder: Embedder, tenant_id: UUID, mailbox: str, cases: Incomings
+    db: Database,
+    embedder: Embedder,
+    tenant_id: UUID,
+    mailbox: str,
+    cases: Incomings,
+    model: ChatModel | None = None,
 ) -> tuple[DraftReport, list[DraftOutcome]]:
-    """The figures on a tenant whose mailbox already holds the past mail."""
+    """The figures on a tenant whose mailbox already holds the past mail; drafted by ``model``
+    when one is given (its invalid output falls back to the deterministic draft, as in ``mail
+    draft``)."""
     searcher = MailSearcher(db, embedder)
     past = past_replies(db, tenant_id, mailbox)
     if not past:
         raise InvalidInput(f"the past mail holds no reply of {mailbox} to a request in it")
-    outcomes = [draft_outcome(db, searcher, tenant_id, mailbox, c, past) for c in cases.cases]
+    outcomes = [
+        draft_outcome(db, searcher, tenant_id, mailbox, c, past, model) for c in cases.cases
+    ]
     return report(outcomes, cases.lines, len(past)), outcomes
 
 
@@ -320,16 +339,21 @@ def evaluate_drafts(
     past_mail: Path,
     incoming: Path,
     bounds: MailBounds | None = None,
+    model: ChatModel | None = None,
+    limit: int | None = None,
 ) -> tuple[DraftReport, list[DraftOutcome]]:
-    """Import ``past_mail`` into a scratch tenant and draft a reply to every incoming request."""
+    """Import ``past_mail`` into a scratch tenant and draft a reply to every incoming request
+    (the first ``limit``)."""
     key = mailbox_key(mailbox)
     if "@" not in key:
         raise InvalidInput(f"--mailbox is an address like support@acme.example, got {mailbox!r}")
     source = MailSource(past_mail, bounds or MailBounds())
     cases = read_incoming(incoming, bounds)
+    if limit is not None:
+        cases = Incomings(cases.cases[:limit], cases.lines)
     with scratch_tenant(db) as tenant_id:
         MailImporter(db, Indexer(db, embedder)).run(tenant_id, key, source, source.skipped)
-        result, outcomes = evaluate_in(db, embedder, tenant_id, key, cases)
+        result, outcomes = evaluate_in(db, embedder, tenant_id, key, cases, model)
     logger.info("drafts evaluated", extra=_logged(result))
     return result, outcomes
 

@@ -5,6 +5,7 @@ a model that tries to follow a passage's instructions, and the dev targets on th
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -13,6 +14,7 @@ import pytest
 
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
+from resolveflow.adapters.llm.metered import MeteredModel
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.calibration import FALLBACK, calibration_points
@@ -90,6 +92,24 @@ def test_eval_answers_on_the_fixture_corpus(db: Database) -> None:
     assert result.cited_right == 1.0
     assert result.abstention_precision == 1.0 and result.abstention_recall == 1.0
     assert result.answerable_abstained == 0.0
+
+
+def test_eval_answers_with_a_model_counts_its_answers_and_what_they_cost(db: Database) -> None:
+    """Issue 30: the configured model writes the answers the code decided to give (here one
+    citing the first passage shown), and the metered model reports each call."""
+
+    def first_passage(messages: Any, kind: str) -> dict[str, object]:
+        shown = re.findall(r"<<<passage id=(\d+) ", messages[-1].content)
+        return {"answer": "See the runbook.", "citations": [int(shown[0])], "confidence": 0.6}
+
+    model = MeteredModel(ScriptedModel(responder=first_passage))
+    result, outcomes = evaluate_answers(
+        db, OnnxMiniLM(), MINI / "corpus", MINI / "questions.jsonl", model=model, limit=3
+    )
+    assert len(outcomes) == 3 and all(o.by_model for o in outcomes)  # the sourdough cut off
+    assert result.model_answered == 3 and result.cited_right == 1.0
+    [answers] = model.cost().purposes
+    assert (answers.purpose.value, answers.calls, answers.failed) == ("answer", 3, {})
 
 
 INJECTION = SourceDocument(

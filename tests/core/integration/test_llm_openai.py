@@ -13,6 +13,7 @@ from resolveflow.evals.safety import diagnosis
 from resolveflow.llm.errors import ModelOutputInvalid, ModelRefused, ModelTimeout, ModelUnavailable
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import OUTPUT_TOKENS, Purpose
+from resolveflow.llm.structured import structured_call
 from resolveflow.sandbox.chat_server import FakeChatServer, HttpError, Refusal, Reply, Slow
 from resolveflow.triage.domain.diagnosis import Diagnosis
 
@@ -243,3 +244,26 @@ def test_a_real_wait_never_runs_past_the_deadline(server: FakeChatServer) -> Non
     with pytest.raises(ModelTimeout):
         client.structured(MESSAGES, Diagnosis, purpose=DIAGNOSIS)
     assert len(server.requests) == 1
+
+
+def test_a_products_re_asks_share_the_models_deadline(server: FakeChatServer) -> None:
+    """``structured_call`` asks through ``sharing_deadline()``: an answer the product refuses is
+    asked for again within what is left of the one deadline, not within a new one."""
+    clock = _Clock()
+    client = OpenAIChatModel(
+        server.base_url, None, "m", deadline_seconds=1.0, max_retries=3,
+        sleep=clock.sleep, clock=clock,
+    )  # fmt: skip
+
+    def refuse(answer: Diagnosis) -> Diagnosis:
+        raise ModelOutputInvalid("the product's check refused it")
+
+    # The first attempt: a 5xx (0.5 s backoff), then a valid answer the check refuses. The
+    # second: another 5xx, whose backoff would end at the shared deadline: not waited.
+    server.queue(HttpError(500), Reply(GOOD), HttpError(500), Reply(GOOD))
+    with pytest.raises(ModelTimeout, match="would pass its deadline of 1 s"):
+        structured_call(client, MESSAGES, Diagnosis, refuse, purpose=DIAGNOSIS, attempts=3)
+    assert len(server.requests) == 3 and clock.now == 0.5
+    # Each call on its own still has a whole deadline: the shared one was the call's alone.
+    server.queue(Reply(GOOD))
+    client.structured(MESSAGES, Diagnosis, purpose=DIAGNOSIS)

@@ -181,3 +181,41 @@ def test_json_in_a_markdown_fence_is_forgiven(text: str) -> None:
 def test_only_a_fence_around_the_whole_answer_is_stripped() -> None:
     with pytest.raises(ModelOutputInvalid, match="not valid JSON"):
         parse_structured('Here it is: ```json\n{"n": 1}\n```', Count)
+
+
+class Sharing:
+    """A model with a deadline (``SharedDeadline``): ``sharing_deadline`` hands out a view, and
+    every attempt must go through that one view, so one deadline covers them all."""
+
+    provider = "openai"
+    model = "shared"
+
+    def __init__(self, shared: Sharing | None = None) -> None:
+        self.views: list[Sharing] = []
+        self.asked = 0
+        self.parent = shared
+
+    def sharing_deadline(self) -> Sharing:
+        view = Sharing(self)
+        self.views.append(view)
+        return view
+
+    def structured(self, messages: Any, schema: Any, *, purpose: Purpose) -> Completion[Any]:
+        self.asked += 1
+        return Completion(schema(n=self.asked), Usage(), 1, None)
+
+    def text(self, messages: Any, *, purpose: Purpose) -> Completion[str]:
+        raise AssertionError("not asked")
+
+
+def test_every_attempt_is_asked_within_one_shared_deadline() -> None:
+    def refuse_until_third(count: Count) -> int:
+        if count.n < 3:
+            raise ModelOutputInvalid("not yet")
+        return count.n
+
+    sharing = Sharing()
+    done = structured_call(sharing, MESSAGES, Count, refuse_until_third, purpose=ANSWER, attempts=4)
+    assert done.value == 3
+    [view] = sharing.views  # one deadline for the whole call, not one per attempt
+    assert (view.asked, sharing.asked) == (3, 0)

@@ -31,10 +31,11 @@ def test_the_figures_are_printed_beside_their_targets(cli: Cli, tmp_path: Path) 
     printed = run.run(*args, str(incoming)).stdout
     for line in ("3 evaluated of 4", "example_reply_f1", "random past reply", "best past reply",
                  "complete_share", "confidently_wrong", "credential_request", "dev targets",
-                 "<= 0.05"):  # fmt: skip
+                 "<= 0.05", "failing a check", "no model call"):  # fmt: skip
         assert line in printed, printed
     data = run.json(*args, str(incoming))
     assert data["evaluated"] == 3 and data["targets"]["confidently_wrong"]["met"] is False
+    assert data["model"]["provider"] == "none" and data["model_share"] == 0.0
     assert [d["id"] for d in data["drafts"]] == ["q1", "q2", "q3"]
     run.fails(*args, str(tmp_path / "none.jsonl"), match="no such file")
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
+from resolveflow.adapters.llm.metered import MeteredModel
+from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.errors import InvalidInput
+from resolveflow.llm.messages import ChatMessage
+from resolveflow.mail.drafts import MODEL_ATTEMPTS
 from resolveflow.mail.evaluation import evaluate_drafts
 from resolveflow.store.database import Database
 
@@ -128,3 +133,41 @@ def test_bad_input_is_one_line(db: Database, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match=re.escape("holds no reply of billing@acme.example")):
         evaluate_drafts(db, HashingEmbedder(), "billing@acme.example", past, incoming)
     assert admin.list_tenants(db) == []
+
+
+def model_reply(messages: Sequence[ChatMessage], kind: str) -> dict[str, object]:
+    return {
+        "subject": "Re: your request",
+        "body": "Your parcel left our warehouse today.",
+        "used_examples": [],
+        "missing_information": [],
+    }
+
+
+def test_drafts_by_the_configured_model_and_what_it_cost(db: Database, tmp_path: Path) -> None:
+    """With a model (issue 30): every draft is the model's when its output is valid, and the
+    cost is recorded per call; invalid output falls back to the deterministic draft, as in
+    ``mail draft``, and the failures are counted."""
+    past, incoming = write_mailbox(tmp_path)
+    model = MeteredModel(ScriptedModel(responder=model_reply))
+    result, outcomes = evaluate_drafts(
+        db, HashingEmbedder(), MAILBOX, past, incoming, model=model, limit=2
+    )
+    assert [o.id for o in outcomes] == ["q1", "q2"] and result.evaluated == 2
+    assert [o.author for o in outcomes] == ["model", "model"]
+    assert result.model_share == 1.0
+    # q1's real reply is the model's body, word for word; the same body for q2's password reset
+    # names a parcel the request never mentions: the fit check fails it, model or not.
+    assert outcomes[0].draft_f1 == pytest.approx(1.0) and outcomes[0].complete
+    assert outcomes[1].failed_checks == ("example_fit",)
+    assert result.failing_share == 0.5
+    [drafts] = model.cost().purposes
+    assert (drafts.purpose.value, drafts.calls, drafts.failed) == ("mail_draft", 2, {})
+
+    broken = MeteredModel(ScriptedModel(responder=lambda messages, kind: "{not json"))
+    result, outcomes = evaluate_drafts(db, HashingEmbedder(), MAILBOX, past, incoming, model=broken)
+    assert [o.author for o in outcomes] == ["deterministic"] * 3 and result.model_share == 0.0
+    # The deterministic drafts are those of the first test: q2's reused reply fails a check.
+    assert result.failing_share == pytest.approx(1 / 3)
+    [drafts] = broken.cost().purposes
+    assert drafts.calls == 3 * MODEL_ATTEMPTS and set(drafts.failed) == {"invalid_output"}

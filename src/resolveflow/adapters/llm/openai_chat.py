@@ -96,6 +96,7 @@ class OpenAIChatModel:
         self._schema_limits = schema_limits
         self._sleep = sleep
         self._clock = clock
+        self._ends: float | None = None  # a deadline shared by every call (``sharing_deadline``)
 
     @property
     def provider(self) -> str:
@@ -107,6 +108,21 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         self._client.close()
+
+    def sharing_deadline(self) -> OpenAIChatModel:
+        """This model with its deadline started now and ending every call made through it: a
+        product that asks again after refusing an answer asks within what is left (issue 30).
+        Shares the connection pool."""
+        if self._ends is not None:
+            return self
+        shared = copy.copy(self)
+        shared._ends = self._clock() + self._deadline_seconds
+        return shared
+
+    def _call_deadline(self) -> float:
+        """When the call starting now must end, on ``clock``."""
+        own = self._clock() + self._deadline_seconds
+        return own if self._ends is None else min(own, self._ends)
 
     def bounded(self, timeout_seconds: float) -> OpenAIChatModel:
         """This model with one request per call, cut after ``timeout_seconds``: a caller with a
@@ -206,7 +222,7 @@ class OpenAIChatModel:
     def structured(
         self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose
     ) -> Completion[T]:
-        deadline = self._clock() + self._deadline_seconds
+        deadline = self._call_deadline()
         sent_schema = strict_schema(schema, limits=self._schema_limits)
         response_format = {
             "type": "json_schema",
@@ -225,7 +241,7 @@ class OpenAIChatModel:
             message = _message(response)
             if getattr(message, "refusal", None):
                 raise ModelRefused(
-                    f"the model refused: {str(message.refusal)[:200]}", attempts=sent
+                    f"the model refused: {str(message.refusal)[:200]}", attempts=sent, usage=usage
                 )
             try:
                 self._check_whole(response, purpose)
@@ -239,14 +255,17 @@ class OpenAIChatModel:
         raise last_invalid(last, self._invalid_attempts, attempts=sent, usage=usage)
 
     def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
-        response, sent = self._create(messages, purpose, self._clock() + self._deadline_seconds)
+        response, sent = self._create(messages, purpose, self._call_deadline())
         message = _message(response)
+        usage = _usage(response)  # a failed answer cost its tokens too
         if getattr(message, "refusal", None):
-            raise ModelRefused(f"the model refused: {str(message.refusal)[:200]}", attempts=sent)
+            raise ModelRefused(
+                f"the model refused: {str(message.refusal)[:200]}", attempts=sent, usage=usage
+            )
         if not message.content:
-            raise ModelOutputInvalid("the answer was empty", attempts=sent)
-        self._check_whole(response, purpose, attempts=sent)
-        return Completion(message.content, _usage(response), sent, getattr(response, "model", None))
+            raise ModelOutputInvalid("the answer was empty", attempts=sent, usage=usage)
+        self._check_whole(response, purpose, attempts=sent, usage=usage)
+        return Completion(message.content, usage, sent, getattr(response, "model", None))
 
     def _check_whole(self, response: Any, purpose: Purpose, **context: Any) -> None:
         """An answer the server cut at ``max_tokens`` is not the answer: a cut JSON may still
