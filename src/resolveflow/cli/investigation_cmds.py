@@ -102,11 +102,12 @@ def eval_diagnoses(
     """Diagnose past issues whose duplicate or fix is known, with the configured model: escalated,
     written by the model, the known issue shown and cited, severity; and what the model cost."""
     from resolveflow.cli.model_cost import cost_json, metered, render_cost
-    from resolveflow.triage.diagnosis_evaluation import evaluate_diagnoses, read_duplicates
+    from resolveflow.retrieval.sources import read_pairs
+    from resolveflow.triage.diagnosis_evaluation import evaluate_diagnoses
 
     if duplicates is None and fix_links is None:
         raise InvalidInput("give --duplicates or --fix-links (or both): what is known of the past")
-    pairs = read_duplicates(duplicates) if duplicates else []
+    pairs = read_pairs(duplicates) if duplicates else []
     links = read_fix_links(fix_links) if fix_links else None
     with common.app() as opened:
         model = metered(opened.model())

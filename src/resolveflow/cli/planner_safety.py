@@ -22,13 +22,19 @@ from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.store.token_cipher import TokenCipher
 
 
+def seeded_gitlab() -> FakeGitLabServer:
+    """The sandbox's fake GitLab (not started) with the users and projects the cases expect."""
+    server = FakeGitLabServer()
+    for user_id, name, token in GITLAB_USERS:
+        server.state.add_user(user_id, name, token)
+    for project_id, path, labels, members in GITLAB_PROJECTS:
+        server.state.add_project(project_id, path, labels, members=members)
+    return server
+
+
 @contextmanager
 def planner_world(opened: App) -> Iterator[PlannerWorld]:
-    with FakeGitLabServer() as fake:
-        for user_id, name, token in GITLAB_USERS:
-            fake.state.add_user(user_id, name, token)
-        for project_id, path, labels, members in GITLAB_PROJECTS:
-            fake.state.add_project(project_id, path, labels, members=members)
+    with seeded_gitlab() as fake:
         # A key of its own: the scratch tenant's token never needs the configured one.
         cipher = TokenCipher(TokenCipher.generate_key())
         settings = opened.settings.model_copy(

@@ -19,7 +19,7 @@ from resolveflow.retrieval.ingest import Indexer, IngestStats
 from resolveflow.retrieval.metrics import RankingReport, ranking_report
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
-from resolveflow.retrieval.sources import read_corpus
+from resolveflow.retrieval.sources import read_corpus, read_pairs
 from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -46,22 +46,6 @@ class DuplicateResult:
     pairs_skipped: int
     ingest: IngestStats
     misses: tuple[DuplicateMiss, ...] = ()
-
-
-def read_pairs(path: Path) -> list[tuple[str, str]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
-    pairs: list[tuple[str, str]] = []
-    for number, line in enumerate(lines, start=1):
-        fields = line.strip().split("\t")
-        if not line.strip() or (number == 1 and fields[0] == "id_a"):
-            continue
-        if len(fields) != 2:
-            raise InvalidInput(f"{path.name} line {number}: expected two tab-separated ids")
-        pairs.append((fields[0].strip(), fields[1].strip()))
-    return pairs
 
 
 def query_and_target(

@@ -19,7 +19,7 @@ import numpy as np
 
 from resolveflow.adapters.embedder.protocol import Embedder, Vectors
 from resolveflow.errors import InvalidInput
-from resolveflow.evals.duplicates import query_and_target, read_pairs
+from resolveflow.evals.duplicates import query_and_target
 from resolveflow.retrieval.chunking import (
     DEFAULT_VECTORS_PER_REPORT,
     chunk_document,
@@ -30,7 +30,7 @@ from resolveflow.retrieval.chunking import (
 )
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.relevance import relevance
-from resolveflow.retrieval.sources import read_corpus
+from resolveflow.retrieval.sources import read_corpus, read_pairs
 
 FLOORS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 RANDOM_PAIRS = 2000

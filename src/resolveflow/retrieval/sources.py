@@ -88,6 +88,24 @@ def read_corpus(path: Path, source: str) -> Iterator[SourceDocument]:
             yield corpus_record(record, source, where=where)
 
 
+def read_pairs(path: Path) -> list[tuple[str, str]]:
+    """The pairs of a ``duplicates.tsv`` (``id_a<TAB>id_b``, a header line allowed); one error
+    naming a bad line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    pairs: list[tuple[str, str]] = []
+    for number, line in enumerate(lines, start=1):
+        fields = line.strip().split("\t")
+        if not line.strip() or (number == 1 and fields[0] == "id_a"):
+            continue
+        if len(fields) != 2:
+            raise InvalidInput(f"{path.name} line {number}: expected two tab-separated ids")
+        pairs.append((fields[0].strip(), fields[1].strip()))
+    return pairs
+
+
 def source_document(
     loaded: LoadedDocument, source: str, modified: datetime | None = None
 ) -> SourceDocument:

@@ -40,7 +40,7 @@ from resolveflow.store.database import Database
 from resolveflow.triage.domain.diagnosis import url_issue
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
 from resolveflow.triage.domain.rules import classify, propose
-from resolveflow.triage.investigation import InvestigationConfig, investigate
+from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
 from resolveflow.triage.labels import topical
 
 logger = logging.getLogger(__name__)
@@ -179,6 +179,52 @@ def backtest_policy(repository: str, labels: set[str]) -> RepositoryPolicy:
     return PolicyFile(repositories={repository: {"extra_labels": extra}}).for_repository(repository)
 
 
+def read_corpora(corpora: Iterable[Path]) -> list[SourceDocument]:
+    documents = [doc for path in corpora for doc in read_corpus(path, SOURCE)]
+    if not documents:
+        raise InvalidInput("the corpus is empty")
+    return documents
+
+
+def replay_setting(
+    documents: Iterable[SourceDocument], policy: PolicyFile | None = None
+) -> tuple[str, set[str], RepositoryPolicy]:
+    """The repository the corpus is of (its first issue link says; else a stand-in), every label
+    it uses, and the rules: the policy's, or any topical label of the corpus."""
+    documents = list(documents)
+    located = next((url_issue(d.url) for d in documents if url_issue(d.url)), None)
+    repository = located[0] if located else FALLBACK_REPOSITORY
+    labels = {label for doc in documents for label in doc.labels}
+    rules = policy.for_repository(repository) if policy else backtest_policy(repository, labels)
+    return repository, labels, rules
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What every replayed issue is investigated with."""
+
+    repository: str
+    labels: set[str]
+    rules: RepositoryPolicy
+    searcher: Searcher
+    tenant_id: UUID
+    model: ChatModel | None
+    config: InvestigationConfig
+
+    def investigate(self, doc: SourceDocument) -> Investigation:
+        """``doc`` investigated as a live run would have when it was opened; nothing counted."""
+        return investigate(
+            evidence_at_creation(doc, self.repository, self.labels),
+            self.rules,
+            retriever=self.searcher,
+            tenant_id=self.tenant_id,
+            model=self.model,
+            config=self.config,
+            budget=ModelCallBudget.shadow(self.tenant_id),  # nothing counted or written
+            as_of=doc.created_at,
+        )
+
+
 def run_backtest(
     db: Database,
     embedder: Embedder,
@@ -192,13 +238,8 @@ def run_backtest(
     params: SearchParams | None = None,
     policy: PolicyFile | None = None,
 ) -> BacktestReport:
-    documents = [doc for path in corpora for doc in read_corpus(path, SOURCE)]
-    if not documents:
-        raise InvalidInput("the corpus is empty")
-    located = next((url_issue(d.url) for d in documents if url_issue(d.url)), None)
-    repository = located[0] if located else FALLBACK_REPOSITORY
-    labels = {label for doc in documents for label in doc.labels}
-    rules = policy.for_repository(repository) if policy else backtest_policy(repository, labels)
+    documents = read_corpora(corpora)
+    repository, labels, rules = replay_setting(documents, policy)
     replay = sorted(
         (
             d
@@ -213,28 +254,17 @@ def run_backtest(
     with scratch_tenant(db) as tenant_id:
         Indexer(db, embedder).upsert(tenant_id, documents)
         searcher = Searcher(db, embedder, params)
-        items = [
-            _replay(doc, repository, labels, rules, searcher, tenant_id, model, config)
-            for doc in replay
-        ]
+        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config)
+        items = [_replay(doc, setting) for doc in replay]
     return _report(items, fix_links, model.provider if model else "none")
 
 
-def _replay(
-    doc: SourceDocument,
-    repository: str,
-    labels: set[str],
-    rules: RepositoryPolicy,
-    searcher: Searcher,
-    tenant_id: UUID,
-    model: ChatModel | None,
-    config: InvestigationConfig,
-) -> Replayed:
-    evidence = evidence_at_creation(doc, repository, labels)
-    result = classify(evidence, rules)
+def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
+    evidence = evidence_at_creation(doc, setting.repository, setting.labels)
+    result = classify(evidence, setting.rules)
     gold = tuple(sorted(topical(doc.labels)))
     if result.classification is not Classification.AI_INVESTIGATION:
-        action = propose(evidence, result, rules, result.classification)
+        action = propose(evidence, result, setting.rules, result.classification)
         return Replayed(
             doc.external_id,
             result.classification.value,
@@ -244,16 +274,7 @@ def _replay(
             gold,
             (),
         )
-    found = investigate(
-        evidence,
-        rules,
-        retriever=searcher,
-        tenant_id=tenant_id,
-        model=model,
-        config=config,
-        budget=ModelCallBudget.shadow(tenant_id),  # nothing counted or written
-        as_of=doc.created_at,
-    )
+    found = setting.investigate(doc)
     by_id = {s.id: s for s in found.snippets}
     cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
     return Replayed(

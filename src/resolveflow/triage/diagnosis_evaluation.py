@@ -4,10 +4,10 @@ issue 30): a team runs it with its own model on its own history.
 A case is an issue with a known earlier issue it relates to: the report it duplicates (a pair of
 ``duplicates.tsv``, the later report being the case) or another issue the same pull request
 fixed (``fix_links.tsv``; the earlier ones). Every record of the corpus files is indexed into a
-scratch tenant (removed afterwards) and each case is investigated as triage would have when it was
-opened (``backtest.evidence_at_creation``: retrieval as of its creation, itself excluded, labels
-hidden), whatever the classification rules would have routed it to: what is measured is the
-diagnosis. Nothing is proposed or recorded.
+scratch tenant (removed afterwards) and each case is investigated as triage would have when it
+was opened (``backtest.Replay``: retrieval as of its creation, itself excluded, labels hidden),
+whatever the classification rules would have routed it to: what is measured is the diagnosis.
+Nothing is proposed or recorded.
 
 Figures (each over the cases, the first ``limit`` in creation order):
 
@@ -30,28 +30,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
-from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.protocol import ChatModel
-from resolveflow.policy_file import RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
-from resolveflow.retrieval.sources import read_corpus
 from resolveflow.store.database import Database
-from resolveflow.triage.backtest import (
-    FALLBACK_REPOSITORY,
-    SOURCE,
-    backtest_policy,
-    evidence_at_creation,
-)
-from resolveflow.triage.domain.diagnosis import url_issue
+from resolveflow.triage.backtest import Replay, read_corpora, replay_setting
 from resolveflow.triage.domain.review import resolve_reference
-from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
+from resolveflow.triage.investigation import Investigation, InvestigationConfig
 
 DUPLICATE = "duplicate"
 SAME_FIX = "same fix"
@@ -66,23 +56,6 @@ class KnownCase:
     issue: str  # the external id of the issue to diagnose
     related: frozenset[str]  # earlier issues known to relate to it
     how: str  # duplicate | same fix
-
-
-def read_duplicates(path: Path) -> list[tuple[str, str]]:
-    """The pairs of ``id_a<TAB>id_b`` (a header line allowed); one error naming a bad line."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
-    pairs: list[tuple[str, str]] = []
-    for number, line in enumerate(lines, start=1):
-        cells = [c.strip() for c in line.split("\t")]
-        if not line.strip() or (number == 1 and cells[0] == "id_a"):
-            continue
-        if len(cells) < 2 or not cells[0] or not cells[1]:
-            raise InvalidInput(f"{path.name} line {number}: expected id_a<TAB>id_b")
-        pairs.append((cells[0], cells[1]))
-    return pairs
 
 
 def known_cases(
@@ -224,43 +197,16 @@ def evaluate_diagnoses(
     params: SearchParams | None = None,
     limit: int | None = None,
 ) -> tuple[DiagnosisReport, list[DiagnosisOutcome]]:
-    documents = [doc for path in corpora for doc in read_corpus(path, SOURCE)]
-    if not documents:
-        raise InvalidInput("the corpus is empty")
+    documents = read_corpora(corpora)
     cases = known_cases(documents, duplicates, fix_links)[:limit]
     by_id = {d.external_id: d for d in documents if d.kind == "issue"}
-    located = next((url_issue(d.url) for d in documents if url_issue(d.url)), None)
-    repository = located[0] if located else FALLBACK_REPOSITORY
-    labels = {label for doc in documents for label in doc.labels}
-    rules = backtest_policy(repository, labels)
+    repository, labels, rules = replay_setting(documents)
     outcomes: list[DiagnosisOutcome] = []
     with scratch_tenant(db) as tenant_id:
         Indexer(db, embedder).upsert(tenant_id, documents)
         searcher = Searcher(db, embedder, params)
+        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config)
         for case in cases:
             doc = by_id[case.issue]
-            found = _investigate(doc, repository, labels, rules, searcher, tenant_id, model, config)
-            outcomes.append(diagnosis_outcome(case, doc, found))
+            outcomes.append(diagnosis_outcome(case, doc, setting.investigate(doc)))
     return report(outcomes), outcomes
-
-
-def _investigate(
-    doc: SourceDocument,
-    repository: str,
-    labels: set[str],
-    rules: RepositoryPolicy,
-    searcher: Searcher,
-    tenant_id: UUID,
-    model: ChatModel | None,
-    config: InvestigationConfig,
-) -> Investigation:
-    return investigate(
-        evidence_at_creation(doc, repository, labels),
-        rules,
-        retriever=searcher,
-        tenant_id=tenant_id,
-        model=model,
-        config=config,
-        budget=ModelCallBudget.shadow(tenant_id),  # nothing counted or written
-        as_of=doc.created_at,
-    )

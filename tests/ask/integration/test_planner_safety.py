@@ -21,8 +21,6 @@ from resolveflow.ask.domain.planner import PlanLimits
 from resolveflow.ask.issues_prepare import IssueTargets
 from resolveflow.ask.planner import PlannerService, plan
 from resolveflow.ask.planner_safety import (
-    GITLAB_PROJECTS,
-    GITLAB_USERS,
     PLANNER_CASES,
     QUESTION,
     PlannerCase,
@@ -33,6 +31,7 @@ from resolveflow.ask.planner_safety import (
     run_planner_case,
 )
 from resolveflow.bootstrap.gitlab import TenantGitLab
+from resolveflow.cli.planner_safety import seeded_gitlab
 from resolveflow.config import GitLabSettings, Settings
 from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.search import Searcher
@@ -41,15 +40,6 @@ from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.web import views
-
-
-def seeded_gitlab() -> FakeGitLabServer:
-    server = FakeGitLabServer()
-    for user_id, name, token in GITLAB_USERS:
-        server.state.add_user(user_id, name, token)
-    for project_id, path, labels, members in GITLAB_PROJECTS:
-        server.state.add_project(project_id, path, labels, members=members)
-    return server
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import pytest
 from fixtures_cli import Cli, InProcessCli
 from resolveflow.adapters.llm.metered import MeteredModel
 from resolveflow.adapters.llm.scripted import ScriptedModel
-from resolveflow.ask.planner_safety import GITLAB_PROJECTS, GITLAB_USERS, PlannerWorld
+from resolveflow.ask.planner_safety import PlannerWorld
 from resolveflow.bootstrap.gitlab import TenantGitLab
+from resolveflow.cli.planner_safety import seeded_gitlab
 from resolveflow.config import GitLabSettings, Settings
 from resolveflow.evals import model_safety
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.policy_file import parse_policy
-from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
 
@@ -31,11 +31,7 @@ pytest_plugins = ["fixtures_llamacpp"]
 
 @pytest.fixture
 def world(db: Database) -> Iterator[PlannerWorld]:
-    with FakeGitLabServer() as fake:
-        for user_id, name, token in GITLAB_USERS:
-            fake.state.add_user(user_id, name, token)
-        for project_id, path, labels, members in GITLAB_PROJECTS:
-            fake.state.add_project(project_id, path, labels, members=members)
+    with seeded_gitlab() as fake:
         cipher = TokenCipher(TokenCipher.generate_key())
         settings = Settings(gitlab=GitLabSettings(url=fake.url, timeout_seconds=2.0))
         access = TenantGitLab(db, settings, lambda: parse_policy(""), cipher)

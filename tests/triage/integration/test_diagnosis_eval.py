@@ -18,9 +18,10 @@ from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.llm.metered import MeteredModel
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.llm.messages import ChatMessage
+from resolveflow.retrieval.sources import read_pairs
 from resolveflow.store.database import Database
 from resolveflow.triage.backtest import read_fix_links
-from resolveflow.triage.diagnosis_evaluation import evaluate_diagnoses, read_duplicates
+from resolveflow.triage.diagnosis_evaluation import evaluate_diagnoses
 from resolveflow.triage.investigation import InvestigationConfig
 
 pytestmark = pytest.mark.integration
@@ -92,7 +93,7 @@ def test_a_scripted_model_s_diagnoses_measured_by_hand(db: Database, tmp_path: P
         db,
         HashingEmbedder(),
         [corpus],
-        duplicates=read_duplicates(duplicates),
+        duplicates=read_pairs(duplicates),
         fix_links=read_fix_links(links),
         model=model,
         config=InvestigationConfig(relevance_floor=0.0),
@@ -119,7 +120,7 @@ def test_without_a_model_the_comment_cites_what_retrieval_found(
 ) -> None:
     corpus, duplicates, links = write_corpus(tmp_path)
     result, outcomes = evaluate_diagnoses(
-        db, HashingEmbedder(), [corpus], duplicates=read_duplicates(duplicates),
+        db, HashingEmbedder(), [corpus], duplicates=read_pairs(duplicates),
         fix_links=read_fix_links(links), model=None, config=InvestigationConfig(relevance_floor=0.0),
         limit=1,
     )  # fmt: skip

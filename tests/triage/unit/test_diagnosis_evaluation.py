@@ -16,7 +16,6 @@ from resolveflow.triage.diagnosis_evaluation import (
     DiagnosisOutcome,
     KnownCase,
     known_cases,
-    read_duplicates,
     report,
 )
 
@@ -49,18 +48,6 @@ def test_issues_fixed_by_one_pull_request_know_the_earlier_ones() -> None:
     ]
     both = known_cases(DOCS, duplicates=[("4", "3")], fix_links=links)
     assert both[-1] == KnownCase("4", frozenset({"1", "2", "3"}), DUPLICATE)
-
-
-def test_duplicates_file_header_and_a_bad_line(tmp_path: Path) -> None:
-    good = tmp_path / "d.tsv"
-    good.write_text("id_a\tid_b\n1\t2\n\n3\t4\n", encoding="utf-8")
-    assert read_duplicates(good) == [("1", "2"), ("3", "4")]
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("id_a\tid_b\n1 2\n", encoding="utf-8")
-    with pytest.raises(InvalidInput, match=r"bad.tsv line 2: expected id_a<TAB>id_b"):
-        read_duplicates(bad)
-    with pytest.raises(InvalidInput, match="cannot read"):
-        read_duplicates(tmp_path / "none.tsv")
 
 
 def outcome(id_: str, **kw: object) -> DiagnosisOutcome:
@@ -126,3 +113,17 @@ def test_which_labels_say_an_issue_is_not_a_defect(
     from resolveflow.triage.diagnosis_evaluation import _request_like
 
     assert _request_like(labels) is not_defect
+
+
+def test_the_duplicates_file_its_header_and_a_bad_line(tmp_path: Path) -> None:
+    from resolveflow.retrieval.sources import read_pairs
+
+    good = tmp_path / "d.tsv"
+    good.write_text("id_a\tid_b\n1\t2\n\n3\t4\n", encoding="utf-8")
+    assert read_pairs(good) == [("1", "2"), ("3", "4")]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("id_a\tid_b\n1 2\n", encoding="utf-8")
+    with pytest.raises(InvalidInput, match=r"bad.tsv line 2: expected two tab-separated ids"):
+        read_pairs(bad)
+    with pytest.raises(InvalidInput, match="cannot read"):
+        read_pairs(tmp_path / "none.tsv")

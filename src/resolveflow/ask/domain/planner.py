@@ -88,6 +88,24 @@ class StepReply(BaseModel):
     tool: str
     arguments: dict[str, Any]
 
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The schema sent to the model's server, stricter than the reading: a tool of the three
+        and arguments of one of their schemas, with their length and count limits. A server that
+        turns it into a grammar (llama.cpp, vLLM) can then end a looping model's query at 500
+        characters instead of at the step's token budget (issue 30); one that ignores it is read
+        loosely as before, so ``read_step`` still tells a forbidden step from a malformed one."""
+        return {
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string", "enum": list(TOOLS)},
+                "arguments": {
+                    "anyOf": [tool.model_json_schema(*args, **kwargs) for tool in TOOLS.values()]
+                },
+            },
+            "required": ["tool", "arguments"],
+        }
+
 
 def read_step(reply: StepReply) -> ToolCall:
     """The tool call in a model's step (its schema read it: a malformed step is the model's
