@@ -34,7 +34,7 @@ from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import corpus_record
-from resolveflow.sandbox.chat_server import FakeChatServer, Reply
+from resolveflow.sandbox.chat_server import FakeChatServer, Reply, Slow
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.store.checkpoints import checkpoint_saver
 from resolveflow.store.database import Database
@@ -48,6 +48,17 @@ REPO = "huggingface/datasets"
 REPO_LABELS = ["bug", "enhancement", "dataset request", "documentation", "needs-triage"]
 POLICY = parse_policy(
     f'[repositories."{REPO}"]\nextra_labels = {{ ai_investigation = ["bug", "enhancement"] }}\n'
+)
+GOOD_DIAGNOSIS = json.dumps(
+    {
+        "root_cause": "The Windows job broke after a dependency release.",
+        "severity": "low",
+        "missing_info": [],
+        "recommended_next_steps": ["pin the dependency"],
+        "citations": ["S1"],
+        "suggested_labels": ["bug"],
+        "duplicate_of": None,
+    }
 )
 SPARSE = "4118"  # "Failing CI tests on Windows": one line and a CircleCI link
 RELATED = ("3839", "3117", "3069")  # earlier Windows / CI reports; fixed by PRs 3840, 3118, 3070
@@ -362,6 +373,37 @@ def test_a_model_that_fails_closes_the_branch_on_a_person(inv: Investigations) -
     [call] = view["records"]["model_calls"]
     assert (call["outcome"], call["attempts"]) == ("invalid_output", 1)
     assert view["proposal"]["action"]["labels"] == ["needs-triage"]
+
+
+def test_a_model_that_never_stops_holds_the_run_no_longer_than_its_deadline(
+    inv: Investigations,
+) -> None:
+    """Issue 30, at the outer edge: a server that would answer only after 30 s, then one whose
+    every answer runs to its output budget (a looping model, cut). The run is held for one
+    deadline, not the server's time; it escalates to a person; nothing is posted."""
+    with FakeChatServer() as server:
+        server.queue(Slow(30.0, Reply(GOOD_DIAGNOSIS)))
+        model = OpenAIChatModel(
+            server.base_url, "sk-x", "looping", timeout_seconds=60, deadline_seconds=1.0
+        )
+        slow = inv.run(model, SPARSE)
+        [call] = slow["records"]["model_calls"]
+        assert (call["purpose"], call["outcome"]) == ("diagnosis", "timeout")
+        assert call["latency_ms"] < 30_000  # the deadline ended it, not the server's reply
+        assert slow["route_reason"].startswith("review escalated: model_output")
+
+        cut = Reply(GOOD_DIAGNOSIS, finish_reason="length")
+        server.queue(cut, cut, cut, cut)
+        looping = inv.run(model, SPARSE)
+        model.close()
+    [call] = looping["records"]["model_calls"]
+    assert (call["purpose"], call["outcome"]) == ("diagnosis", "invalid_output")
+    assert "cut at its output budget" in looping["route_reason"], looping["route_reason"]
+    for view in (slow, looping):
+        assert view["status"] == "awaiting_approval"
+        assert view["proposal"]["action"]["labels"] == ["needs-triage"]
+        assert view["proposal"]["action"]["comment"] is None
+    assert inv.fake.writes_received == 0
 
 
 def test_investigation_records_are_tenant_scoped_and_immutable(
