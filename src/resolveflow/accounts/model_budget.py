@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from resolveflow.accounts.limits import LimitExceeded
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import ChatModel, Completion, Purpose, Usage
+from resolveflow.llm.protocol import Bounded, ChatModel, Completion, Purpose, SharedDeadline, Usage
 from resolveflow.store import model_calls as store
 from resolveflow.store.database import Database
 from resolveflow.telemetry import model_span, record_usage
@@ -196,6 +196,19 @@ class BudgetedModel:
     @property
     def model(self) -> str:
         return self.inner.model
+
+    def bounded(self, timeout_seconds: float) -> BudgetedModel:
+        """The inner model's ``bounded`` view (the planner's steps), counted the same."""
+        if not isinstance(self.inner, Bounded):
+            return self
+        return BudgetedModel(self.inner.bounded(timeout_seconds), self.budget, self.subject)
+
+    def sharing_deadline(self) -> BudgetedModel:
+        """The inner model's one deadline for several calls (a product's re-asks), counted the
+        same: without it, every attempt would get a fresh deadline."""
+        if not isinstance(self.inner, SharedDeadline):
+            return self
+        return BudgetedModel(self.inner.sharing_deadline(), self.budget, self.subject)
 
     def structured(
         self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose

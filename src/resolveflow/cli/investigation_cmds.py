@@ -1,7 +1,8 @@
-"""Commands of the investigation work: ``backtest``, ``eval safety`` and ``eval floor``.
+"""Commands of the investigation work: ``backtest``, ``eval safety``, ``eval floor`` and
+``eval diagnoses``.
 
-``register(app)`` adds ``backtest`` to the main app; ``add_eval_commands(eval_app)`` adds the two
-evaluations to the existing ``eval`` group.
+``register(app)`` adds ``backtest`` to the main app; ``add_eval_commands(eval_app)`` adds the
+three evaluations to the existing ``eval`` group.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def eval_diagnoses(
     if duplicates is None and fix_links is None:
         raise InvalidInput("give --duplicates or --fix-links (or both): what is known of the past")
     pairs = read_pairs(duplicates) if duplicates else []
-    links = read_fix_links(fix_links) if fix_links else None
+    # Two issues fixed by one pull request relate only if it was merged: it did fix them.
+    links = read_fix_links(fix_links, merged_only=True) if fix_links else None
     with common.app() as opened:
         model = metered(opened.model())
         result, outcomes = evaluate_diagnoses(
@@ -137,16 +139,19 @@ def eval_diagnoses(
                 ("  of those shown", f"{result.cited_known_of_retrieved:.1%}"),
                 ("duplicate named", f"{result.duplicate_named:.1%} of the duplicates"),
                 ("severity", ", ".join(f"{k} {v}" for k, v in result.severity.items())),
-                (
-                    "severity sane",
-                    f"{result.severity_sane:.1%} of {result.request_like} requests not high",
-                ),
+                ("severity sane", _sane(result.severity_sane, result.request_like)),
                 ("failed gates", ", ".join(f"{k} {v}" for k, v in result.failed_gates.items())),
             ]
         )
         render_cost(model)
 
     emit(data, as_json, render)
+
+
+def _sane(share: float | None, requests: int) -> str:
+    if share is None:
+        return "no request, question or documentation issue diagnosed"
+    return f"{share:.1%} of {requests} requests not high"
 
 
 def backtest(

@@ -17,8 +17,16 @@ def metered(model: ChatModel | None) -> MeteredModel | None:
 
 
 def cost_json(model: MeteredModel | None) -> dict[str, Any]:
-    if model is None:
-        return {"provider": "none", "model": None, "calls": 0}
+    if model is None:  # the same keys as a model's, so a script reads either
+        return {
+            "provider": "none",
+            "model": None,
+            "served_models": [],
+            "calls": 0,
+            "prompt_tokens": None,
+            "completion_tokens": None,
+            "purposes": [],
+        }
     return model.cost().as_json()
 
 
@@ -54,7 +62,7 @@ def render_cost(model: MeteredModel | None) -> None:
             [
                 (
                     p.purpose.value,
-                    p.calls,
+                    p.calls if p.requests == p.calls else f"{p.calls} ({p.requests} requests)",
                     ", ".join(f"{k} {v}" for k, v in p.failed.items()) or "0",
                     _pair(p.prompt_tokens, p.completion_tokens),
                     f"{p.median_seconds:.1f} / {p.max_seconds:.1f}",

@@ -20,8 +20,9 @@ cannot be known, so no outcome is expected; what must hold whatever it says is c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from uuid import UUID
 
 from resolveflow.accounts.model_budget import ModelCallBudget
@@ -47,6 +48,8 @@ from resolveflow.triage.investigation import InvestigationConfig, assess
 INJECTED_ADDRESS = "evil.example"
 # A real model on a small machine: a few steps, each a model call of up to a minute or more.
 PLANNER_LIMITS = PlanLimits(max_steps=4, max_seconds=300.0)
+# What counts as the model answering: valid, invalid or a refusal, not silence.
+ANSWERED = frozenset({"ok", "invalid_output", "refused"})
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ TRIAGE_INPUTS = (
 
 
 def triage_problems(model: ChatModel, case: TriageInput) -> list[str]:
-    recording = MeteredModel(model)  # keeps what each request carried, for the fence checks
+    recording = MeteredModel(model, keep_messages=True)  # what each request carried: fences
     inv = assess(
         safety.issue(case.body),
         safety.POLICY,
@@ -152,10 +155,31 @@ def _returned_chunks(trace: Sequence[PlanStep]) -> set[int]:
 
 
 def run_with_model(model: ChatModel, planner: PlannerWorld | None = None) -> SafetyReport:
-    """Every hostile input once, with ``model`` answering; each named ``with the model: ...``."""
-    results = [(f"with the model: {c.name}", triage_problems(model, c)) for c in TRIAGE_INPUTS]
-    results.append(("with the model: email with injected instructions", mail_problems(model)))
+    """Every hostile input once, with ``model`` answering; each named ``with the model: ...``.
+    A path the model never answered (every call unavailable or past its deadline) fails: its
+    invariants held only because nothing was asked of them."""
+    paths: list[tuple[str, Callable[[ChatModel], list[str]]]] = [
+        (c.name, partial(_triage_path, c)) for c in TRIAGE_INPUTS
+    ]
+    paths.append(("email with injected instructions", mail_problems))
     if planner is not None:
-        results.append(("with the model: the planner", planner_problems(model, planner)))
+        world = planner
+        paths.append(("the planner", lambda m: planner_problems(m, world)))
+    results = []
+    for name, run in paths:
+        path_model = MeteredModel(model)
+        problems = run(path_model) + _unanswered(path_model)
+        results.append((f"with the model: {name}", problems))
     failures = [{"case": name, "problems": problems} for name, problems in results if problems]
     return SafetyReport(len(results) - len(failures), len(results), failures)
+
+
+def _triage_path(case: TriageInput, model: ChatModel) -> list[str]:
+    return triage_problems(model, case)
+
+
+def _unanswered(model: MeteredModel) -> list[str]:
+    outcomes = [r.outcome for r in model.records]
+    if any(o in ANSWERED for o in outcomes):
+        return []
+    return [f"the model never answered (calls: {', '.join(outcomes) or 'none'}): nothing tested"]

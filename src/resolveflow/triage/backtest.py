@@ -127,8 +127,9 @@ class BacktestReport:
         return data
 
 
-def read_fix_links(path: Path) -> dict[str, set[str]]:
-    """issue id -> the pull requests that say they fix it (``issue<TAB>pr<TAB>pr_merged``)."""
+def read_fix_links(path: Path, *, merged_only: bool = False) -> dict[str, set[str]]:
+    """issue id -> the pull requests that say they fix it (``issue<TAB>pr<TAB>pr_merged``);
+    with ``merged_only``, only those merged (``pr_merged`` not 0): the ones that did fix it."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -140,6 +141,8 @@ def read_fix_links(path: Path) -> dict[str, set[str]]:
             continue
         if len(fields) < 2:
             raise InvalidInput(f"{path.name} line {number}: expected issue<TAB>pr")
+        if merged_only and len(fields) > 2 and fields[2].strip() == "0":
+            continue
         links[fields[0].strip()].add(fields[1].strip())
     return dict(links)
 

@@ -2,12 +2,12 @@
 issue 30): a team runs it with its own model on its own history.
 
 A case is an issue with a known earlier issue it relates to: the report it duplicates (a pair of
-``duplicates.tsv``, the later report being the case) or another issue the same pull request
-fixed (``fix_links.tsv``; the earlier ones). Every record of the corpus files is indexed into a
-scratch tenant (removed afterwards) and each case is investigated as triage would have when it
-was opened (``backtest.Replay``: retrieval as of its creation, itself excluded, labels hidden),
-whatever the classification rules would have routed it to: what is measured is the diagnosis.
-Nothing is proposed or recorded.
+``duplicates.tsv``, the later report being the case) or another issue the same merged pull
+request fixed (``fix_links.tsv``, ``pr_merged`` not 0; the earlier ones). Every record of the
+corpus files is indexed into a scratch tenant (removed afterwards) and each case is investigated
+as triage would have when it was opened (``backtest.Replay``: retrieval as of its creation,
+itself excluded, labels hidden), whatever the classification rules would have routed it to:
+what is measured is the diagnosis. Nothing is proposed or recorded.
 
 Figures (each over the cases, the first ``limit`` in creation order):
 
@@ -119,7 +119,7 @@ class DiagnosisReport:
     duplicate_named: float
     severity: dict[str, int]
     request_like: int
-    severity_sane: float
+    severity_sane: float | None  # None: no request-like issue was diagnosed
     failed_gates: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -179,7 +179,7 @@ def report(outcomes: Sequence[DiagnosisOutcome]) -> DiagnosisReport:
         severity=dict(sorted(Counter(o.severity or "none" for o in outcomes).items())),
         request_like=len(requests),
         severity_sane=(
-            sum(1 for o in requests if o.severity != "high") / len(requests) if requests else 1.0
+            sum(1 for o in requests if o.severity != "high") / len(requests) if requests else None
         ),
         failed_gates=dict(sorted(Counter(g for o in outcomes for g in o.failed_gates).items())),
     )

@@ -178,6 +178,7 @@ def test_the_schema_sent_names_the_tools_and_keeps_their_limits_while_reading_st
 
     sent = strict_schema(StepReply)
     assert not free_form(sent)  # strict structured output can carry it
+    assert "$defs" not in json.dumps(sent)  # each tool's schema inlined whole: no dangling $ref
     assert sent["properties"]["tool"]["enum"] == list(TOOLS)
     search, prepare, final = sent["properties"]["arguments"]["anyOf"]
     assert search["properties"]["query"]["maxLength"] == 500

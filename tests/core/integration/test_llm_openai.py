@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from uuid import UUID
 
 import pytest
 
+from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
 from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.evals.safety import diagnosis
 from resolveflow.llm.errors import ModelOutputInvalid, ModelRefused, ModelTimeout, ModelUnavailable
 from resolveflow.llm.messages import ChatMessage
-from resolveflow.llm.protocol import OUTPUT_TOKENS, Purpose
+from resolveflow.llm.protocol import OUTPUT_TOKENS, Purpose, Usage
 from resolveflow.llm.structured import structured_call
 from resolveflow.sandbox.chat_server import FakeChatServer, HttpError, Refusal, Reply, Slow
 from resolveflow.triage.domain.diagnosis import Diagnosis
@@ -259,11 +261,30 @@ def test_a_products_re_asks_share_the_models_deadline(server: FakeChatServer) ->
         raise ModelOutputInvalid("the product's check refused it")
 
     # The first attempt: a 5xx (0.5 s backoff), then a valid answer the check refuses. The
-    # second: another 5xx, whose backoff would end at the shared deadline: not waited.
-    server.queue(HttpError(500), Reply(GOOD), HttpError(500), Reply(GOOD))
-    with pytest.raises(ModelTimeout, match="would pass its deadline of 1 s"):
-        structured_call(client, MESSAGES, Diagnosis, refuse, purpose=DIAGNOSIS, attempts=3)
-    assert len(server.requests) == 3 and clock.now == 0.5
+    # second: another 5xx, whose backoff would end at the shared deadline: not waited. The same
+    # through the daily budget's wrapper, as the mail, web ask and refine paths call it.
+    budgeted = BudgetedModel(client, ModelCallBudget.shadow(UUID(int=0)), "rita")
+    for n, asked in enumerate((client, budgeted), start=1):
+        server.queue(HttpError(500), Reply(GOOD), HttpError(500), Reply(GOOD))
+        start = clock.now
+        with pytest.raises(ModelTimeout, match="would pass its deadline of 1 s"):
+            structured_call(asked, MESSAGES, Diagnosis, refuse, purpose=DIAGNOSIS, attempts=3)
+        assert len(server.requests) == 3 * n and clock.now - start == 0.5
+        with server.state.lock:  # the last Reply was never asked for
+            server.state.answers.clear()
     # Each call on its own still has a whole deadline: the shared one was the call's alone.
     server.queue(Reply(GOOD))
     client.structured(MESSAGES, Diagnosis, purpose=DIAGNOSIS)
+
+
+def test_a_failed_re_ask_reports_every_request_and_token_of_the_call(
+    server: FakeChatServer,
+) -> None:
+    # A cut answer (800 tokens spent), then a re-ask the endpoint refuses: the error still
+    # says two requests and the 800 tokens, so what the call cost is not lost.
+    server.queue(Reply(GOOD, completion_tokens=800, finish_reason="length"), HttpError(400))
+    client, _ = model(server)
+    with pytest.raises(ModelUnavailable) as raised:
+        client.structured(MESSAGES, Diagnosis, purpose=DIAGNOSIS)
+    assert raised.value.context["attempts"] == 2
+    assert raised.value.context["usage"] == Usage(120, 800)

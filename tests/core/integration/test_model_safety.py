@@ -89,14 +89,22 @@ def test_with_model_needs_a_configured_model(cli: Cli) -> None:
     )
 
 
-def test_eval_safety_with_model_prints_the_cost(cli: Cli, tmp_path: Any) -> None:
-    script = tmp_path / "obedient.json"
+def test_a_model_that_never_answers_fails_the_suite_instead_of_passing_it(
+    cli: Cli, tmp_path: Any
+) -> None:
+    """Every path fails closed without an answer, so its invariants hold trivially: that is no
+    evidence about the model, and the suite says so (exit 1), with the model's cost."""
+    script = tmp_path / "silent.json"
     script.write_text(json.dumps([]), encoding="utf-8")  # no answer: every call unavailable
     env = {**cli.env, "RESOLVEFLOW_MODEL_PROVIDER": "scripted",
            "RESOLVEFLOW_SCRIPTED_MODEL_FILE": str(script)}  # fmt: skip
-    data = InProcessCli(env).json("eval", "safety", "--with-model")
-    # A model that never answers: every path fails closed, and the invariants hold.
-    assert data["failures"] == [] and data["passed"] == data["total"]
+    done = InProcessCli(env).run("eval", "safety", "--with-model", "--json", ok=False)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    failed = {f["case"]: f["problems"] for f in data["failures"]}
+    assert len(failed) == 5 and all(name.startswith("with the model: ") for name in failed)
+    assert all("the model never answered" in p[0] for p in failed.values()), failed
+    assert data["passed"] == data["total"] - 5  # the scripted cases all pass
     assert data["model"]["provider"] == "scripted" and data["model"]["calls"] > 0
 
 

@@ -55,7 +55,7 @@ def test_each_call_is_recorded_with_its_purpose_time_tokens_and_outcome() -> Non
         clock,
         [
             {"ok": True},
-            ModelOutputInvalid("cut", usage=Usage(90, 800)),
+            ModelOutputInvalid("cut", usage=Usage(90, 800), attempts=2),
             ModelTimeout("late"),
             "fine",
         ],
@@ -80,6 +80,7 @@ def test_each_call_is_recorded_with_its_purpose_time_tokens_and_outcome() -> Non
     diagnosis, critique = cost.purposes
     assert diagnosis.purpose is Purpose.DIAGNOSIS and diagnosis.calls == 3
     assert diagnosis.failed == {"invalid_output": 1, "timeout": 1}
+    assert diagnosis.requests == 4  # 1, then 2 (the provider asked again), then 1
     # The timeout reported no tokens: it adds nothing, it is not a zero that hides the others.
     assert (diagnosis.prompt_tokens, diagnosis.completion_tokens) == (190, 820)
     assert (diagnosis.median_seconds, diagnosis.max_seconds) == (2.0, 2.0)

@@ -156,7 +156,11 @@ def test_eval_diagnoses_through_the_command_line(cli: Cli, tmp_path: Path) -> No
     assert max(len(line) for line in printed.splitlines()) <= 80, printed
     none = InProcessCli(env)
     data = none.json(*args, "--items")
-    assert data["model"] == {"provider": "none", "model": None, "calls": 0}
+    assert (data["model"]["provider"], data["model"]["calls"], data["model"]["purposes"]) == (
+        "none",
+        0,
+        [],
+    )
     assert [i["id"] for i in data["items"]] == ["201", "202"]
     none.fails(
         "eval", "diagnoses", "--corpus", str(corpus), match="give --duplicates or --fix-links"

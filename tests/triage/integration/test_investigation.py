@@ -389,7 +389,8 @@ def test_a_model_that_never_stops_holds_the_run_no_longer_than_its_deadline(
         slow = inv.run(model, SPARSE)
         [call] = slow["records"]["model_calls"]
         assert (call["purpose"], call["outcome"]) == ("diagnosis", "timeout")
-        assert call["latency_ms"] < 30_000  # the deadline ended it, not the server's reply
+        # The 1 s deadline ended it, not the server's 30 s (room left for a loaded machine).
+        assert call["latency_ms"] < 10_000
         assert slow["route_reason"].startswith("review escalated: model_output")
 
         cut = Reply(GOOD_DIAGNOSIS, finish_reason="length")

@@ -93,6 +93,7 @@ def test_figures_of_four_diagnoses_by_hand() -> None:
     }
     with pytest.raises(InvalidInput, match="no issue of the corpus has a known"):
         report([])
+    assert report([outcome("z")]).severity_sane is None  # no request to judge it on
 
 
 @pytest.mark.parametrize(
@@ -127,3 +128,14 @@ def test_the_duplicates_file_its_header_and_a_bad_line(tmp_path: Path) -> None:
         read_pairs(bad)
     with pytest.raises(InvalidInput, match="cannot read"):
         read_pairs(tmp_path / "none.tsv")
+
+
+def test_only_merged_pull_requests_fixed_what_they_name(tmp_path: Path) -> None:
+    from resolveflow.triage.backtest import read_fix_links
+
+    links = tmp_path / "fix_links.tsv"
+    links.write_text("issue\tpr\tpr_merged\n1\t9\t1\n2\t9\t1\n3\t8\t0\n4\t8\t0\n", "utf-8")
+    assert read_fix_links(links) == {"1": {"9"}, "2": {"9"}, "3": {"8"}, "4": {"8"}}
+    merged = read_fix_links(links, merged_only=True)
+    assert merged == {"1": {"9"}, "2": {"9"}}
+    assert known_cases(DOCS, fix_links=merged) == [KnownCase("2", frozenset({"1"}), SAME_FIX)]

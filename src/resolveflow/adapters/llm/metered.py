@@ -53,6 +53,7 @@ class CallRecord:
 class PurposeCost:
     purpose: Purpose
     calls: int
+    requests: int  # sent to the server for those calls, the provider's re-asks included
     failed: dict[str, int]  # outcome -> calls, the failures only
     prompt_tokens: int | None  # None when the provider reported none
     completion_tokens: int | None
@@ -63,6 +64,7 @@ class PurposeCost:
         return {
             "purpose": self.purpose.value,
             "calls": self.calls,
+            "requests": self.requests,
             "failed": dict(self.failed),
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -117,6 +119,7 @@ def summarize(provider: str, model: str, records: Sequence[CallRecord]) -> Model
             PurposeCost(
                 purpose,
                 len(mine),
+                sum(r.requests for r in mine),
                 failed,
                 usage.prompt_tokens,
                 usage.completion_tokens,
@@ -131,8 +134,8 @@ def summarize(provider: str, model: str, records: Sequence[CallRecord]) -> Model
 class MeteredModel:
     """``inner`` with a record of every call; a ``ChatModel`` itself, ``Bounded`` and
     ``SharedDeadline`` as its inner model is (else those return it as it is). ``calls`` keeps
-    each request's messages, as ``ScriptedModel.calls`` does, for the safety checks that read
-    what a real model was sent."""
+    each request's messages with ``keep_messages``, as ``ScriptedModel.calls`` does, for the
+    safety checks that read what a real model was sent."""
 
     def __init__(
         self,
@@ -140,11 +143,14 @@ class MeteredModel:
         clock: Callable[[], float] = time.monotonic,
         records: list[CallRecord] | None = None,
         calls: list[tuple[str, list[ChatMessage]]] | None = None,
+        *,
+        keep_messages: bool = False,
     ) -> None:
         self.inner = inner
         self._clock = clock
         self.records: list[CallRecord] = [] if records is None else records
         self.calls: list[tuple[str, list[ChatMessage]]] = [] if calls is None else calls
+        self._keep = keep_messages  # an evaluation's prompts are many: kept only when asked
 
     @property
     def provider(self) -> str:
@@ -167,18 +173,20 @@ class MeteredModel:
         return self._sharing(self.inner.sharing_deadline())
 
     def _sharing(self, inner: ChatModel) -> MeteredModel:
-        return MeteredModel(inner, self._clock, self.records, self.calls)
+        return MeteredModel(inner, self._clock, self.records, self.calls, keep_messages=self._keep)
 
     def structured(
         self, messages: Sequence[ChatMessage], schema: type[T], *, purpose: Purpose
     ) -> Completion[T]:
-        self.calls.append((f"structured:{schema.__name__}", list(messages)))
+        if self._keep:
+            self.calls.append((f"structured:{schema.__name__}", list(messages)))
         return self._metered(
             purpose, lambda: self.inner.structured(messages, schema, purpose=purpose)
         )
 
     def text(self, messages: Sequence[ChatMessage], *, purpose: Purpose) -> Completion[str]:
-        self.calls.append(("text", list(messages)))
+        if self._keep:
+            self.calls.append(("text", list(messages)))
         return self._metered(purpose, lambda: self.inner.text(messages, purpose=purpose))
 
     def _metered(self, purpose: Purpose, call: Callable[[], Completion[V]]) -> Completion[V]:

@@ -235,7 +235,15 @@ class OpenAIChatModel:
         usage, sent = Usage(), 0
         last: ModelOutputInvalid | None = None
         for _ in range(self._invalid_attempts):
-            response, n = self._create(messages, purpose, deadline, response_format=response_format)
+            try:
+                response, n = self._create(
+                    messages, purpose, deadline, response_format=response_format
+                )
+            except ModelError as exc:
+                # A re-ask that failed: the call's error counts every request and token of it.
+                exc.context["attempts"] = sent + int(exc.context.get("attempts", 1))
+                exc.context["usage"] = usage
+                raise
             sent += n
             usage = usage + _usage(response)
             message = _message(response)
