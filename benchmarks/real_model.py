@@ -50,13 +50,9 @@ def run(env: dict[str, str], *args: str) -> tuple[dict[str, Any], float]:
 
 def calls(model: dict[str, Any]) -> dict[str, Any]:
     purposes = model.get("purposes", [])
-    failed: dict[str, int] = {}
-    for p in purposes:
-        for kind, n in p["failed"].items():
-            failed[kind] = failed.get(kind, 0) + n
     return {
-        "calls": model.get("calls", 0),
-        "failed": failed,
+        "calls": {p["purpose"]: p["calls"] for p in purposes},
+        "failed": {p["purpose"]: p["failed"] for p in purposes},
         "completion_tokens": model.get("completion_tokens"),
         "median_seconds": {p["purpose"]: p["median_seconds"] for p in purposes},
         "max_seconds": {p["purpose"]: p["max_seconds"] for p in purposes},

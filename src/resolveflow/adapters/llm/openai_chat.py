@@ -191,7 +191,8 @@ class OpenAIChatModel:
                 self._wait(BACKOFF_SECONDS * 2 ** (sent - 1), deadline, sent)
             except openai.APIStatusError as exc:
                 raise ModelUnavailable(
-                    f"the model endpoint refused the request ({exc.status_code})", attempts=sent
+                    f"the model endpoint refused the request ({exc.status_code}{_said(exc)})",
+                    attempts=sent,
                 ) from None
             except openai.APIError as exc:
                 raise ModelError(
@@ -286,6 +287,16 @@ class OpenAIChatModel:
                 answer=getattr(choices[0].message, "content", None),
                 **context,
             )
+
+
+def _said(exc: openai.APIStatusError) -> str:
+    """What the server said of a refused request, one short line: a local server's reason (a
+    prompt longer than its context: raise ``RESOLVEFLOW_MODEL_CONTEXT_TOKENS``) is the fix."""
+    body = exc.body
+    said = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(said, str) or not said.strip():
+        return ""
+    return ": " + " ".join(said.split())[:200]
 
 
 def _message(response: Any) -> Any:
