@@ -599,15 +599,18 @@ def test_reads_report_rate_limits_timeouts_and_later_page_failures(
 ) -> None:
     for i in range(150):
         fake_github_ci.add_check_run(REPO.full_name, OTHER_SHA, f"shard {i}")
-    with GitHubKitClient(fake_github_ci.url, SERVICE_TOKEN, timeout_seconds=0.3) as client:
+    # Only the timeout needs a short client timeout: a 150-run page read with 0.3 s timed out on
+    # a loaded CI machine before the tampered second page was ever asked for.
+    with GitHubKitClient(fake_github_ci.url, SERVICE_TOKEN, timeout_seconds=0.3) as hasty:
+        fake_github_ci.inject(Delay(0.6), method="GET", path="/actions/runs/")
+        with pytest.raises(ProviderOutcomeUnknown, match=r"get_workflow_run .*ReadTimeout"):
+            hasty.get_workflow_run(REPO, 1)
+
+    with GitHubKitClient(fake_github_ci.url, SERVICE_TOKEN, timeout_seconds=30) as client:
         fake_github_ci.inject(PrimaryRateLimit(reset_in=30), method="GET", path="/pulls/")
         with pytest.raises(ProviderRateLimited) as limited:
             client.pull_request_head_sha(REPO, PR_NUMBER)
         assert 27 <= limited.value.retry_after_seconds <= 30
-
-        fake_github_ci.inject(Delay(0.6), method="GET", path="/actions/runs/")
-        with pytest.raises(ProviderOutcomeUnknown, match=r"get_workflow_run .*ReadTimeout"):
-            client.get_workflow_run(REPO, 1)
 
         fake_github_ci.inject(TamperedBody(remove=("check_runs",)), method="GET", path="page=2")
         with pytest.raises(ProviderError, match="check_runs missing") as later:
