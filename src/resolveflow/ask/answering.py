@@ -53,7 +53,9 @@ from resolveflow.store.documents import IndexState
 
 logger = logging.getLogger(__name__)
 
-DEPTH = 20  # documents retrieved and ranked
+# Documents retrieved and re-ranked: 20 -> 40 took R@5 on R's pages from 0.444 to 0.469 (the right page
+# is often ranked 21-40 by the fused search and lifted by its title or name), runbooks unchanged.
+DEPTH = 40
 SHOWN = 5  # documents listed as retrieved / related
 TITLE_BONUS = 0.15  # rank bonus per unit of title coverage (docs/ask.md)
 NAME_BONUS = 0.1  # rank bonus per unit of name match (a name the asker writes: 1)

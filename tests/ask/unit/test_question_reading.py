@@ -46,6 +46,13 @@ def test_names_the_asker_writes_weigh_more_than_names_the_code_calls() -> None:
     assert quoted.names["strptime"] == 1.0 and quoted.names["format"] == 1.0
 
 
+def test_a_question_mark_that_ends_a_word_or_a_line_is_no_help_lookup() -> None:
+    # An archive that lost a character writes "ggplot2.?" and the next line starts a sentence.
+    lost = read_question("Installing ggplot2.?\nCurrently I am on R 3.4. Is this a bug? Here it is")
+    assert not {"currently", "here"} & set(lost.names)
+    assert read_question("See (?sum) and ?'Extract'").names.keys() >= {"sum", "extract"}
+
+
 def test_an_aside_in_parentheses_and_an_abbreviation_are_not_names() -> None:
     asked = read_question(
         "Joining two tables (maybe)?\n\nI wonder (really) how to join them with merge() on two"

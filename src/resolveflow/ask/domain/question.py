@@ -25,7 +25,9 @@ _CALL = re.compile(r"(?<![\w.$@])(" + _IDENT + r")\s*\(")
 _PROSE_CALL = re.compile(r"(?<![\w.$@])(" + _IDENT + r")\(")
 # "e.g", "i.e": dotted single letters are abbreviations, not names.
 _ABBREVIATION = re.compile(r"^(?:[a-z]\.)+[a-z]?$")
-_HELP = re.compile(r"(?<![\w?])\?\s*\"?(" + _IDENT + r")")
+# R's ``?topic``: the mark starts a token and the name follows it at once. A "?" that ends a
+# word or a sentence ("ggplot2.?" where an archive lost a character, "a bug? Here") is not one.
+_HELP = re.compile(r"(?:^|(?<=[\s(\[,;]))\?\"?(" + _IDENT + r")", re.M)
 _NAMESPACED = re.compile(r"\b" + _IDENT + r"::+(" + _IDENT + r")")
 _QUOTED = re.compile(r"[\"'`‘“](" + _IDENT + r")(?:\(\))?[\"'`’”]")
 # A word the asker wrote that reads as a name: dotted, snake_case or camelCase (kebab-case too
