@@ -375,12 +375,13 @@ def test_a_model_that_fails_closes_the_branch_on_a_person(inv: Investigations) -
     assert view["proposal"]["action"]["labels"] == ["needs-triage"]
 
 
-def test_a_model_that_never_stops_holds_the_run_no_longer_than_its_deadline(
+def test_a_model_that_never_stops_or_ignores_the_schema_escalates_and_posts_nothing(
     inv: Investigations,
 ) -> None:
     """Issue 30, at the outer edge: a server that would answer only after 30 s, then one whose
-    every answer runs to its output budget (a looping model, cut). The run is held for one
-    deadline, not the server's time; it escalates to a person; nothing is posted."""
+    every answer runs to its output budget (a looping model, cut), then one that ignores the
+    schema. The run is held for one deadline, not the server's time; each escalates to a
+    person; nothing is posted."""
     with FakeChatServer() as server:
         server.queue(Slow(30.0, Reply(GOOD_DIAGNOSIS)))
         model = OpenAIChatModel(
@@ -397,10 +398,19 @@ def test_a_model_that_never_stops_holds_the_run_no_longer_than_its_deadline(
         server.queue(cut, cut, cut, cut)
         looping = inv.run(model, SPARSE)
         model.close()
+    with FakeChatServer() as server:  # a server that ignores the schema: another shape, always
+        other_shape = Reply(json.dumps({"answer": "4790", "severity": "4790"}))
+        server.queue(*[other_shape] * 4)
+        model = OpenAIChatModel(server.base_url, "sk-x", "schemaless", deadline_seconds=30.0)
+        ignoring = inv.run(model, SPARSE)
+        model.close()
     [call] = looping["records"]["model_calls"]
     assert (call["purpose"], call["outcome"]) == ("diagnosis", "invalid_output")
     assert "cut at its output budget" in looping["route_reason"], looping["route_reason"]
-    for view in (slow, looping):
+    [call] = ignoring["records"]["model_calls"]
+    assert (call["purpose"], call["outcome"]) == ("diagnosis", "invalid_output")
+    assert "does not match the schema" in ignoring["route_reason"], ignoring["route_reason"]
+    for view in (slow, looping, ignoring):
         assert view["status"] == "awaiting_approval"
         assert view["proposal"]["action"]["labels"] == ["needs-triage"]
         assert view["proposal"]["action"]["comment"] is None
