@@ -239,6 +239,7 @@ def _features(
         name_match=round(top.name_weight, 4),
         unseen_share=round(unseen, 4),
         known_names=known,
+        question_words=asked.term_count,
     )
     return features, shared
 

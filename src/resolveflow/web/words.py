@@ -181,6 +181,7 @@ ANSWER_FEATURES: dict[str, str] = {
     "relation": "closeness measured against this index (0: as off-topic questions, 1: as a title)",
     "unseen_share": "share of the question's words this index has never seen",
     "known_names": "names in the question (functions, settings) that this index holds",
+    "question_words": "distinct words searched for",
 }
 GENERATORS: dict[str, str] = {
     "extractive": "quoted from the top document (no model)",

@@ -33,6 +33,7 @@ def _features(
     name: float = 0.0,
     unseen: float = 0.0,
     known: int = 0,
+    words: int = 0,
 ) -> AnswerFeatures:
     return AnswerFeatures(
         top_cosine=0.5,
@@ -44,6 +45,7 @@ def _features(
         relation=related,
         unseen_share=unseen,
         known_names=known,
+        question_words=words,
     )
 
 
@@ -66,6 +68,13 @@ A, T, N = AnswerOutcome.ANSWERED, AnswerOutcome.TENTATIVE, AnswerOutcome.ABSTAIN
         (_features(0.10, 0.95), A),  # as close as a page's own title
         (_features(0.10, 0.50, name=1.0), A),  # names the page's subject and is close
         (_features(0.10, 0.50, name=0.3), T),  # only the pasted code calls that name
+        # "Few of its words" is measured against the question's length: any page holds a
+        # smaller share of sixty words than of twenty.
+        (_features(0.15, 0.30, words=20), N),
+        (_features(0.15, 0.30, words=30), N),
+        (_features(0.15, 0.30, words=60), T),  # the floor is 0.22 x 30 / 60 = 0.11
+        (_features(0.10, 0.30, words=60), N),
+        (_features(0.15, 0.30, words=60, unseen=0.5), N),  # most words unknown: any length
     ],
 )
 def test_three_outcomes_from_calibrated_signals(

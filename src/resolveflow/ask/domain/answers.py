@@ -87,6 +87,8 @@ class AnswerFeatures(BaseModel):
     # how many of the names the question mentions (written or called in its code) the index
     # holds: a question about things the knowledge base names is never "nothing relates"
     known_names: int = 0
+    # distinct words of what was searched: the coverage a page can reach falls with it
+    question_words: int = 0
 
 
 class Answer(BaseModel):
@@ -129,7 +131,9 @@ class AnswerabilityRule:
     Nothing relates (the fixed abstention) when the top page is not closer than off-topic
     questions get, or when it is barely closer, the question names nothing the index knows
     (``known_names``), and either the index has never seen most of the question's words or the
-    page shares little of them; never when the question names what the page is about.
+    page shares little of them ("little" scaled down past ``coverage_words`` words, since any
+    page holds a smaller share of a long question's words); never when the question names what
+    the page is about.
     An answer when the page shares most of the question's words, or names what the question
     names and is close, or is as close as a page's own title. Between the two: tentative."""
 
@@ -138,6 +142,9 @@ class AnswerabilityRule:
     weak_relation: float = 0.45
     min_weak_coverage: float = 0.22
     max_unseen: float = 0.3  # most of the question's words are not in the index at all
+    # Past this many distinct words the weak-coverage floor falls as 1/n (docs/ask.md: at 30 the
+    # runbooks keep every abstention and R's long questions lose five wrong ones).
+    coverage_words: int = 30
     answer_coverage: float = 0.4
     answer_relation: float = 0.9
     named_relation: float = 0.45
@@ -152,7 +159,7 @@ class AnswerabilityRule:
             and features.known_names == 0
             and (
                 features.unseen_share >= self.max_unseen
-                or features.term_coverage < self.min_weak_coverage
+                or features.term_coverage < self.weak_coverage(features.question_words)
             )
         )
         if not named and (features.relation < self.min_relation or weak):
@@ -164,6 +171,13 @@ class AnswerabilityRule:
         ):
             return AnswerOutcome.ANSWERED
         return AnswerOutcome.TENTATIVE
+
+    def weak_coverage(self, question_words: int) -> float:
+        """The coverage below which a barely related page shares "little" of a question of
+        ``question_words`` distinct words (0: not known, the full floor)."""
+        if question_words <= self.coverage_words:
+            return self.min_weak_coverage
+        return self.min_weak_coverage * self.coverage_words / question_words
 
 
 def runner_up_is_close(top_score: float, second_score: float, ratio: float) -> bool:
