@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.vocabulary import PREPARED_ISSUE_NOTE_PREFIX
 from resolveflow.errors import InvalidInput, NotAuthorized, PolicyViolation
 from resolveflow.gate import proposals
 from resolveflow.gate.domain.actions import build_issue_create, parse_action
@@ -136,5 +137,7 @@ def prepare_issue(
         logins_by_name = {name.lower(): str(login) for name, login in resolved.assignees.items()}
         logins = [logins_by_name[name] for name in names]
         action = build_issue_create(resolved.project, title, body, wanted_labels, logins)
-    proposal = proposals.create_prepared_proposal(db, principal, action, note=f"project {alias}")
+    proposal = proposals.create_prepared_proposal(
+        db, principal, action, note=f"{PREPARED_ISSUE_NOTE_PREFIX}{alias}"
+    )
     return proposals.describe(db, principal, proposal.id)

@@ -143,6 +143,11 @@ COMMANDS: tuple[Entry, ...] = (
         "Approved actions and what became of them.",
         _CLI + "executions:executions_app",
     ),
+    Entry(
+        "decisions",
+        "The team's decisions on what ResolveFlow suggested, and how each kind fared.",
+        _CLI + "decisions_cmds:decisions_app",
+    ),
     Entry("runs", "Triage runs.", _CLI + "triage:runs_app"),
     Entry("policy", "The triage policy file.", _CLI + "triage:policy_app"),
     Entry(

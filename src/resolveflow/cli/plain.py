@@ -46,6 +46,12 @@ def moment(value: object) -> str:
     return shown_moment(value) if value else "–"
 
 
+def like_this(like: object) -> str:
+    """How suggestions like a proposal's fared, as the proposal page says it."""
+    said: str = _table().like_this(like)
+    return said
+
+
 def decision(value: object) -> str:
     return UNDECIDED if value is None else words(value, "Decision")
 

@@ -49,6 +49,8 @@ def _render(view: dict[str, Any]) -> None:
     ]
     if view.get("outcome"):  # what became of it, in words, with the link (as the page says)
         rows.append(("outcome", view["outcome"]["text"]))
+    if view.get("like_this"):  # how suggestions like this one fared here (issue 31)
+        rows.append(("suggestions like this", plain.like_this(view["like_this"])))
     fields(rows)
     superseded = view["version"] < view["latest_version"]
     shown = fate(view["decision"], execution["state"] if execution else None, superseded=superseded)

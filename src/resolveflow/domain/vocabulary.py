@@ -172,3 +172,31 @@ class ReviewOutcome(StrEnum):
 
     APPROVE = "approve"
     ESCALATE = "escalate"
+
+
+class SuggestionKind(StrEnum):
+    """What ResolveFlow suggested, as the team's decisions are counted (``gate/feedback.py``):
+    a proposal a product prepared, and each label it proposed. A person's own proposal is no
+    suggestion."""
+
+    RULE_COMMENT = "rule_comment"  # triage, decided by a rule (a failing CI's comment)
+    DUPLICATE = "duplicate"  # triage's investigation: related issues, a likely duplicate
+    REVIEW_REQUEST = "review_request"  # triage sent it to a person (a vague report)
+    LABEL = "label"  # one label of a proposal, counted per label
+    DRAFT = "draft"  # a reply drafted from a mailbox's past replies
+    REFINE_SUMMARY = "refine_summary"  # refine's enrichment of a ticket
+    NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner)
+
+
+class SuggestionOutcome(StrEnum):
+    """How the team decided one suggestion."""
+
+    APPROVED = "approved"  # approved as proposed
+    EDITED = "edited"  # approved after an edit
+    REJECTED = "rejected"  # rejected, or (a label) removed by the edit that was approved
+
+
+# The notes by which the products mark what they prepared on a person's behalf: the proposal's
+# author is that person, so the note is what tells a suggestion from the person's own proposal.
+REFINE_PROPOSAL_NOTE = "refine enrichment"
+PREPARED_ISSUE_NOTE_PREFIX = "project "

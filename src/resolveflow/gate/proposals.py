@@ -10,7 +10,7 @@ from uuid import UUID
 from resolveflow.domain.records import Approval, Principal, Proposal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
-from resolveflow.gate import kind_rules
+from resolveflow.gate import feedback, kind_rules
 from resolveflow.gate.domain.actions import (
     ActionChanges,
     AnyAction,
@@ -21,6 +21,7 @@ from resolveflow.gate.domain.actions import (
     parse_action,
     revise,
 )
+from resolveflow.gate.domain.suggestions import Acceptance
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
@@ -224,6 +225,7 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         approval = proposal_store.approval_for_proposal(conn, principal.tenant_id, proposal.id)
         execution = execution_store.execution_for_proposal(conn, principal.tenant_id, proposal.id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)
+        like = feedback.like_this_in(conn, principal, proposal.lineage_id)
     action = parse_action(proposal.action)
     return {
         "id": str(proposal.id),
@@ -252,6 +254,22 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
             }
             for v in versions
         ],
+        # How suggestions like this one fared in its place (issue 31); None: a person's own.
+        "like_this": _like_view(like),
+    }
+
+
+def _like_view(like: Acceptance | None) -> dict[str, Any] | None:
+    if like is None:
+        return None
+    return {
+        "kind": like.kind.value,
+        "detail": like.detail,
+        "approved": like.approved,
+        "edited": like.edited,
+        "rejected": like.rejected,
+        "decisions": like.decisions,
+        "days": feedback.DAYS,
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import Principal, Role
+from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE
 from resolveflow.errors import InvalidInput, NotAuthorized, ResolveFlowError
 from resolveflow.gate import proposals
 from resolveflow.gate.domain.actions import build_action
@@ -28,7 +29,8 @@ from resolveflow.store.database import Database
 
 logger = logging.getLogger(__name__)
 
-REFINE_NOTE = "refine enrichment"
+# The note that marks refine's proposals as its suggestions (gate/feedback.py counts them).
+REFINE_NOTE = REFINE_PROPOSAL_NOTE
 # The claim's event name among the webhook events acted on: no GitHub event is called that.
 CLAIM_EVENT = "resolveflow.refine"
 

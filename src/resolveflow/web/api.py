@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.accounts import limits
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
-from resolveflow.gate import decisions
+from resolveflow.gate import decisions, feedback
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import ActionChanges
@@ -178,6 +178,30 @@ def list_proposals(
 @router.get("/proposals/{proposal_id}")
 def show_proposal(request: Request, who: ViewerDep, proposal_id: UUID) -> Json:
     return proposal_service.describe(wired(request).db, who.principal, proposal_id)
+
+
+@router.get("/decisions/acceptance")
+def decisions_acceptance(
+    request: Request,
+    who: ViewerDep,
+    last: Annotated[int, Query(ge=1, le=feedback.MAX_DECISIONS)] = feedback.LAST,
+    days: Annotated[int, Query(ge=1, le=feedback.MAX_DAYS)] = feedback.DAYS,
+) -> Json:
+    """Per repository and kind of suggestion: approved, edited, rejected over its last decisions."""
+    report = feedback.acceptance_report(wired(request).db, who.principal, last, days)
+    return report.as_json()
+
+
+@router.get("/decisions")
+def decisions_list(
+    request: Request,
+    who: ViewerDep,
+    days: Annotated[int, Query(ge=1, le=feedback.MAX_DAYS)] = feedback.DAYS,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[Json]:
+    """Each decision on a suggestion, newest first, with what an edit changed and why."""
+    found = feedback.decision_examples(wired(request).db, who.principal, days)
+    return [example.as_json() for example in found[:limit]]
 
 
 @router.get("/executions")

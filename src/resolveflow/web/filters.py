@@ -24,7 +24,7 @@ from resolveflow.web.page_words import (
     link_event_words,
     prose,
 )
-from resolveflow.web.words import DETAIL_KEYS, fact_is_good, words
+from resolveflow.web.words import DETAIL_KEYS, fact_is_good, like_this, words
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
 _REVIEW_OUTCOMES = {outcome.value for outcome in ReviewOutcome}
@@ -170,4 +170,5 @@ def install(env: Environment) -> None:
     env.filters["actor"] = actor_words
     env.filters["event"] = event_words
     env.filters["gate"] = gate_words
+    env.filters["like_this"] = like_this
     env.globals["fact_is_good"] = fact_is_good

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from resolveflow.domain.vocabulary import Decision, ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
-from resolveflow.gate import decisions, posting
+from resolveflow.gate import decisions, feedback, posting
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate.approvals import RepositoryLabels
 from resolveflow.gate.domain.actions import ActionChanges
@@ -317,6 +317,30 @@ def _names(text: str) -> tuple[str, ...]:
     if len(names) > 50:
         raise InvalidInput("the list is too long")
     return names
+
+
+@router.get("/decisions", response_class=HTMLResponse)
+def decisions_page(request: Request, last: str = "", days: str = "") -> Response:
+    """How each kind of suggestion fared per repository, and the latest decisions."""
+    viewer = identify(request)
+    db = wired(request).db
+    wanted_last = _bounded(last, "last", feedback.LAST, feedback.MAX_DECISIONS)
+    wanted_days = _bounded(days, "days", feedback.DAYS, feedback.MAX_DAYS)
+    report = feedback.acceptance_report(db, viewer.principal, wanted_last, wanted_days)
+    recent = feedback.decision_examples(db, viewer.principal, wanted_days)[:DECISIONS_SHOWN]
+    return _render(request, "decisions.html", viewer, report=report, recent=recent)
+
+
+DECISIONS_SHOWN = 50
+
+
+def _bounded(value: str, name: str, default: int, most: int) -> int:
+    """A whole number from a query string, or the default when it is empty."""
+    if not value.strip():
+        return default
+    if not value.strip().isdigit() or not 1 <= int(value) <= most:
+        raise InvalidInput(f"{name} must be a whole number from 1 to {most}")
+    return int(value)
 
 
 @router.get("/executions", response_class=HTMLResponse)

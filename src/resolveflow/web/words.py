@@ -22,6 +22,8 @@ from resolveflow.domain.vocabulary import (
     LinkEvent,
     ReviewOutcome,
     RunStatus,
+    SuggestionKind,
+    SuggestionOutcome,
 )
 from resolveflow.gate import outcome_words as outcomes
 from resolveflow.gate.domain.actions import ActionKind
@@ -123,6 +125,21 @@ LINK_EVENT: dict[LinkEvent, str] = {
     LinkEvent.REFUSED: "sign-in link refused",
 }
 
+SUGGESTION_KIND: dict[SuggestionKind, str] = {
+    SuggestionKind.RULE_COMMENT: "a rule's comment",
+    SuggestionKind.DUPLICATE: "related issues or a duplicate",
+    SuggestionKind.REVIEW_REQUEST: "a request for a person's review",
+    SuggestionKind.LABEL: "a label",
+    SuggestionKind.DRAFT: "a reply draft",
+    SuggestionKind.REFINE_SUMMARY: "a refine summary",
+    SuggestionKind.NEW_ISSUE: "a prepared new issue",
+}
+SUGGESTION_OUTCOME: dict[SuggestionOutcome, str] = {
+    SuggestionOutcome.APPROVED: "approved as proposed",
+    SuggestionOutcome.EDITED: "approved after an edit",
+    SuggestionOutcome.REJECTED: "rejected",
+}
+
 # Every enum a page shows, with its words; a test checks each member has an entry.
 TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     RunStatus: RUN_STATUS,
@@ -137,6 +154,8 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     ReviewOutcome: REVIEW_OUTCOME,
     AuditEvent: AUDIT_EVENT,
     LinkEvent: LINK_EVENT,
+    SuggestionKind: SUGGESTION_KIND,
+    SuggestionOutcome: SUGGESTION_OUTCOME,
 }
 
 # Names that are not enums: the evidence facts and their rules, and the approval checks (whose
@@ -215,6 +234,21 @@ def words(value: object, table: str = "") -> str:
     if table == "key":
         return DETAIL_KEYS.get(text) or FACTS.get(text) or text.replace("_", " ")
     return text.replace("_", " ")
+
+
+def like_this(like: Mapping[str, Any]) -> str:
+    """How suggestions like a proposal's fared (``describe``'s ``like_this``), in a sentence:
+    "A rule's comment (CI is failing) in this place, last 90 days: 14 approved as proposed,
+    2 after an edit, 3 rejected"."""
+    kind = words(like["kind"], "SuggestionKind")
+    detail = f" ({words(like['detail'], 'rule')})" if like.get("detail") else ""
+    opening = f"{kind[:1].upper()}{kind[1:]}{detail} here, last {like['days']} days"
+    if not like["decisions"]:
+        return f"{opening}: none decided yet"
+    return (
+        f"{opening}: {like['approved']} approved as proposed, {like['edited']} after an edit,"
+        f" {like['rejected']} rejected"
+    )
 
 
 def fact_is_good(name: str, value: object) -> bool:

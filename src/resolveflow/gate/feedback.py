@@ -1,0 +1,138 @@
+"""Learning from the team's decisions (issue 31): every decision on a suggestion is a labelled
+example, and each kind of suggestion has a measured acceptance per repository.
+
+Read from the records the gate keeps anyway (proposals, their versions, approvals, the triage
+run's branch), so the history before this module counts too. A principal reads the examples of
+the mailboxes they may read only (the mail grant holds here as everywhere).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+from resolveflow.domain.records import Principal
+from resolveflow.domain.vocabulary import Decision, SuggestionKind
+from resolveflow.errors import InvalidInput, ResolveFlowError
+from resolveflow.gate import kind_rules
+from resolveflow.gate.domain.actions import parse_action
+from resolveflow.gate.domain.suggestions import (
+    Acceptance,
+    Decided,
+    DecisionExample,
+    acceptance,
+    examples,
+    suggestion_kind,
+)
+from resolveflow.gate.store import feedback as store
+from resolveflow.store.database import Connection, Database
+
+logger = logging.getLogger(__name__)
+
+LAST = 50  # decisions per repository and kind that a figure is read over
+DAYS = 90  # and no older than this
+MAX_DAYS = 3650
+MAX_DECISIONS = 5000  # read at most this many decisions (the newest)
+
+
+@dataclass(frozen=True)
+class AcceptanceReport:
+    last: int
+    days: int
+    figures: list[Acceptance]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "last": self.last,
+            "days": self.days,
+            "figures": [figure.as_json() for figure in self.figures],
+        }
+
+
+def _since(days: int) -> datetime:
+    if not 1 <= days <= MAX_DAYS:
+        raise InvalidInput(f"days must be between 1 and {MAX_DAYS}")
+    return datetime.now(UTC) - timedelta(days=days)
+
+
+def decision_examples_in(
+    conn: Connection, principal: Principal, days: int = DAYS
+) -> list[DecisionExample]:
+    """Every example the tenant's decisions of the last ``days`` make, newest first, in the
+    caller's transaction."""
+    rows = store.decided_proposals(conn, principal.tenant_id, _since(days), MAX_DECISIONS)
+    readers = kind_rules.readers(conn, principal)
+    found: list[DecisionExample] = []
+    for row in rows:
+        if not readers.may_read(row.first_action):
+            continue
+        try:
+            decided = Decided(
+                proposal_id=row.proposal_id,
+                lineage_id=row.lineage_id,
+                version=row.version,
+                first=parse_action(row.first_action),
+                decided=parse_action(row.decided_action),
+                author_kind=row.author_kind,
+                note=row.note,
+                branch=row.branch,
+                rule=row.rule,
+                decision=Decision(row.decision),
+                reason=row.reason,
+                decided_at=row.decided_at,
+            )
+        except ResolveFlowError as exc:  # a stored action no kind reads now: not an example
+            logger.warning("decision left out", extra={"proposal_id": str(row.proposal_id)})
+            logger.debug("why", extra={"reason": exc.message})
+            continue
+        found.extend(examples(decided))
+    return found
+
+
+def decision_examples(
+    db: Database, principal: Principal, days: int = DAYS
+) -> list[DecisionExample]:
+    with db.tenant(principal.tenant_id) as conn:
+        return decision_examples_in(conn, principal, days)
+
+
+def acceptance_report(
+    db: Database, principal: Principal, last: int = LAST, days: int = DAYS
+) -> AcceptanceReport:
+    """Per repository (or project, or mailbox), kind of suggestion and label or rule: how many
+    of its last ``last`` decisions of the last ``days`` approved it as proposed, after an edit,
+    or rejected it."""
+    if not 1 <= last <= MAX_DECISIONS:
+        raise InvalidInput(f"last must be between 1 and {MAX_DECISIONS}")
+    found = decision_examples(db, principal, days)
+    return AcceptanceReport(last, days, acceptance(found, last))
+
+
+def like_this_in(
+    conn: Connection, principal: Principal, lineage_id: UUID, last: int = LAST, days: int = DAYS
+) -> Acceptance | None:
+    """How suggestions like this lineage's (its kind and rule, in its place) fared; None for a
+    person's own proposal. Counts other lineages' decisions only."""
+    first = store.lineage_first(conn, principal.tenant_id, lineage_id)
+    if first is None:
+        return None
+    try:
+        action = parse_action(first.first_action)
+    except ResolveFlowError:
+        return None
+    kind = suggestion_kind(action, first.author_kind, first.note, first.branch)
+    if kind is None:
+        return None
+    detail = (first.rule or "") if kind is SuggestionKind.RULE_COMMENT else ""
+    found = [
+        e
+        for e in decision_examples_in(conn, principal, days)
+        if (e.place, e.kind, e.detail) == (action.repository, kind, detail)
+        and e.lineage_id != lineage_id
+    ]
+    figures = acceptance(found, last)
+    if figures:
+        return figures[0]
+    return Acceptance(action.repository, kind, detail, 0, 0, 0, None)

@@ -1,0 +1,28 @@
+-- name: decided_proposals
+-- The latest decision of each proposal lineage decided since a time, newest first: the decided
+-- version, the lineage's first version (what was suggested, by whom, with which note) and, when
+-- a triage run made it, the run's branch and rule. Older decisions of a lineage (a version
+-- rejected, then edited and approved) are left out: the last one is the team's answer.
+SELECT decided.*
+FROM (
+    SELECT DISTINCT ON (d.lineage_id)
+           d.id AS proposal_id, d.lineage_id, d.version, d.action AS decided_action,
+           f.action AS first_action, f.author_kind, f.note,
+           c.branch, c.rule,
+           a.decision, a.reason, a.decided_at
+    FROM approvals a
+    JOIN proposals d ON d.id = a.proposal_id AND d.tenant_id = a.tenant_id
+    JOIN proposals f ON f.lineage_id = d.lineage_id AND f.version = 1 AND f.tenant_id = d.tenant_id
+    LEFT JOIN run_classifications c ON c.run_id = f.run_id AND c.tenant_id = f.tenant_id
+    WHERE a.tenant_id = %(tenant_id)s AND a.decided_at >= %(since)s
+    ORDER BY d.lineage_id, a.decided_at DESC
+) decided
+ORDER BY decided.decided_at DESC
+LIMIT %(limit)s
+
+-- name: lineage_first
+-- What a lineage suggested: its first version, and the triage run's branch and rule if any.
+SELECT f.action AS first_action, f.author_kind, f.note, c.branch, c.rule
+FROM proposals f
+LEFT JOIN run_classifications c ON c.run_id = f.run_id AND c.tenant_id = f.tenant_id
+WHERE f.tenant_id = %(tenant_id)s AND f.lineage_id = %(lineage_id)s AND f.version = 1
