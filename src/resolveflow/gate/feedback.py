@@ -58,11 +58,12 @@ def _since(days: int) -> datetime:
 
 
 def decision_examples_in(
-    conn: Connection, principal: Principal, days: int = DAYS
+    conn: Connection, principal: Principal, days: int = DAYS, place: str | None = None
 ) -> list[DecisionExample]:
-    """Every example the tenant's decisions of the last ``days`` make, newest first, in the
-    caller's transaction."""
-    rows = store.decided_proposals(conn, principal.tenant_id, _since(days), MAX_DECISIONS)
+    """Every example the tenant's decisions of the last ``days`` make (in one ``place`` only,
+    when given), newest first, in the caller's transaction."""
+    since = _since(days)
+    rows = store.decided_proposals(conn, principal.tenant_id, since, MAX_DECISIONS, place)
     readers = kind_rules.readers(conn, principal)
     found: list[DecisionExample] = []
     for row in rows:
@@ -128,7 +129,7 @@ def like_this_in(
     detail = (first.rule or "") if kind is SuggestionKind.RULE_COMMENT else ""
     found = [
         e
-        for e in decision_examples_in(conn, principal, days)
+        for e in decision_examples_in(conn, principal, days, action.repository)
         if (e.place, e.kind, e.detail) == (action.repository, kind, detail)
         and e.lineage_id != lineage_id
     ]

@@ -159,9 +159,14 @@ def test_the_whole_approval_in_the_browser(browser: Any, site: Site) -> None:  #
     page.wait_for_url(re.compile(r"/proposals/[0-9a-f-]+$"))
     page.wait_for_selector("#digest")
     visit()
-    for path in ("/executions", "/audit"):
+    for path in ("/executions", "/decisions", "/audit"):
         page.goto(site.url + path)
         visit()
+        if path == "/decisions":  # issue 31: the approval just made is counted, in words
+            row = page.locator("#acceptance tr.acceptance-row", has_text="a rule's comment")
+            expect(row).to_contain_text("CI is failing")
+            expect(row).to_contain_text("100 %")
+            _keep(site, page, "decisions")
 
     # The outcome's link: the sandbox forge's own page for the issue, with the comment.
     page.goto(run_url)

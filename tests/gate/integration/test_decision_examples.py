@@ -12,6 +12,7 @@ import pytest
 
 from conftest import World, make_world
 from fixtures_cli import InProcessCli
+from resolveflow.accounts import admin
 from resolveflow.domain.records import Proposal
 from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE, SuggestionKind
 from resolveflow.gate import approvals, feedback, proposals
@@ -25,7 +26,7 @@ K = SuggestionKind
 
 
 def _run_proposal(
-    db: Database, world: World, branch: str, rule: str, labels: list[str]
+    db: Database, world: World, branch: str, rule: str, labels: list[str], repository: str = REPO
 ) -> Proposal:
     """A triage run's proposal, as the graph makes one: the run, its classification, then the
     proposal with the run's id."""
@@ -37,7 +38,7 @@ def _run_proposal(
             run_id=run_id,
             tenant_id=world.tenant.id,
             workflow="triage",
-            repository=REPO,
+            repository=repository,
             issue_number=7,
             requested_by=requester.id,
         )
@@ -54,7 +55,7 @@ def _run_proposal(
     return proposals.create_proposal(
         db,
         requester,
-        repository=REPO,
+        repository=repository,
         issue=7,
         comment="CI is failing: build, lint.",
         labels=labels,
@@ -166,6 +167,25 @@ def test_a_proposal_counts_the_suggestions_like_it_but_not_itself(
         "decisions": 3,
         "days": feedback.DAYS,
     }
+
+
+def test_a_proposal_counts_its_own_repository_only(db: Database, history: World) -> None:
+    admin.add_repository(db, "acme", "acme/gadgets")
+    elsewhere = _run_proposal(db, history, "deterministic", "has_failing_ci", [], "acme/gadgets")
+    _reject(db, history, elsewhere, "not here")
+    waiting = _run_proposal(db, history, "deterministic", "has_failing_ci", [])
+    there = _run_proposal(db, history, "deterministic", "has_failing_ci", [], "acme/gadgets")
+    with db.tenant(history.tenant.id) as conn:
+        here = feedback.like_this_in(conn, history.approver(db), waiting.lineage_id)
+        away = feedback.like_this_in(conn, history.approver(db), there.lineage_id)
+    assert here is not None and (here.approved, here.edited, here.rejected) == (1, 1, 1)
+    assert away is not None and (away.place, away.rejected, away.decisions) == (
+        "acme/gadgets",
+        1,
+        1,
+    )
+    places = {f.place for f in feedback.acceptance_report(db, history.approver(db)).figures}
+    assert places == {REPO, "acme/gadgets"}
 
 
 def test_another_tenant_sees_none_of_it(db: Database, history: World) -> None:

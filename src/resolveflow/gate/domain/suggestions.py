@@ -219,8 +219,7 @@ def _names(value: Any) -> bool:
 
 
 def acceptance(found: Sequence[DecisionExample], last: int) -> list[Acceptance]:
-    """Per place, kind and detail, over its ``last`` most recent decisions; the places and
-    kinds with the most decisions first."""
+    """Per place, kind and detail, over its ``last`` most recent decisions."""
     groups: dict[tuple[str, SuggestionKind, str], list[DecisionExample]] = defaultdict(list)
     for example in found:
         groups[(example.place, example.kind, example.detail)].append(example)
@@ -241,4 +240,14 @@ def acceptance(found: Sequence[DecisionExample], last: int) -> list[Acceptance]:
                 recent[-1].decided_at if recent else None,
             )
         )
-    return sorted(figures, key=lambda a: (a.place, -a.decisions, a.kind.value, a.detail))
+    # Per place: what the proposals suggested first, then their labels; most decided first.
+    return sorted(
+        figures,
+        key=lambda a: (
+            a.place,
+            a.kind is SuggestionKind.LABEL,
+            -a.decisions,
+            a.kind.value,
+            a.detail,
+        ),
+    )

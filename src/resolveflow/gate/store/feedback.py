@@ -29,9 +29,9 @@ class DecidedRow:
 
 
 def decided_proposals(
-    conn: Connection, tenant_id: UUID, since: datetime, limit: int
+    conn: Connection, tenant_id: UUID, since: datetime, limit: int, place: str | None = None
 ) -> list[DecidedRow]:
-    params = {"tenant_id": tenant_id, "since": since, "limit": limit}
+    params = {"tenant_id": tenant_id, "since": since, "limit": limit, "place": place}
     return typed.every(conn, DecidedRow, q("gate/store/feedback", "decided_proposals"), params)
 
 

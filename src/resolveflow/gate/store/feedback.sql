@@ -15,6 +15,13 @@ FROM (
     JOIN proposals f ON f.lineage_id = d.lineage_id AND f.version = 1 AND f.tenant_id = d.tenant_id
     LEFT JOIN run_classifications c ON c.run_id = f.run_id AND c.tenant_id = f.tenant_id
     WHERE a.tenant_id = %(tenant_id)s AND a.decided_at >= %(since)s
+      -- One place only, when asked (a proposal's "suggestions like this"): spelled as each
+      -- action kind's ``repository`` spells it (gate/domain/actions).
+      AND (%(place)s::text IS NULL OR coalesce(
+            f.action -> 'target' ->> 'repository',
+            'gitlab:' || (f.action -> 'target' ->> 'project'),
+            'email:' || (f.action ->> 'mailbox')
+          ) = %(place)s)
     ORDER BY d.lineage_id, a.decided_at DESC
 ) decided
 ORDER BY decided.decided_at DESC
