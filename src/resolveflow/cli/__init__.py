@@ -98,6 +98,12 @@ COMMANDS: tuple[Entry, ...] = (
         _CLI + "ask_cmds:ask",
     ),
     Entry(
+        "gaps",
+        "The questions Ask could not answer, grouped by topic, the biggest first; with "
+        "--propose, an issue proposed for the biggest one.",
+        _CLI + "gaps_cmds:gaps",
+    ),
+    Entry(
         "refine",
         "Refine a raw ticket into verified context: related tasks, relevance, a summary with "
         "scopes, a runbook, the changes that solved similar tasks.",

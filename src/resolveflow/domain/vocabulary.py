@@ -185,7 +185,7 @@ class SuggestionKind(StrEnum):
     LABEL = "label"  # one label of a proposal, counted per label
     DRAFT = "draft"  # a reply drafted from a mailbox's past replies
     REFINE_SUMMARY = "refine_summary"  # refine's enrichment of a ticket
-    NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner)
+    NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner, a gap)
 
 
 class SuggestionOutcome(StrEnum):
@@ -200,3 +200,4 @@ class SuggestionOutcome(StrEnum):
 # author is that person, so the note is what tells a suggestion from the person's own proposal.
 REFINE_PROPOSAL_NOTE = "refine enrichment"
 PREPARED_ISSUE_NOTE_PREFIX = "project "
+COVERAGE_GAP_NOTE = "coverage gap"  # Ask's issue for questions the documents do not answer

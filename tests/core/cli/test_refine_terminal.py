@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fixtures_cli import Cli, InProcessCli
 from resolveflow.cli.terminal_text import for_terminal
-from resolveflow.refine.domain.markdown import code, inert
+from resolveflow.domain.inert_markdown import code, inert
 
 ENTITY = re.compile(r"&(?:#[0-9]+|#x[0-9a-f]+|[a-z][a-z0-9]*);", re.IGNORECASE)
 TICKET = (

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from resolveflow.domain.inert_markdown import backtick_run, code, inert
 from resolveflow.refine.domain.document import (
     ChangedFile,
     Facts,
@@ -23,13 +24,7 @@ from resolveflow.refine.domain.document import (
     Ticket,
     TicketSource,
 )
-from resolveflow.refine.domain.markdown import (
-    MAX_MARKDOWN_CHARS,
-    backtick_run,
-    code,
-    inert,
-    render_markdown,
-)
+from resolveflow.refine.domain.markdown import MAX_MARKDOWN_CHARS, render_markdown
 
 EVIL = "Crash [x](http://evil) <img src=x> @org/team ![p](http://evil/p.png) ``` `rm -rf`"
 

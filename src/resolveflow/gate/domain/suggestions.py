@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.vocabulary import (
+    COVERAGE_GAP_NOTE,
     PREPARED_ISSUE_NOTE_PREFIX,
     REFINE_PROPOSAL_NOTE,
     ActionKind,
@@ -130,7 +131,9 @@ def suggestion_kind(
     if note == REFINE_PROPOSAL_NOTE:
         return SuggestionKind.REFINE_SUMMARY
     if action_kind in _NEW_ISSUE_KINDS and (
-        author_kind == "model" or (note or "").startswith(PREPARED_ISSUE_NOTE_PREFIX)
+        author_kind == "model"
+        or note == COVERAGE_GAP_NOTE
+        or (note or "").startswith(PREPARED_ISSUE_NOTE_PREFIX)
     ):
         return SuggestionKind.NEW_ISSUE
     return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from resolveflow.domain.inert_markdown import backtick_run, code, inert
 from resolveflow.refine.domain.document import (
     PAGE_FLOOR,
     FixCommit,
@@ -35,39 +36,7 @@ MAX_EXCERPTS_SHOWN = 3
 MAX_FILES_PER_COMMIT = 10
 MAX_SUGGESTED = 20
 CUT = "\n\n(cut)"
-ZWJ = "\u200d"
-
-_UNSAFE = re.compile(r"[\[\]<>`|\\*_#!~&]")  # no "(": without "]" it links nothing
-_SCHEME = re.compile(r"\b([a-z][a-z0-9+.-]{1,15}):(?=//)", re.IGNORECASE)
-_WWW = re.compile(r"\bwww\.", re.IGNORECASE)
 _SAFE_URL = re.compile(r"^https?://[^\s<>()\"'\[\]`]+$")
-_TICKS = re.compile(r"`+")
-
-
-def inert(text: str, limit: int) -> str:
-    """Untrusted text as one line of plain Markdown text that renders as itself."""
-    line = " ".join(text.split())
-    if len(line) > limit:
-        line = line[: limit - 1] + "…"
-    line = _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", line)
-    line = _WWW.sub("www[.]", _SCHEME.sub(r"\1[:]", line))
-    return line.replace("@", "@" + ZWJ)
-
-
-def backtick_run(text: str) -> int:
-    """The longest run of backticks in ``text``: a code span or fence around it needs one more."""
-    return max((len(m.group()) for m in _TICKS.finditer(text)), default=0)
-
-
-def code(text: str, limit: int = 200) -> str:
-    """Untrusted text as one code span that nothing inside can close."""
-    line = " ".join(text.split())
-    if len(line) > limit:
-        line = line[: limit - 1] + "…"
-    line = line.replace("@", "@" + ZWJ)
-    run = backtick_run(line)
-    ticks = "`" * (run + 1)
-    return f"{ticks} {line} {ticks}" if run else f"{ticks}{line}{ticks}"
 
 
 def _link(text: str, url: str | None) -> str:
