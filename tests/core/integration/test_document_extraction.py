@@ -10,11 +10,13 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
 
 from document_bombs import dense_html
+from resolveflow.retrieval import extraction
 from resolveflow.retrieval.extraction import ExtractionLimits, Extractor
 from resolveflow.retrieval.loaders import (
     HTML,
@@ -22,6 +24,7 @@ from resolveflow.retrieval.loaders import (
     DocumentTooLarge,
     ExtractorUnavailable,
     TextLimits,
+    UnreadableDocument,
 )
 
 SLACK = 20.0  # a worker's start (the imports) on a loaded machine
@@ -64,6 +67,25 @@ def test_a_job_past_its_memory_ceiling_is_one_line_and_memory_stays_under_it(
     assert 0 < extractor.peak_rss_bytes <= ceiling
     assert _workers(extractor) == []  # its heap is not reused
     assert extractor.extract("after.md", b"# After", TEXT, limits).title == "After"
+
+
+def test_a_worker_that_dies_mid_job_under_a_ceiling_is_the_memory_line(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past RLIMIT_AS a parser's failed allocation in C can abort the worker (SIGABRT) instead of
+    raising MemoryError (CI saw it once): the reader reports the ceiling, not a mystery."""
+
+    def aborts(self: Any, header: Any, data: bytes, deadline: float, cap: int) -> Any:
+        self._proc.send_signal(signal.SIGABRT)
+        raise extraction._Gone
+
+    monkeypatch.setattr(extraction._Worker, "run", aborts)
+    ceiling = ExtractionLimits(memory_bytes=200 * 1024 * 1024)
+    with pytest.raises(DocumentTooLarge, match="needs more than 200 MB of memory"):
+        extractor.extract("big.html", b"<p>x</p>", HTML, ceiling)
+    with pytest.raises(UnreadableDocument, match="the extraction stopped unexpectedly"):
+        extractor.extract("big.html", b"<p>x</p>", HTML, ExtractionLimits(memory_bytes=0))
+    assert _workers(extractor) == []  # each dead worker was reaped, none kept
 
 
 def test_a_caller_waits_for_a_busy_worker_no_longer_than_the_deadline(
