@@ -25,7 +25,10 @@ from typing import Any
 
 import pytest
 
-STOP_SECONDS = 60.0  # the demo's own shutdown: threads, then Postgres' fast shutdown
+# The demo's own shutdown: threads, then Postgres' fast shutdown. Seconds when the machine is
+# free; one CI-like run of the whole suite saw both Ctrl-C tests pass 60 s at the same moment,
+# so the bound is for a stalled machine, not a measure.
+STOP_SECONDS = 150.0
 
 
 def postmasters_under(folder: Path) -> list[int]:
