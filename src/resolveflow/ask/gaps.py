@@ -74,7 +74,7 @@ def gap_report(db: Database, embedder: Embedder, tenant_id: UUID, days: int = DA
 def topics(vectors: np.ndarray, threshold: float) -> list[list[int]]:
     """Indexes of ``vectors`` grouped: each joins the group whose centre is closest when at
     least ``threshold`` close (cosine), else starts one; in the given order."""
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit = _unit(vectors)
     groups: list[list[int]] = []
     sums: list[np.ndarray] = []
     for index, vector in enumerate(unit):
@@ -93,9 +93,14 @@ def topics(vectors: np.ndarray, threshold: float) -> list[list[int]]:
     return groups
 
 
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    unit: np.ndarray = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return unit
+
+
 def _topic(asks: list[UnansweredAsk], vectors: np.ndarray) -> GapTopic:
     """``asks`` are newest first (the store's order, kept by ``topics``)."""
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit = _unit(vectors)
     centre = unit.sum(axis=0)
     middle = int(np.argmax(unit @ centre))
     examples = tuple(dict.fromkeys(shown(a.question) for a in asks))[:EXAMPLES]
@@ -111,22 +116,19 @@ def _topic(asks: list[UnansweredAsk], vectors: np.ndarray) -> GapTopic:
 
 
 def propose_gap(
-    db: Database,
-    embedder: Embedder,
-    principal: Principal,
-    repository: str,
-    days: int = DAYS,
-    rank: int = 1,
+    db: Database, principal: Principal, repository: str, report: GapReport, rank: int = 1
 ) -> tuple[GapTopic, Proposal]:
     """A ``github.issue_create`` proposal in ``repository`` (on the tenant's allowlist) for the
-    ``rank``-th biggest gap; it waits for a person's approval like any other."""
-    report = gap_report(db, embedder, principal.tenant_id, days)
+    ``rank``-th biggest gap of ``report`` (the principal's tenant's); it waits for a person's
+    approval like any other."""
     if not 1 <= rank <= max(len(report.topics), 1):
         raise InvalidInput(f"rank must be between 1 and {max(len(report.topics), 1)}")
     if not report.topics:
-        raise NotFound(f"no question went unanswered in the last {days} days: no gap to propose")
+        raise NotFound(
+            f"no question went unanswered in the last {report.days} days: no gap to propose"
+        )
     topic = report.topics[rank - 1]
-    title, body = gap_issue(topic, days)
+    title, body = gap_issue(topic, report.days)
     proposal = proposals.create_issue_proposal(
         db,
         principal,

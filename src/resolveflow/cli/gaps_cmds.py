@@ -29,15 +29,15 @@ def gaps(
     """The questions Ask could not answer, grouped by topic, the biggest first; with --propose,
     an issue proposed for the biggest one."""
     with common.app() as opened:
-        embedder = build_embedder(opened.settings)
-        proposed = None
-        if propose is not None:
-            principal = common.principal(opened, token)
-            _, proposed = service.propose_gap(opened.db, embedder, principal, propose, days)
+        principal = common.principal(opened, token) if propose is not None else None
+        if principal is not None:
             tenant_id = principal.tenant_id
         else:
             tenant_id = admin.find_tenant(opened.db, common.tenant_name(opened, tenant)).id
-        report = service.gap_report(opened.db, embedder, tenant_id, days)
+        report = service.gap_report(opened.db, build_embedder(opened.settings), tenant_id, days)
+        proposed = None
+        if principal is not None and propose is not None:
+            _, proposed = service.propose_gap(opened.db, principal, propose, report)
     data = {
         **report.as_json(),
         "proposal": (

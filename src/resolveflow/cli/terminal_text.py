@@ -16,7 +16,8 @@ from __future__ import annotations
 import html
 import re
 
-ZWJ = "\u200d"
+from resolveflow.domain.inert_markdown import ZWJ
+
 _FENCE = re.compile(r"^\s*(`{3,})")
 _TICKS = re.compile(r"`+")
 _DEFANGED_SCHEME = re.compile(r"\b([a-z][a-z0-9+.-]{1,15})\[:\](?=//)", re.IGNORECASE)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from resolveflow.errors import one_line
+
 ZWJ = "\u200d"
 
 _UNSAFE = re.compile(r"[\[\]<>`|\\*_#!~&]")  # no "(": without "]" it links nothing
@@ -23,10 +25,7 @@ _TICKS = re.compile(r"`+")
 
 def inert(text: str, limit: int) -> str:
     """Untrusted text as one line of plain Markdown text that renders as itself."""
-    line = " ".join(text.split())
-    if len(line) > limit:
-        line = line[: limit - 1] + "…"
-    line = _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", line)
+    line = _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", one_line(text, limit))
     line = _WWW.sub("www[.]", _SCHEME.sub(r"\1[:]", line))
     return line.replace("@", "@" + ZWJ)
 
@@ -38,10 +37,7 @@ def backtick_run(text: str) -> int:
 
 def code(text: str, limit: int = 200) -> str:
     """Untrusted text as one code span that nothing inside can close."""
-    line = " ".join(text.split())
-    if len(line) > limit:
-        line = line[: limit - 1] + "…"
-    line = line.replace("@", "@" + ZWJ)
+    line = one_line(text, limit).replace("@", "@" + ZWJ)
     run = backtick_run(line)
     ticks = "`" * (run + 1)
     return f"{ticks} {line} {ticks}" if run else f"{ticks}{line}{ticks}"

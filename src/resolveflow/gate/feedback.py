@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from resolveflow.domain.records import Principal
-from resolveflow.domain.vocabulary import Decision, SuggestionKind
+from resolveflow.domain.vocabulary import Decision
 from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.gate import kind_rules
 from resolveflow.gate.domain.actions import parse_action
@@ -24,6 +24,7 @@ from resolveflow.gate.domain.suggestions import (
     DecisionExample,
     acceptance,
     examples,
+    suggestion_detail,
     suggestion_kind,
 )
 from resolveflow.gate.store import feedback as store
@@ -105,9 +106,13 @@ def acceptance_report(
     """Per repository (or project, or mailbox), kind of suggestion and label or rule: how many
     of its last ``last`` decisions of the last ``days`` approved it as proposed, after an edit,
     or rejected it."""
+    return report_of(decision_examples(db, principal, days), last, days)
+
+
+def report_of(found: list[DecisionExample], last: int, days: int) -> AcceptanceReport:
+    """The acceptance figures of examples already read (``decision_examples`` of ``days``)."""
     if not 1 <= last <= MAX_DECISIONS:
         raise InvalidInput(f"last must be between 1 and {MAX_DECISIONS}")
-    found = decision_examples(db, principal, days)
     return AcceptanceReport(last, days, acceptance(found, last))
 
 
@@ -126,7 +131,7 @@ def like_this_in(
     kind = suggestion_kind(action, first.author_kind, first.note, first.branch)
     if kind is None:
         return None
-    detail = (first.rule or "") if kind is SuggestionKind.RULE_COMMENT else ""
+    detail = suggestion_detail(kind, first.rule)
     found = [
         e
         for e in decision_examples_in(conn, principal, days, action.repository)

@@ -326,9 +326,9 @@ def decisions_page(request: Request, last: str = "", days: str = "") -> Response
     db = wired(request).db
     wanted_last = _bounded(last, "last", feedback.LAST, feedback.MAX_DECISIONS)
     wanted_days = _bounded(days, "days", feedback.DAYS, feedback.MAX_DAYS)
-    report = feedback.acceptance_report(db, viewer.principal, wanted_last, wanted_days)
-    recent = feedback.decision_examples(db, viewer.principal, wanted_days)[:DECISIONS_SHOWN]
-    return _render(request, "decisions.html", viewer, report=report, recent=recent)
+    found = feedback.decision_examples(db, viewer.principal, wanted_days)  # read once, for both
+    report = feedback.report_of(found, wanted_last, wanted_days)
+    return _render(request, "decisions.html", viewer, report=report, recent=found[:DECISIONS_SHOWN])
 
 
 DECISIONS_SHOWN = 50

@@ -62,12 +62,13 @@ def test_an_issue_for_the_biggest_gap_waits_for_a_person(db: Database) -> None:
     tenant = _tenant(db)
     rita = authenticate(db, admin.add_principal(db, "acme", "rita", [Role.REQUESTER]).token)
     with pytest.raises(NotFound, match="no question went unanswered"):
-        propose_gap(db, OnnxMiniLM(), rita, "acme/docs")
+        propose_gap(db, rita, "acme/docs", gap_report(db, OnnxMiniLM(), tenant))
     _ask_all(db, tenant, VPN)
+    report = gap_report(db, OnnxMiniLM(), tenant)
     with pytest.raises(PolicyViolation):  # not on the tenant's allowlist
-        propose_gap(db, OnnxMiniLM(), rita, "acme/docs")
+        propose_gap(db, rita, "acme/docs", report)
     admin.add_repository(db, "acme", "acme/docs")
-    topic, proposal = propose_gap(db, OnnxMiniLM(), rita, "acme/docs")
+    topic, proposal = propose_gap(db, rita, "acme/docs", report)
     action = parse_action(proposal.action)
     assert action.kind == "github.issue_create" and action.repository == "acme/docs"
     assert action.title == f"Docs do not answer: {topic.representative}"

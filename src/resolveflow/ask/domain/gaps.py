@@ -14,6 +14,7 @@ from typing import Any
 
 from resolveflow.ask.domain.question import read_question
 from resolveflow.domain.inert_markdown import inert
+from resolveflow.errors import one_line
 
 SHOWN_CHARS = 160
 TITLE_CHARS = 120
@@ -45,16 +46,12 @@ def shown(question: str) -> str:
     """A question as a list shows it: its subject, else its first non-empty line, cut."""
     asked = read_question(question)
     first = asked.subject or next((line for line in question.splitlines() if line.strip()), "")
-    line = " ".join(first.split())
-    return line if len(line) <= SHOWN_CHARS else line[: SHOWN_CHARS - 1] + "…"
+    return one_line(first, SHOWN_CHARS)
 
 
 def gap_issue(topic: GapTopic, days: int) -> tuple[str, str]:
     """The title and body of an issue that asks for ``topic`` to be documented."""
-    subject = " ".join(topic.representative.split())
-    if len(subject) > TITLE_CHARS:
-        subject = subject[: TITLE_CHARS - 1] + "…"
-    title = f"Docs do not answer: {subject}"
+    title = f"Docs do not answer: {one_line(topic.representative, TITLE_CHARS)}"
     answered = (
         f'{topic.abstained} got "nothing in the documents relates" and {topic.tentative} '
         '"no page answers this for sure"'

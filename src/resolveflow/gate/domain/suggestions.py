@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -139,6 +139,12 @@ def suggestion_kind(
     return None
 
 
+def suggestion_detail(kind: SuggestionKind, rule: str | None) -> str:
+    """What a kind's figures are kept apart by besides their place: a rule's comment by its
+    rule (a label by the label itself, given where it is made)."""
+    return (rule or "") if kind is SuggestionKind.RULE_COMMENT else ""
+
+
 def examples(decided: Decided) -> list[DecisionExample]:
     """The examples one decision makes: the proposal's, then one per label it proposed."""
     kind = suggestion_kind(decided.first, decided.author_kind, decided.note, decided.branch)
@@ -169,32 +175,17 @@ def examples(decided: Decided) -> list[DecisionExample]:
         if edited
         else SuggestionOutcome.APPROVED
     )
-    detail = (decided.rule or "") if kind is SuggestionKind.RULE_COMMENT else ""
-    found = [example(kind, detail, outcome)]
+    found = [example(kind, suggestion_detail(kind, decided.rule), outcome)]
     kept = set(decided.decided.labels)
     for label in dict.fromkeys(decided.first.labels):
         if not approved:
             found.append(example(SuggestionKind.LABEL, label, SuggestionOutcome.REJECTED))
         elif label not in kept:
             removed = example(SuggestionKind.LABEL, label, SuggestionOutcome.REJECTED)
-            found.append(_with_reason(removed, "removed by the edit that was approved"))
+            found.append(replace(removed, reason="removed by the edit that was approved"))
         else:
             found.append(example(SuggestionKind.LABEL, label, SuggestionOutcome.APPROVED))
     return found
-
-
-def _with_reason(example: DecisionExample, reason: str) -> DecisionExample:
-    return DecisionExample(
-        example.proposal_id,
-        example.lineage_id,
-        example.place,
-        example.kind,
-        example.detail,
-        example.outcome,
-        example.changes,
-        reason,
-        example.decided_at,
-    )
 
 
 def changes(first: AnyAction, decided: AnyAction) -> tuple[str, ...]:
