@@ -8,6 +8,7 @@ three evaluations to the existing ``eval`` group.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.text import Text
@@ -19,7 +20,7 @@ from resolveflow.cli.output import console, emit, fields, table
 from resolveflow.errors import InvalidInput
 from resolveflow.evals.floor import calibrate
 from resolveflow.policy_file import parse_policy
-from resolveflow.retrieval.sources import parse_time
+from resolveflow.retrieval.sources import parse_time, read_pairs
 from resolveflow.triage.backtest import BacktestReport, read_fix_links, run_backtest
 
 
@@ -164,6 +165,14 @@ def backtest(
         None, "--fix-links", help="TSV issue<TAB>pr: which pull request fixed which issue."
     ),
     policy_file: Path | None = typer.Option(None, "--policy", help="A triage policy (TOML)."),
+    fit_before: str | None = typer.Option(
+        None,
+        "--fit-before",
+        help="Fit the duplicate floor from the issues before DATE, measure it on those after.",
+    ),
+    duplicates: Path | None = typer.Option(
+        None, "--duplicates", help="TSV id_a<TAB>id_b: pairs of duplicate reports."
+    ),
     items: bool = typer.Option(False, "--items", help="Include every replayed issue (JSON)."),
     as_json: bool = common.JsonOption,
 ) -> None:
@@ -171,7 +180,13 @@ def backtest(
     moment = parse_time(since, where="--since")
     if moment is None:
         raise InvalidInput("--since needs a date such as 2023-01-01")
+    split = parse_time(fit_before, where="--fit-before") if fit_before else None
+    if split is not None and split <= moment:
+        raise InvalidInput("--fit-before must come after --since: decisions first, then measure")
+    if split is not None and duplicates is None and fix_links is None:
+        raise InvalidInput("--fit-before needs --duplicates or --fix-links: what a team approved")
     links = read_fix_links(fix_links) if fix_links else None
+    pairs = read_pairs(duplicates) if duplicates else []
     policy = None
     if policy_file is not None:
         try:
@@ -193,6 +208,9 @@ def backtest(
                 config=investigation_config(settings),
                 params=search_params(settings),
                 policy=policy,
+                fit_before=split,
+                duplicates=pairs,
+                merged_fix_links=read_fix_links(fix_links, merged_only=True) if fix_links else None,
             )
         finally:
             close = getattr(model, "close", None)
@@ -222,6 +240,31 @@ def _render(report: BacktestReport) -> None:
             ("cited issue fixed by the same PR", f"{fixes['rate']:.1%} of {fixes['issues']} issues")
         )
     fields(rows)
+    if report.floor is not None:
+        _render_floor(report.floor.as_json())
+
+
+def _render_floor(floor: dict[str, Any]) -> None:
+    """The fitted duplicate floor beside the default, on the issues after the split."""
+    fitted, default, mine = floor["fitted"], floor["default"], floor["fitted_floor"]
+    table(
+        f"duplicate floor fitted from {floor['decision_issues']} issues before "
+        f"{floor['fit_before'][:10]}, measured on the {floor['measured_issues']} after",
+        ["floor", "value", "suggestions", "precision", "recall", "target"],
+        [
+            ("default", default["floor"], default["suggestions"], default["precision"], 1.0, ""),
+            (
+                "fitted",
+                mine["floor"],
+                mine["suggestions"],
+                mine["precision"],
+                mine["recall"],
+                f"recall >= {floor['recall_floor']} "
+                + ("met" if floor["recall_held"] else "NOT met"),
+            ),
+        ],
+    )
+    console.print(fitted["why"])
 
 
 __all__ = ["add_eval_commands", "register"]

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from resolveflow.domain.records import Principal
-from resolveflow.domain.vocabulary import Decision
+from resolveflow.domain.vocabulary import Decision, SuggestionKind
 from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.gate import kind_rules
 from resolveflow.gate.domain.actions import parse_action
@@ -27,6 +27,7 @@ from resolveflow.gate.domain.suggestions import (
     suggestion_detail,
     suggestion_kind,
 )
+from resolveflow.gate.domain.thresholds import Fitted, Scored, band, fit_threshold
 from resolveflow.gate.store import feedback as store
 from resolveflow.store.database import Connection, Database
 
@@ -68,29 +69,33 @@ def decision_examples_in(
     readers = kind_rules.readers(conn, principal)
     found: list[DecisionExample] = []
     for row in rows:
-        if not readers.may_read(row.first_action):
-            continue
-        try:
-            decided = Decided(
-                proposal_id=row.proposal_id,
-                lineage_id=row.lineage_id,
-                version=row.version,
-                first=parse_action(row.first_action),
-                decided=parse_action(row.decided_action),
-                author_kind=row.author_kind,
-                note=row.note,
-                branch=row.branch,
-                rule=row.rule,
-                decision=Decision(row.decision),
-                reason=row.reason,
-                decided_at=row.decided_at,
-            )
-        except ResolveFlowError as exc:  # a stored action no kind reads now: not an example
-            logger.warning("decision left out", extra={"proposal_id": str(row.proposal_id)})
-            logger.debug("why", extra={"reason": exc.message})
-            continue
-        found.extend(examples(decided))
+        if readers.may_read(row.first_action):
+            found.extend(_examples_of(row))
     return found
+
+
+def _examples_of(row: store.DecidedRow) -> list[DecisionExample]:
+    try:
+        decided = Decided(
+            proposal_id=row.proposal_id,
+            lineage_id=row.lineage_id,
+            version=row.version,
+            first=parse_action(row.first_action),
+            decided=parse_action(row.decided_action),
+            author_kind=row.author_kind,
+            note=row.note,
+            branch=row.branch,
+            rule=row.rule,
+            decision=Decision(row.decision),
+            reason=row.reason,
+            decided_at=row.decided_at,
+            score=row.score,
+        )
+    except ResolveFlowError as exc:  # a stored action no kind reads now: not an example
+        logger.warning("decision left out", extra={"proposal_id": str(row.proposal_id)})
+        logger.debug("why", extra={"reason": exc.message})
+        return []
+    return examples(decided)
 
 
 def decision_examples(
@@ -116,9 +121,25 @@ def report_of(found: list[DecisionExample], last: int, days: int) -> AcceptanceR
     return AcceptanceReport(last, days, acceptance(found, last))
 
 
+@dataclass(frozen=True)
+class LikeThis:
+    """How suggestions like one lineage's fared in its place and, when its kind is made with
+    a score, how those in its score band fared and the threshold its place uses."""
+
+    acceptance: Acceptance
+    score: float | None = None
+    band: tuple[float, float] | None = None
+    in_band: Acceptance | None = None
+    floor: float | None = None  # the threshold it was made at
+
+
 def like_this_in(
-    conn: Connection, principal: Principal, lineage_id: UUID, last: int = LAST, days: int = DAYS
-) -> Acceptance | None:
+    conn: Connection,
+    principal: Principal,
+    lineage_id: UUID,
+    last: int = LAST,
+    days: int = DAYS,
+) -> LikeThis | None:
     """How suggestions like this lineage's (its kind and rule, in its place) fared; None for a
     person's own proposal. Counts other lineages' decisions only."""
     first = store.lineage_first(conn, principal.tenant_id, lineage_id)
@@ -132,13 +153,39 @@ def like_this_in(
     if kind is None:
         return None
     detail = suggestion_detail(kind, first.rule)
+    place = action.repository
     found = [
         e
-        for e in decision_examples_in(conn, principal, days, action.repository)
-        if (e.place, e.kind, e.detail) == (action.repository, kind, detail)
-        and e.lineage_id != lineage_id
+        for e in decision_examples_in(conn, principal, days, place)
+        if (e.place, e.kind, e.detail) == (place, kind, detail) and e.lineage_id != lineage_id
     ]
     figures = acceptance(found, last)
-    if figures:
-        return figures[0]
-    return Acceptance(action.repository, kind, detail, 0, 0, 0, None)
+    overall = figures[0] if figures else Acceptance(place, kind, detail, 0, 0, 0, None)
+    if first.score is None:
+        return LikeThis(overall)
+    low, high = band(first.score)
+    banded = [e for e in found if e.score is not None and band(e.score) == (low, high)]
+    in_band = acceptance(banded, last)
+    return LikeThis(
+        overall,
+        first.score,
+        (low, high),
+        in_band[0] if in_band else Acceptance(place, kind, detail, 0, 0, 0, None),
+        first.floor,
+    )
+
+
+def _scored(found: list[DecisionExample]) -> list[Scored]:
+    return [Scored(e.score, e.approved) for e in found if e.score is not None]
+
+
+def fitted_threshold_in(
+    conn: Connection, tenant_id: UUID, place: str, kind: SuggestionKind, default: float
+) -> Fitted:
+    """The threshold ``kind`` is made with in ``place``, fitted from the decisions on it of
+    the last ``DAYS`` days (``gate/domain/thresholds.py``; the default until there are enough).
+
+    Only scores are read, never what a suggestion said, so no reading grant applies."""
+    rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
+    found = [e for row in rows for e in _examples_of(row) if e.kind is kind]
+    return fit_threshold(_scored(found), default)

@@ -21,7 +21,6 @@ from resolveflow.gate.domain.actions import (
     parse_action,
     revise,
 )
-from resolveflow.gate.domain.suggestions import Acceptance
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
@@ -259,18 +258,30 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
     }
 
 
-def _like_view(like: Acceptance | None) -> dict[str, Any] | None:
+def _like_view(like: feedback.LikeThis | None) -> dict[str, Any] | None:
     if like is None:
         return None
-    return {
-        "kind": like.kind.value,
-        "detail": like.detail,
-        "approved": like.approved,
-        "edited": like.edited,
-        "rejected": like.rejected,
-        "decisions": like.decisions,
+    figures = like.acceptance
+    view: dict[str, Any] = {
+        "kind": figures.kind.value,
+        "detail": figures.detail,
+        "approved": figures.approved,
+        "edited": figures.edited,
+        "rejected": figures.rejected,
+        "decisions": figures.decisions,
         "days": feedback.DAYS,
+        "score": None,
     }
+    if like.score is not None and like.band is not None and like.in_band is not None:
+        view["score"] = {
+            "value": round(like.score, 4),
+            "band": list(like.band),
+            "approved": like.in_band.approved,
+            "edited": like.in_band.edited,
+            "rejected": like.in_band.rejected,
+            "floor": like.floor,
+        }
+    return view
 
 
 def _approval_view(approval: Approval | None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,9 @@ from resolveflow.store.database import Database
 from resolveflow.triage.domain.diagnosis import url_issue
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
 from resolveflow.triage.domain.rules import classify, propose
+from resolveflow.triage.floor_backtest import FloorBacktest, floor_backtest, stream_issue
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
+from resolveflow.triage.known_relations import known_cases
 from resolveflow.triage.labels import topical
 
 logger = logging.getLogger(__name__)
@@ -106,6 +108,7 @@ class BacktestReport:
     fix_links: FixLinkReport | None
     provider: str
     items: list[Replayed] = field(default_factory=list)
+    floor: FloorBacktest | None = None  # with ``fit_before``: the fitted duplicate floor's effect
 
     def as_json(self, items: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -121,6 +124,7 @@ class BacktestReport:
             else 0.0,
             "labels": self.labels.as_json(),
             "fix_links": self.fix_links.as_json() if self.fix_links else None,
+            "duplicate_floor": self.floor.as_json() if self.floor else None,
         }
         if items:
             data["items"] = [item.as_json() for item in self.items]
@@ -240,7 +244,14 @@ def run_backtest(
     config: InvestigationConfig,
     params: SearchParams | None = None,
     policy: PolicyFile | None = None,
+    fit_before: datetime | None = None,
+    duplicates: Iterable[tuple[str, str]] = (),
+    merged_fix_links: dict[str, set[str]] | None = None,
 ) -> BacktestReport:
+    """With ``fit_before``, also what the duplicate floor fitted from the decisions a team would
+    have made on the issues before it changes on those after (``floor_backtest.py``; the
+    corpus's answers are the ``duplicates`` pairs and the issues fixed by one merged pull
+    request, ``merged_fix_links``)."""
     documents = read_corpora(corpora)
     repository, labels, rules = replay_setting(documents, policy)
     replay = sorted(
@@ -259,7 +270,21 @@ def run_backtest(
         searcher = Searcher(db, embedder, params)
         setting = Replay(repository, labels, rules, searcher, tenant_id, model, config)
         items = [_replay(doc, setting) for doc in replay]
-    return _report(items, fix_links, model.provider if model else "none")
+        floor = None
+        if fit_before is not None:
+            known = {
+                c.issue: c.related for c in known_cases(documents, duplicates, merged_fix_links)
+            }
+            # Retrieval alone decides whether a duplicate suggestion is made: no model here.
+            shown = replace(setting, model=None)
+            stream = [
+                stream_issue(doc, shown.investigate(doc), known.get(doc.external_id, frozenset()))
+                for doc in replay
+            ]
+            floor = floor_backtest(stream, fit_before, config.relevance_floor, config.max_related)
+    report = _report(items, fix_links, model.provider if model else "none")
+    report.floor = floor
+    return report
 
 
 def _replay(doc: SourceDocument, setting: Replay) -> Replayed:

@@ -25,7 +25,7 @@ Figures (each over the cases, the first ``limit`` in creation order):
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,52 +42,12 @@ from resolveflow.store.database import Database
 from resolveflow.triage.backtest import Replay, read_corpora, replay_setting
 from resolveflow.triage.domain.review import resolve_reference
 from resolveflow.triage.investigation import Investigation, InvestigationConfig
+from resolveflow.triage.known_relations import DUPLICATE, KnownCase, known_cases
 
-DUPLICATE = "duplicate"
-SAME_FIX = "same fix"
 # A label whose words say the issue is not a defect: a high severity there is not sane.
 _REQUEST_WORDS = frozenset(
     {"enhancement", "feature", "request", "documentation", "docs", "question", "discussion"}
 )
-
-
-@dataclass(frozen=True)
-class KnownCase:
-    issue: str  # the external id of the issue to diagnose
-    related: frozenset[str]  # earlier issues known to relate to it
-    how: str  # duplicate | same fix
-
-
-def known_cases(
-    documents: Sequence[SourceDocument],
-    duplicates: Iterable[tuple[str, str]] = (),
-    fix_links: dict[str, set[str]] | None = None,
-) -> list[KnownCase]:
-    """Every issue of the corpus with an earlier issue known to relate to it, oldest first."""
-    created = {
-        d.external_id: d.created_at
-        for d in documents
-        if d.kind == "issue" and d.created_at is not None
-    }
-    related: dict[str, set[str]] = defaultdict(set)
-    how: dict[str, str] = {}
-    for a, b in duplicates:
-        if a in created and b in created and a != b:
-            later, earlier = (a, b) if (created[a], a) > (created[b], b) else (b, a)
-            related[later].add(earlier)
-            how[later] = DUPLICATE
-    fixed: dict[str, set[str]] = defaultdict(set)
-    for issue, prs in (fix_links or {}).items():
-        for pr in prs:
-            fixed[pr].add(issue)
-    for issues in fixed.values():
-        known = sorted((created[i], i) for i in issues if i in created)
-        for n, (_, issue) in enumerate(known):
-            if n:
-                related[issue].update(i for _, i in known[:n])
-                how.setdefault(issue, SAME_FIX)
-    ordered = sorted(related, key=lambda i: (created[i], i))
-    return [KnownCase(i, frozenset(related[i]), how[i]) for i in ordered]
 
 
 @dataclass(frozen=True)

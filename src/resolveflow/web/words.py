@@ -243,12 +243,29 @@ def like_this(like: Mapping[str, Any]) -> str:
     kind = words(like["kind"], "SuggestionKind")
     detail = f" ({words(like['detail'], 'rule')})" if like.get("detail") else ""
     opening = f"{kind[:1].upper()}{kind[1:]}{detail} here, last {like['days']} days"
-    if not like["decisions"]:
-        return f"{opening}: none decided yet"
-    return (
-        f"{opening}: {like['approved']} approved as proposed, {like['edited']} after an edit,"
-        f" {like['rejected']} rejected"
+    said = (
+        f"{opening}: none decided yet"
+        if not like["decisions"]
+        else f"{opening}: {like['approved']} approved as proposed, {like['edited']} after an"
+        f" edit, {like['rejected']} rejected"
     )
+    return said + score_band(like.get("score"))
+
+
+def score_band(score: Mapping[str, Any] | None) -> str:
+    """The score a suggestion was made with and how its band fared: "; this one scored 0.72
+    (0.70-0.80 here: 5 approved, 1 rejected; made at the floor 0.42)"."""
+    if not score:
+        return ""
+    low, high = score["band"]
+    approved = score["approved"] + score["edited"]
+    fared = (
+        f"{approved} approved, {score['rejected']} rejected"
+        if approved + score["rejected"]
+        else "none decided yet"
+    )
+    floor = f"; made at the floor {score['floor']:.2f}" if score.get("floor") is not None else ""
+    return f"; this one scored {score['value']:.2f} ({low:.2f}-{high:.2f} here: {fared}{floor})"
 
 
 def fact_is_good(name: str, value: object) -> bool:

@@ -9,6 +9,7 @@ import pytest
 
 from resolveflow.domain import vocabulary
 from resolveflow.web import filters
+from resolveflow.web import words as words_module
 from resolveflow.web.words import TABLES, fact_is_good, words
 
 
@@ -59,3 +60,31 @@ def test_audit_details_are_label_value_pairs_never_json() -> None:
 def test_moments_inside_text_take_the_one_format() -> None:
     reason = "open until 2026-12-07T15:26:37.648828+00:00"
     assert filters.dates_in(reason) == "open until 2026-12-07 15:26 UTC"
+
+
+def test_a_scored_suggestion_says_its_score_its_band_and_its_floor() -> None:
+    like = {
+        "kind": "duplicate",
+        "detail": "",
+        "approved": 14,
+        "edited": 2,
+        "rejected": 3,
+        "decisions": 19,
+        "days": 90,
+        "score": {
+            "value": 0.7234,
+            "band": [0.7, 0.8],
+            "approved": 4,
+            "edited": 1,
+            "rejected": 1,
+            "floor": 0.42,
+        },
+    }
+    said = words_module.like_this(like)
+    assert said.endswith(
+        "3 rejected; this one scored 0.72 (0.70-0.80 here: 5 approved, 1 rejected;"
+        " made at the floor 0.42)"
+    )
+    quiet = {**like, "score": {**like["score"], "approved": 0, "edited": 0, "rejected": 0}}
+    assert "(0.70-0.80 here: none decided yet;" in words_module.like_this(quiet)
+    assert "scored" not in words_module.like_this({**like, "score": None})

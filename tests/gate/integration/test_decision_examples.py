@@ -154,8 +154,10 @@ def test_a_proposal_counts_the_suggestions_like_it_but_not_itself(
             db, history.requester(db), repository=REPO, issue=2, comment="x", labels=[]
         )
         mine = feedback.like_this_in(conn, history.approver(db), own.lineage_id)
-    assert like is not None and (like.approved, like.edited, like.rejected) == (1, 1, 1)
-    assert none_yet is not None and none_yet.decisions == 0
+    assert like is not None
+    assert (like.acceptance.approved, like.acceptance.edited, like.acceptance.rejected) == (1, 1, 1)
+    assert like.score is None and like.in_band is None  # a rule's comment has no score
+    assert none_yet is not None and none_yet.acceptance.decisions == 0
     assert mine is None
     view = proposals.describe(db, history.approver(db), waiting.id)
     assert view["like_this"] == {
@@ -166,6 +168,7 @@ def test_a_proposal_counts_the_suggestions_like_it_but_not_itself(
         "rejected": 1,
         "decisions": 3,
         "days": feedback.DAYS,
+        "score": None,
     }
 
 
@@ -178,8 +181,10 @@ def test_a_proposal_counts_its_own_repository_only(db: Database, history: World)
     with db.tenant(history.tenant.id) as conn:
         here = feedback.like_this_in(conn, history.approver(db), waiting.lineage_id)
         away = feedback.like_this_in(conn, history.approver(db), there.lineage_id)
-    assert here is not None and (here.approved, here.edited, here.rejected) == (1, 1, 1)
-    assert away is not None and (away.place, away.rejected, away.decisions) == (
+    assert here is not None
+    assert (here.acceptance.approved, here.acceptance.edited, here.acceptance.rejected) == (1, 1, 1)
+    assert away is not None
+    assert (away.acceptance.place, away.acceptance.rejected, away.acceptance.decisions) == (
         "acme/gadgets",
         1,
         1,

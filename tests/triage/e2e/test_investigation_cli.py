@@ -186,9 +186,38 @@ def test_backtest_on_a_tiny_fixture_matches_the_figures_computed_by_hand(
             "citations_same_fix": 1,
             "citation_rate": 0.5,
         },
+        "duplicate_floor": None,  # only with --fit-before
     }
     assert items["201"]["cited"] == ["101"] and items["202"]["cited"] == ["102"]
     assert items["203"]["outcome"] == "escalate" and items["204"]["proposed"] is False
+
+
+def test_backtest_fit_before_reports_the_floor_it_would_fit_and_refuses_bad_splits(
+    cli: Cli, tmp_path: Path
+) -> None:
+    corpus, links = backtest_fixture(tmp_path)
+    args = ["backtest", "--corpus", str(corpus), "--since", "2024-01-01"]
+    report = cli.json(*args, "--fit-before", "2024-02-01", "--fix-links", str(links))
+    floor = report["duplicate_floor"]
+    # Three issues before the split (101-103) are far too few decisions: the default stands,
+    # and on the four after it the fitted floor changes nothing.
+    assert (floor["decision_issues"], floor["measured_issues"]) == (3, 4)
+    assert (
+        floor["fitted"]["fitted"] is False
+        and "of the 30 decisions needed" in floor["fitted"]["why"]
+    )
+    assert floor["fitted_floor"]["floor"] == floor["default"]["floor"]
+    assert floor["fitted_floor"]["suggestions"] == floor["default"]["suggestions"] >= 1
+    # 201 cites 101, fixed by the same merged PR: a suggestion a team would approve.
+    assert floor["default"]["right"] == 1 and floor["withheld"] == []
+    text = cli.run(*args, "--fit-before", "2024-02-01", "--fix-links", str(links)).stdout
+    assert "duplicate floor fitted from 3 issues before 2024-02-01" in text
+    assert "the default stands" in text
+    early = cli.run(*args, "--fit-before", "2023-12-01", "--fix-links", str(links), ok=False)
+    assert early.returncode == 2
+    assert "--fit-before must come after --since" in early.stderr
+    blind = cli.run(*args, "--fit-before", "2024-02-01", ok=False)
+    assert blind.returncode == 2 and "needs --duplicates or --fix-links" in blind.stderr
 
 
 def test_backtest_as_of_each_issue_never_sees_the_future(cli: Cli, tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.bootstrap.app import investigation_config
 from resolveflow.config import Settings
+from resolveflow.gate import approvals as approval_service
+from resolveflow.gate import proposals as proposal_service
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import parse_policy
@@ -36,6 +38,7 @@ from resolveflow.retrieval.search import Searcher
 from resolveflow.retrieval.sources import corpus_record
 from resolveflow.sandbox.chat_server import FakeChatServer, Reply, Slow
 from resolveflow.sandbox.forge.server import FakeGitHubServer
+from resolveflow.store import model_calls as model_call_store
 from resolveflow.store.checkpoints import checkpoint_saver
 from resolveflow.store.database import Database
 from resolveflow.triage import investigation as investigation_service
@@ -43,6 +46,7 @@ from resolveflow.triage import runs as run_service
 from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.investigate import make_investigator
 from resolveflow.triage.graph.runs import RunController
+from resolveflow.triage.store import runs as run_store
 
 REPO = "huggingface/datasets"
 REPO_LABELS = ["bug", "enhancement", "dataset request", "documentation", "needs-triage"]
@@ -483,3 +487,101 @@ def test_a_real_small_model_is_bounded_reviewed_and_posts_nothing_unapproved(
         assert view["proposal"]["action"]["labels"] == ["needs-triage"]
         assert view["proposal"]["action"]["comment"] is None
     assert inv.fake.writes_received == 0  # nothing is written until a person approves
+
+
+def _decided_duplicate_suggestion(inv: Investigations, issue: int, score: float, yes: bool) -> None:
+    """A past duplicate suggestion on the repository, as a run makes one (its run, branch and
+    investigation, best related document at ``score``), then approved or rejected."""
+    db, world = inv.db, inv.world
+    run_id = uuid.uuid4()
+    with db.tenant(world.tenant.id) as conn:
+        run_store.insert_run(
+            conn,
+            run_id=run_id,
+            tenant_id=world.tenant.id,
+            workflow="triage",
+            repository=REPO,
+            issue_number=issue,
+            requested_by=world.requester(db).id,
+        )
+        run_store.insert_classification(
+            conn,
+            tenant_id=world.tenant.id,
+            run_id=run_id,
+            classification="ai_investigation",
+            rule="fallback",
+            reason="test",
+            branch="ai_investigation",
+            route_reason=None,
+        )
+        model_call_store.insert_investigation(
+            conn,
+            tenant_id=world.tenant.id,
+            run_id=run_id,
+            provider="none",
+            model=None,
+            relevance_floor=FLOOR,
+            snippets=[{"id": "S1", "relevance": score}, {"id": "S2", "relevance": score / 2}],
+            diagnosis=None,
+            critique=None,
+            gates=[{"name": "groundedness", "passed": True, "detail": "test"}],
+            outcome="approve",
+            reason="test",
+        )
+    proposal = proposal_service.create_proposal(
+        db,
+        world.requester(db),
+        repository=REPO,
+        issue=issue,
+        comment="ResolveFlow found earlier reports.",
+        labels=[],
+        run_id=run_id,
+        author_kind="workflow",
+    )
+    if yes:
+        approval_service.approve(db, world.approver(db), proposal.id, proposal.digest, 3600)
+    else:
+        approval_service.reject(db, world.approver(db), proposal.id, "not a duplicate")
+
+
+@on_synthetic_and_real_hf_data
+def test_a_repositorys_decisions_raise_its_duplicate_floor_and_the_proposal_says_so(
+    inv: Investigations,
+) -> None:
+    first = inv.run(None, SPARSE)
+    relevances = sorted(
+        (s["relevance"] for s in first["records"]["investigations"][0]["snippets"]),
+        reverse=True,
+    )
+    cited_before = [r for r in relevances if r >= FLOOR]
+    assert len(cited_before) >= 2, relevances  # the test needs two related reports to tell
+    # The team rejected what scored just above the default and approved what scored between
+    # this issue's best two related reports: the fitted floor lies between them.
+    between = (cited_before[0] + cited_before[1]) / 2
+    for n in range(20):
+        _decided_duplicate_suggestion(inv, 1000 + n, (FLOOR + cited_before[1]) / 2, yes=False)
+    for n in range(15):
+        _decided_duplicate_suggestion(inv, 2000 + n, between, yes=True)
+
+    again = inv.run(None, SPARSE)
+    [record] = again["records"]["investigations"]
+    assert record["relevance_floor"] == pytest.approx(between)
+    comment = again["proposal"]["action"]["comment"]
+    assert comment.startswith("ResolveFlow found 1 earlier report(s)")  # only the best one now
+    notes = "; ".join(again["detail"]["notes"])  # the run's page and `runs show` print them
+    assert f"relevance floor {between:.2f} on this repository (default {FLOOR:.2f})" in notes
+    assert "fitted from 35 decisions (15 approved)" in notes
+
+    # Its page: the score it was made with, how that band fared here, the floor it met.
+    view = proposal_service.describe(
+        inv.db, inv.world.approver(inv.db), uuid.UUID(again["proposal"]["id"])
+    )
+    like = view["like_this"]
+    assert like["kind"] == "duplicate" and (like["approved"], like["rejected"]) == (15, 20)
+    score = like["score"]
+    assert score["value"] == pytest.approx(cited_before[0], abs=1e-4)
+    assert score["floor"] == pytest.approx(between)
+    low, high = score["band"]
+    assert low <= cited_before[0] < high or cited_before[0] == high == 1.0
+    in_band = 15 if low <= between < high else 0
+    assert score["approved"] == in_band and score["rejected"] == 0

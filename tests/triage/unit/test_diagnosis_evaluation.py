@@ -10,14 +10,8 @@ import pytest
 
 from resolveflow.errors import InvalidInput
 from resolveflow.retrieval.records import SourceDocument
-from resolveflow.triage.diagnosis_evaluation import (
-    DUPLICATE,
-    SAME_FIX,
-    DiagnosisOutcome,
-    KnownCase,
-    known_cases,
-    report,
-)
+from resolveflow.triage.diagnosis_evaluation import DiagnosisOutcome, report
+from resolveflow.triage.known_relations import DUPLICATE, SAME_FIX, KnownCase, known_cases
 
 
 def doc(id_: str, day: int, kind: str = "issue") -> SourceDocument:

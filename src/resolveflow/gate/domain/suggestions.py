@@ -56,6 +56,7 @@ class Decided:
     decision: Decision
     reason: str | None
     decided_at: datetime
+    score: float | None = None  # what it was made with, when it had one (duplicate relevance)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class DecisionExample:
     changes: tuple[str, ...]  # what the approved edit changed ("comment", "labels +docs")
     reason: str | None  # a rejection's
     decided_at: datetime
+    score: float | None = None  # the proposal's score (its labels' examples have none)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -81,7 +83,12 @@ class DecisionExample:
             "changes": list(self.changes),
             "reason": self.reason,
             "decided_at": self.decided_at.isoformat(),
+            "score": None if self.score is None else round(self.score, 4),
         }
+
+    @property
+    def approved(self) -> bool:
+        return self.outcome is not SuggestionOutcome.REJECTED
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,9 @@ def examples(decided: Decided) -> list[DecisionExample]:
         if edited
         else SuggestionOutcome.APPROVED
     )
-    found = [example(kind, suggestion_detail(kind, decided.rule), outcome)]
+    found = [
+        replace(example(kind, suggestion_detail(kind, decided.rule), outcome), score=decided.score)
+    ]
     kept = set(decided.decided.labels)
     for label in dict.fromkeys(decided.first.labels):
         if not approved:

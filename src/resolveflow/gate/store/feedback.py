@@ -26,6 +26,7 @@ class DecidedRow:
     decision: str  # a ``Decision`` value
     reason: str | None
     decided_at: datetime
+    score: float | None  # what it was made with, when it had one (duplicate relevance)
 
 
 def decided_proposals(
@@ -42,6 +43,8 @@ class LineageFirst:
     note: str | None
     branch: str | None
     rule: str | None
+    score: float | None
+    floor: float | None
 
 
 def lineage_first(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> LineageFirst | None:

@@ -10,12 +10,15 @@ repository and issue.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 from resolveflow.accounts.model_budget import ModelCallBudget
+from resolveflow.domain.vocabulary import SuggestionKind
+from resolveflow.gate import feedback
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import PolicyFile
 from resolveflow.store.database import Database
@@ -47,13 +50,23 @@ def make_investigator(
             principal_id=UUID(state["requested_by"]),
             run_id=run_id,
         )
+        # The floor this repository's own decisions on duplicate suggestions set (issue 31):
+        # never below the configured one, which stands until there are enough of them.
+        with db.tenant(tenant_id) as conn:
+            floor = feedback.fitted_threshold_in(
+                conn,
+                tenant_id,
+                state["repository"],
+                SuggestionKind.DUPLICATE,
+                config.relevance_floor,
+            )
         result = service.investigate(
             evidence,
             policy().for_repository(state["repository"]),
             retriever=retriever,
             tenant_id=tenant_id,
             model=model,
-            config=config,
+            config=dataclasses.replace(config, relevance_floor=floor.value),
             budget=budget,
         )
         service.record(db, tenant_id, run_id, result)
@@ -61,6 +74,12 @@ def make_investigator(
             "investigated",
             extra={"run": str(run_id), "outcome": result.review.outcome.value},
         )
-        return result.graph_outcome()
+        outcome = result.graph_outcome()
+        if floor.value > floor.default:
+            outcome["action"]["notes"].append(
+                f"relevance floor {floor.value:.2f} on this repository (default "
+                f"{floor.default:.2f}), {floor.why}"
+            )
+        return outcome
 
     return investigator
