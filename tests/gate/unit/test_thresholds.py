@@ -61,17 +61,22 @@ def test_it_keeps_four_fifths_of_what_was_approved() -> None:
 def test_never_below_the_default_and_never_without_an_approval() -> None:
     decided = _decisions((0.5, 20, 20))
     assert fit_threshold(decided, default=0.6).decisions == 0  # all under the default
-    fitted = fit_threshold(_decisions((0.7, 30, 5)), default=0.6)
+    fitted = fit_threshold(_decisions((0.7, 30, 10)), default=0.6)
     assert fitted.value == 0.7  # approved at the lowest score seen, which is above the default
     none = fit_threshold(_decisions((0.7, 0, 35)), default=0.6)
-    assert not none.fitted and none.value == 0.6 and "none of 35" in none.why
+    assert not none.fitted and none.value == 0.6 and "0 approved and 35 rejected" in none.why
+    # Three approvals among 465 (hf-datasets' fix links before the split) fit nothing.
+    few = fit_threshold(_decisions((0.2, 0, 300), (0.4, 3, 162)), default=0.15)
+    assert not few.fitted and few.value == 0.15 and "10 of each needed" in few.why
+    all_yes = fit_threshold(_decisions((0.7, 35, 0)), default=0.6)
+    assert not all_yes.fitted and all_yes.value == 0.6
 
 
 def test_no_score_reaches_half_takes_the_top_step_within_the_cap() -> None:
-    decided = _decisions((0.2, 1, 19), (0.5, 2, 8), (0.9, 3, 4))
+    decided = _decisions((0.2, 2, 38), (0.5, 4, 16), (0.9, 6, 8))
     fitted = fit_threshold(decided, default=0.1)
-    # fit: 0.05 at 0.2, 0.2 at 0.5, 0.43 at 0.9; never 50%; approvals 0.2, 0.5 x2, 0.9 x3: the
-    # cap is the 2nd lowest (floor(0.2 * 6) = 1): 0.5.
+    # fit: 0.05 at 0.2, 0.2 at 0.5, 0.43 at 0.9; never 50%; approvals 0.2 x2, 0.5 x4, 0.9 x6:
+    # the cap is the 3rd lowest (floor(0.2 * 12) = 2): 0.5.
     assert fitted.value == 0.5
     assert "never approved half the time" in fitted.why
 

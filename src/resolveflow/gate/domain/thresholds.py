@@ -7,7 +7,8 @@ where, on that repository, a suggestion stops being worth a person's look.
 The rule (``fit_threshold``), in the order it is applied:
 
 1. Only suggestions the default would make count (scored at or above it), and only once there
-   are ``MIN_DECISIONS`` of them: fewer say too little, and the default stands.
+   are ``MIN_DECISIONS`` of them with ``MIN_EACH`` of each outcome: fewer say too little (a
+   share fitted from three approvals is noise), and the default stands.
 2. The share approved is fitted as a non-decreasing function of the score (isotonic regression,
    pool-adjacent-violators): a higher score is never read as less likely to be approved, so one
    unlucky decision cannot carve a hole in the scale.
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_DECISIONS = 30
+MIN_EACH = 10  # approved and rejected
 TARGET_ACCEPTANCE = 0.5
 KEEP_APPROVED = 0.8
 BAND_WIDTH = 0.1
@@ -84,6 +86,7 @@ def fit_threshold(
     default: float,
     *,
     minimum: int = MIN_DECISIONS,
+    each: int = MIN_EACH,
     target: float = TARGET_ACCEPTANCE,
     keep: float = KEEP_APPROVED,
 ) -> Fitted:
@@ -92,8 +95,11 @@ def fit_threshold(
     if len(made) < minimum:
         why = f"{len(made)} of the {minimum} decisions needed: the default stands"
         return Fitted(default, default, len(made), approved, False, why)
-    if not approved:
-        why = f"none of {len(made)} decisions approved: the default stands (and the kind is quiet)"
+    if min(approved, len(made) - approved) < each:
+        why = (
+            f"{approved} approved and {len(made) - approved} rejected of {len(made)} decisions;"
+            f" {each} of each needed: the default stands"
+        )
         return Fitted(default, default, len(made), approved, False, why)
     # Decisions at one score are one point of the curve, whatever order they came in.
     scores = sorted({d.score for d in made})
