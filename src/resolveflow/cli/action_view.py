@@ -11,9 +11,11 @@ from resolveflow.gate.domain.actions import (
     AnyAction,
     EmailSendAction,
     GitHubIssueAction,
+    GitHubIssueCloseDuplicateAction,
     GitHubIssueCreateAction,
     GitLabIssueCreateAction,
 )
+from resolveflow.gate.domain.actions.github_issue_close_duplicate import grace_words
 
 Rows = list[tuple[str, str]]
 
@@ -39,6 +41,16 @@ def action_rows(action: AnyAction) -> Rows:
             ("title", action.title),
             ("labels", _names(action.labels)),
             ("assignees", _names(people)),
+        ]
+    if isinstance(action, GitHubIssueCloseDuplicateAction):
+        return [
+            ("closes", f"{action.repository}#{action.target.issue} as a duplicate"),
+            ("original", f"{action.repository}#{action.original}"),
+            (
+                "grace period",
+                f"{grace_words(action.grace_hours)} after the notice, unless someone objects "
+                "(a comment, a thumbs-down, an edit or a reopen by anyone else)",
+            ),
         ]
     return _email_rows(action)
 
@@ -99,6 +111,8 @@ def action_texts(action: AnyAction, shown: Fate = Fate.WILL) -> list[tuple[str, 
     will be, was, or was not written (``shown``)."""
     if isinstance(action, GitHubIssueAction):
         return [] if action.comment is None else [(action.comment, shown.title("comment", POSTED))]
+    if isinstance(action, GitHubIssueCloseDuplicateAction):
+        return [(action.comment, shown.title("notice comment", POSTED))]
     if isinstance(action, GitHubIssueCreateAction):
         return [(action.body, shown.title("issue body", POSTED))]
     if isinstance(action, GitLabIssueCreateAction):

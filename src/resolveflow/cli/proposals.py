@@ -126,6 +126,53 @@ def create(
     emit(view, as_json, lambda: _render(view))
 
 
+def _issue_ref(value: str) -> tuple[str, int]:
+    repo, _, number = value.partition("#")
+    if not repo or not number.isdigit():
+        raise InvalidInput(f"give the issue as OWNER/REPO#N, not {value!r}")
+    return repo, int(number)
+
+
+@proposals_app.command("close-duplicate")
+def close_duplicate(
+    target: str = typer.Argument(..., help="The issue to close, as OWNER/REPO#N."),
+    original: int = typer.Option(..., "--of", help="The issue it duplicates (same repository)."),
+    grace_days: float = typer.Option(
+        3, "--grace-days", help="Days between the notice and the close (1 hour to 30 days)."
+    ),
+    comment: str | None = typer.Option(
+        None,
+        "--comment",
+        help="The notice inline (must mention #ORIGINAL); default: a standard one.",
+    ),
+    note: str | None = typer.Option(None, "--note", help="Why (kept with the proposal)."),
+    token: str | None = common.TokenOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Propose closing an issue as a duplicate: once approved, a notice is posted and the issue is
+    closed after the grace period unless someone comments, reacts with a thumbs-down, edits or
+    reopens it meanwhile. Prints the digest to approve."""
+    repo, issue = _issue_ref(target)
+    hours = grace_days * 24
+    if hours != int(hours):
+        raise InvalidInput("--grace-days must come to whole hours")
+    with common.app() as opened:
+        actor = common.principal(opened, token)
+        proposal = service.create_close_duplicate_proposal(
+            opened.db,
+            actor,
+            opened.github,
+            repository=repo,
+            issue=issue,
+            original=original,
+            grace_hours=int(hours),
+            comment=comment,
+            note=note,
+        )
+        view = service.describe(opened.db, actor, proposal.id)
+    emit(view, as_json, lambda: _render(view))
+
+
 @proposals_app.command("edit")
 def edit(
     proposal_id: str,

@@ -100,4 +100,8 @@ class Execution:
     result_ref: str | None = None  # what a kind created: an issue number, a message id
     result_url: str | None = None
     pace_slot_at: datetime | None = None  # the write slot it holds while back in the queue
+    # github.issue_close_duplicate: when its notice went out (GitHub's time) and a digest of the
+    # issue's title and body then; set once the grace period is being waited out
+    notice_at: datetime | None = None
+    watch_digest: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -75,6 +75,7 @@ class AttemptStep(StrEnum):
     LABELS = "labels"  # github.issue
     CREATE = "create"  # github.issue_create, gitlab.issue_create
     SEND = "send"  # email.send: one SMTP session that hands the message over
+    CLOSE = "close"  # github.issue_close_duplicate, after its notice (a comment) and the grace
 
 
 class AttemptOutcome(StrEnum):
@@ -129,6 +130,10 @@ class AuditEvent(StrEnum):
     EXECUTION_REFUSED = "execution.refused"
     EXECUTION_DEFERRED = "execution.deferred"
     EXECUTION_COMMENT_POSTED = "execution.comment_posted"
+    # github.issue_close_duplicate: the notice is out and the grace period is being waited out;
+    # someone objected (or the issue was closed meanwhile) and nothing was closed
+    EXECUTION_GRACE_STARTED = "execution.grace_started"
+    EXECUTION_OBJECTED = "execution.objected"
     EXECUTION_DELIVERED_EARLIER = "execution.delivered_earlier"
     EXECUTION_RECONCILE_FAILED = "execution.reconcile_failed"
     EXECUTION_REQUEUED = "execution.requeued"
@@ -164,6 +169,8 @@ class ActionKind(StrEnum):
     GITHUB_ISSUE = "github.issue"  # comment and/or labels on an existing issue
     GITHUB_ISSUE_CREATE = "github.issue_create"  # a new issue
     GITLAB_ISSUE_CREATE = "gitlab.issue_create"  # a new issue in a GitLab project
+    # a notice, then after a grace period the close of an issue as a duplicate of another
+    GITHUB_ISSUE_CLOSE_DUPLICATE = "github.issue_close_duplicate"
     EMAIL_SEND = "email.send"  # one exact message from a tenant's mailbox over SMTP
 
 

@@ -160,7 +160,11 @@ class Executor:
             approver=context.approver,
             proposal=context.proposal,
             latest_version=context.latest_version,
-            now=context.now,
+            # A close-as-duplicate whose notice is out was approved for notice, wait and close:
+            # its approval is judged as of the notice, not at the end of the grace period.
+            now=context.now
+            if execution.notice_at is None
+            else min(context.now, execution.notice_at),
         )
         if execution.digest != context.proposal.digest:
             raise NotAuthorized("the execution's digest differs from the proposal's")

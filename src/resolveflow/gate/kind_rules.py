@@ -96,7 +96,12 @@ class _Rules:
 
 
 _OPEN = _Rules(_Open())
-_OWN = (ActionKind.GITHUB_ISSUE, ActionKind.GITHUB_ISSUE_CREATE, ActionKind.GITLAB_ISSUE_CREATE)
+_OWN = (
+    ActionKind.GITHUB_ISSUE,
+    ActionKind.GITHUB_ISSUE_CREATE,
+    ActionKind.GITLAB_ISSUE_CREATE,
+    ActionKind.GITHUB_ISSUE_CLOSE_DUPLICATE,
+)
 _installed: dict[str, KindRules | _Rules] = {kind.value: _OPEN for kind in _OWN}
 _KINDS = frozenset(kind.value for kind in ActionKind)
 

@@ -7,20 +7,24 @@ import uuid
 from typing import Any
 from uuid import UUID
 
+from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Approval, Principal, Proposal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.gate import feedback, kind_rules
 from resolveflow.gate.domain.actions import (
+    DEFAULT_GRACE_HOURS,
     ActionChanges,
     AnyAction,
     action_digest,
     build_action,
+    build_close_duplicate,
     build_issue_create,
     canonical_json,
     parse_action,
     revise,
 )
+from resolveflow.gate.duplicate_checks import check_chain
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
@@ -76,6 +80,33 @@ def create_issue_proposal(
     """A ``github.issue_create`` proposal: a new issue in an allowlisted repository."""
     _require_proposer(principal)
     action = build_issue_create(repository, title, body, labels, assignees)
+    return _insert_first_version(db, principal, action, note, None, "principal")
+
+
+def create_close_duplicate_proposal(
+    db: Database,
+    principal: Principal,
+    github: GitHub,
+    *,
+    repository: str,
+    issue: int,
+    original: int,
+    grace_hours: int = DEFAULT_GRACE_HOURS,
+    comment: str | None = None,
+    note: str | None = None,
+) -> Proposal:
+    """A ``github.issue_close_duplicate`` proposal. The issue must be open and the original
+    one that can be pointed to (no chain, no circle: ``gate/duplicate_checks.py``); both are
+    checked again before the notice and before the close."""
+    _require_proposer(principal)
+    action = build_close_duplicate(repository, issue, original, grace_hours, comment)
+    with db.tenant(principal.tenant_id) as conn:
+        _check_allowed(conn, principal.tenant_id, action.repository)
+    target = github.get_issue(RepoName.parse(action.repository), issue)
+    if target.state == "closed" or target.is_pull_request:
+        what = "a pull request" if target.is_pull_request else "already closed"
+        raise PolicyViolation(f"{action.repository}#{issue} is {what}")
+    check_chain(github, db, principal.tenant_id, action)
     return _insert_first_version(db, principal, action, note, None, "principal")
 
 

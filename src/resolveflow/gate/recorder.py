@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -172,7 +173,9 @@ class Recorder:
             )
         return self._checked(execution, after)
 
-    def read_failed(self, execution: Execution, exc: ProviderError) -> Execution:
+    def read_failed(
+        self, execution: Execution, exc: ProviderError, what: str = "labels"
+    ) -> Execution:
         """A read before any write failed: nothing was sent, so waiting and retrying is safe."""
         if isinstance(exc, ProviderRejected):
             return self.refused(execution, exc)
@@ -181,7 +184,7 @@ class Recorder:
             if isinstance(exc, ProviderRateLimited)
             else self.settings.unavailable_retry_seconds
         )
-        return self._retry_or_give_up(execution, wait, f"could not read labels: {exc.message}")
+        return self._retry_or_give_up(execution, wait, f"could not read {what}: {exc.message}")
 
     def _retry_or_give_up(
         self,
@@ -350,6 +353,63 @@ class Recorder:
             )
             if after is not None:
                 self._audit(conn, execution, AuditEvent.execution_ended(state), ref=ref, url=url)
+        return self._checked(execution, after)
+
+    def awaiting_grace(
+        self,
+        execution: Execution,
+        attempt_id: UUID | None,
+        *,
+        notice: tuple[int, str],
+        notice_at: datetime,
+        watch_digest: str,
+        due: datetime,
+    ) -> Execution:
+        """github.issue_close_duplicate: its notice is out (posted now under ``attempt_id``, or
+        found by reconciliation or from an earlier execution: None). Back to the queue until
+        ``due``: nothing waits in a process, and a restart changes nothing."""
+        comment_id, url = notice
+        detail = f"notice posted; will close after {due.isoformat()} unless someone objects"
+        with self._transaction(execution) as conn:
+            if attempt_id is not None:
+                self._outcome(
+                    conn, execution, attempt_id, AttemptOutcome.SENT, provider_ref=str(comment_id)
+                )
+            after = store.await_grace(
+                conn,
+                execution,
+                owner=self.owner,
+                detail=detail,
+                comment_id=comment_id,
+                comment_url=url,
+                notice_at=notice_at,
+                watch_digest=watch_digest,
+                due=due,
+            )
+            if after is not None:
+                self._audit(
+                    conn,
+                    execution,
+                    AuditEvent.EXECUTION_GRACE_STARTED,
+                    comment_id=comment_id,
+                    url=url,
+                    notice_at=notice_at.isoformat(),
+                    due=due.isoformat(),
+                )
+        return self._checked(execution, after)
+
+    def withdrawn(self, execution: Execution, detail: str, **details: Any) -> Execution:
+        """The notice was posted but nothing will be closed: someone objected, the issue was
+        closed meanwhile, or its original may no longer be pointed to. Partial: the notice
+        stays, the close was withdrawn."""
+        with self._transaction(execution) as conn:
+            after = store.finish(
+                conn, execution, owner=self.owner, state=ExecutionState.PARTIAL, detail=detail
+            )
+            if after is not None:
+                self._audit(
+                    conn, execution, AuditEvent.EXECUTION_OBJECTED, detail=detail, **details
+                )
         return self._checked(execution, after)
 
     def delivered_earlier(

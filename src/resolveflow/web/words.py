@@ -47,6 +47,7 @@ ATTEMPT_STEP: dict[AttemptStep, str] = {
     AttemptStep.LABELS: "add the labels",
     AttemptStep.CREATE: "create the issue",
     AttemptStep.SEND: "send the message",
+    AttemptStep.CLOSE: "close the issue as a duplicate",
 }
 ATTEMPT_OUTCOME: dict[AttemptOutcome, str] = {
     AttemptOutcome.SENT: "done",
@@ -69,6 +70,7 @@ ACTION_KIND: dict[ActionKind, str] = {
     ActionKind.GITHUB_ISSUE_CREATE: "new issue",
     ActionKind.GITLAB_ISSUE_CREATE: "new GitLab issue",
     ActionKind.EMAIL_SEND: "email reply",
+    ActionKind.GITHUB_ISSUE_CLOSE_DUPLICATE: "close as duplicate",
 }
 REVIEW_OUTCOME: dict[ReviewOutcome, str] = {
     ReviewOutcome.APPROVE: "may be approved",
@@ -107,6 +109,8 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.EXECUTION_REFUSED: "refused by the executor",
     AuditEvent.EXECUTION_DEFERRED: "deferred",
     AuditEvent.EXECUTION_COMMENT_POSTED: "comment posted",
+    AuditEvent.EXECUTION_GRACE_STARTED: "notice posted; waiting out the grace period",
+    AuditEvent.EXECUTION_OBJECTED: "not closed: someone objected",
     AuditEvent.EXECUTION_DELIVERED_EARLIER: "already delivered earlier",
     AuditEvent.EXECUTION_RECONCILE_FAILED: "reconciliation failed",
     AuditEvent.EXECUTION_REQUEUED: "queued again",

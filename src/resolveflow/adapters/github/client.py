@@ -34,11 +34,14 @@ githubkit's models into the protocol's dataclasses.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
+
+from githubkit import Response
+from githubkit_schemas.latest.models import Issue as GitHubIssue
 
 from resolveflow.adapters.base import writes
-from resolveflow.adapters.github.conversions import created_issue
-from resolveflow.adapters.github.protocol import CreatedIssue, PostedComment, RepoName
+from resolveflow.adapters.github.conversions import created_issue, issue_data
+from resolveflow.adapters.github.protocol import CreatedIssue, IssueData, PostedComment, RepoName
 from resolveflow.adapters.github.reads import GitHubReads
 from resolveflow.adapters.github.validation import check_new_issue, check_target, repo_call
 from resolveflow.errors import InvalidInput
@@ -75,7 +78,46 @@ class GitHubKitClient(GitHubReads):
         )
         comment = self._parse(call, token, response)
         stored = comment.body if isinstance(comment.body, str) else body
-        return PostedComment(id=comment.id, url=comment.html_url, body=stored)
+        return PostedComment(
+            id=comment.id, url=comment.html_url, body=stored, created_at=comment.created_at
+        )
+
+    @writes
+    def close_issue_as_duplicate(
+        self,
+        repo: RepoName,
+        issue_number: int,
+        duplicate_of: int | None,
+        *,
+        token: str | None = None,
+    ) -> IssueData:
+        """Close the issue with ``state_reason: duplicate`` (and the original's id, when known);
+        closing an issue that is already closed changes nothing on GitHub."""
+        call = repo_call(
+            "close_issue_as_duplicate", "PATCH", repo, f"issues/{issue_number}", write=True
+        )
+        check_target(repo, issue_number)
+        issues = self._github(token).rest.issues
+
+        def request() -> Response[GitHubIssue, Any]:
+            # The answer is the issue (githubkit's model for it adds optional suggestions).
+            if duplicate_of is None:
+                sent = issues.update(
+                    repo.owner, repo.name, issue_number, state="closed", state_reason="duplicate"
+                )
+            else:
+                sent = issues.update(
+                    repo.owner,
+                    repo.name,
+                    issue_number,
+                    state="closed",
+                    state_reason="duplicate",
+                    duplicate_issue_id=duplicate_of,
+                )
+            return Response(sent.raw_response, GitHubIssue)
+
+        response = self._send(call, token, request)
+        return issue_data(self._parse(call, token, response))
 
     @writes
     def add_labels(

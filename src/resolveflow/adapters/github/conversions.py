@@ -14,6 +14,7 @@ from resolveflow.adapters.github.protocol import (
     IssueComment,
     IssueData,
     IssueEvent,
+    Reaction,
 )
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from githubkit_schemas.latest.models import Issue as GitHubIssue
     from githubkit_schemas.latest.models import IssueComment as GitHubIssueComment
     from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
+    from githubkit_schemas.latest.models import Reaction as GitHubReaction
     from githubkit_schemas.latest.models import WorkflowRun as GitHubWorkflowRun
 
 GHOST = "ghost"  # GitHub's name for a deleted account
@@ -66,6 +68,18 @@ def issue_data(issue: GitHubIssue) -> IssueData:
         url=issue.html_url,
         merged_at=(pull.merged_at or None) if pull is not None else None,
         assignees=assignee_logins(issue),
+        state_reason=issue.state_reason or None,
+        closed_by=issue.closed_by.login if issue.closed_by else None,
+        issue_id=issue.id,
+    )
+
+
+def reaction(item: GitHubReaction) -> Reaction:
+    return Reaction(
+        id=item.id,
+        content=item.content,
+        user=item.user.login if item.user is not None else GHOST,
+        created_at=item.created_at,
     )
 
 

@@ -48,6 +48,7 @@ class PostedComment:
     id: int
     url: str
     body: str
+    created_at: datetime | None = None  # as GitHub stored it
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,19 @@ class IssueData:
     url: str  # html_url
     merged_at: datetime | None = None  # pull requests only (from the issue's pull_request field)
     assignees: tuple[str, ...] = ()  # logins
+    state_reason: str | None = None  # completed | not_planned | duplicate | reopened | None
+    closed_by: str | None = None  # login, when GitHub says
+    issue_id: int | None = None  # GitHub's id of the issue (not its number)
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """One reaction on an issue or a comment (``GET .../reactions``)."""
+
+    id: int
+    content: str  # +1 | -1 | laugh | confused | heart | hooray | rocket | eyes
+    user: str  # login; "ghost" when the account is gone
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -216,6 +230,32 @@ class GitHub(Protocol):
         item was created before ``since``. (``since`` filters on ``updated_at``, which is never
         earlier than ``created_at``, so it is a safe pre-filter.)
         """
+        ...
+
+    def list_issue_reactions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[Reaction]:
+        """Every reaction on the issue itself, all pages (``GET .../issues/{n}/reactions``)."""
+        ...
+
+    def list_comment_reactions(
+        self, repo: RepoName, comment_id: int, *, token: str | None = None
+    ) -> list[Reaction]:
+        """Every reaction on one issue comment, all pages
+        (``GET .../issues/comments/{id}/reactions``)."""
+        ...
+
+    @writes
+    def close_issue_as_duplicate(
+        self,
+        repo: RepoName,
+        issue_number: int,
+        duplicate_of: int | None,
+        *,
+        token: str | None = None,
+    ) -> IssueData:
+        """``PATCH /repos/{o}/{r}/issues/{n}`` with ``state: closed``, ``state_reason:
+        duplicate`` and ``duplicate_issue_id`` (the original's id, when known). Never retried."""
         ...
 
     @writes

@@ -22,6 +22,7 @@ from resolveflow.adapters.github.conversions import (
     issue_comment,
     issue_data,
     issue_event,
+    reaction,
     workflow_run_data,
 )
 from resolveflow.adapters.github.protocol import (
@@ -30,6 +31,7 @@ from resolveflow.adapters.github.protocol import (
     IssueData,
     IssueEvent,
     IssuePage,
+    Reaction,
 )
 from resolveflow.adapters.github.session import NEXT_LINK, PER_PAGE, GitHubSession
 from resolveflow.adapters.github.validation import (
@@ -68,6 +70,29 @@ class GitHubReads(GitHubSession):
             "CommentPages", partial(issues.list_comments, repo.owner, repo.name, issue_number)
         )
         return [issue_comment(c) for c in self._all_pages(call, token, fetch)]
+
+    def list_issue_reactions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[Reaction]:
+        """Every reaction on the issue itself (``GET .../issues/{n}/reactions``, all pages)."""
+        call = repo_call("list_issue_reactions", "GET", repo, f"issues/{issue_number}/reactions")
+        check_target(repo, issue_number)
+        reactions = self._github(token).rest.reactions
+        fetch = partial(reactions.list_for_issue, repo.owner, repo.name, issue_number)
+        return [reaction(item) for item in self._all_pages(call, token, fetch)]
+
+    def list_comment_reactions(
+        self, repo: RepoName, comment_id: int, *, token: str | None = None
+    ) -> list[Reaction]:
+        """Every reaction on one issue comment (``GET .../issues/comments/{id}/reactions``)."""
+        call = repo_call(
+            "list_comment_reactions", "GET", repo, f"issues/comments/{comment_id}/reactions"
+        )
+        check_repo(repo)
+        check_positive(comment_id, "comment id")
+        reactions = self._github(token).rest.reactions
+        fetch = partial(reactions.list_for_issue_comment, repo.owner, repo.name, comment_id)
+        return [reaction(item) for item in self._all_pages(call, token, fetch)]
 
     def list_repository_labels(self, repo: RepoName, *, token: str | None = None) -> list[str]:
         """Names of every label defined in the repository."""

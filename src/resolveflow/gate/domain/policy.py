@@ -33,6 +33,7 @@ from resolveflow.gate.domain.actions import (
     AnyAction,
     EmailSendAction,
     GitHubIssueAction,
+    GitHubIssueCloseDuplicateAction,
     GitHubIssueCreateAction,
     GitLabIssueCreateAction,
     action_digest,
@@ -241,6 +242,9 @@ GITHUB_CHECKS: tuple[Check, ...] = (
     Check("repository allowed", _repository_allowed),
     Check("labels exist", _labels_exist),
 )
+# Closing as a duplicate sets no labels; its chains and circles are checked on GitHub at
+# proposal time and again before each write (``gate/kinds/github_issue_close_duplicate.py``).
+CLOSE_DUPLICATE_CHECKS: tuple[Check, ...] = (Check("repository allowed", _repository_allowed),)
 # A GitLab project is reachable only through the tenant's project aliases (resolved by
 # ``service/issues_prepare``): its labels and assignees must still be the alias's, now and again
 # right before the write.
@@ -262,6 +266,8 @@ def kind_checks(action: AnyAction) -> tuple[Check, ...]:
     match action:
         case GitHubIssueAction() | GitHubIssueCreateAction():
             return GITHUB_CHECKS
+        case GitHubIssueCloseDuplicateAction():
+            return CLOSE_DUPLICATE_CHECKS
         case GitLabIssueCreateAction():
             return GITLAB_CHECKS
         case EmailSendAction():

@@ -12,7 +12,12 @@ from collections.abc import Iterable
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.errors import ConfigError
 from resolveflow.gate.domain.actions import ActionKind, AnyAction
-from resolveflow.gate.kinds import github_issue, github_issue_create, gitlab_issue_create
+from resolveflow.gate.kinds import (
+    github_issue,
+    github_issue_close_duplicate,
+    github_issue_create,
+    gitlab_issue_create,
+)
 from resolveflow.gate.kinds.base import KindExecutor, KindOffer, KindSpec
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess, NoGitLab
 from resolveflow.gate.recorder import Recorder
@@ -22,6 +27,7 @@ SPECS: dict[ActionKind, KindSpec] = {
     ActionKind.GITHUB_ISSUE: github_issue.SPEC,
     ActionKind.GITHUB_ISSUE_CREATE: github_issue_create.SPEC,
     ActionKind.GITLAB_ISSUE_CREATE: gitlab_issue_create.SPEC,
+    ActionKind.GITHUB_ISSUE_CLOSE_DUPLICATE: github_issue_close_duplicate.SPEC,
 }
 
 
@@ -40,6 +46,7 @@ class KindRegistry:
             github_issue.GitHubIssueExecutor(github, record),
             github_issue_create.GitHubIssueCreateExecutor(github, record),
             gitlab_issue_create.GitLabIssueCreateExecutor(gitlab or NoGitLab(), record),
+            github_issue_close_duplicate.GitHubIssueCloseDuplicateExecutor(github, record),
         ]
         self._executors = {executor.spec.kind: executor for executor in own}
         for offer in offered:

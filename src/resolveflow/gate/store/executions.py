@@ -40,6 +40,8 @@ def to_execution(row: dict[str, Any]) -> Execution:
     values = {name: row[name] for name in _COLUMNS}
     # Rows from joins that name their columns may not carry it (migration 0021).
     values["pace_slot_at"] = row.get("pace_slot_at")
+    values["notice_at"] = row.get("notice_at")  # migration 0027
+    values["watch_digest"] = row.get("watch_digest")
     return Execution(state=ExecutionState(row["state"]), **values)
 
 
@@ -227,6 +229,62 @@ def release_for_retry(
             "comment_url": comment_url,
         },
     )
+
+
+def await_grace(
+    conn: Connection,
+    execution: Execution,
+    *,
+    owner: str,
+    detail: str,
+    comment_id: int,
+    comment_url: str,
+    notice_at: datetime,
+    watch_digest: str,
+    due: datetime,
+) -> Execution | None:
+    """Back to the queue until ``due`` with the notice's facts; None when the lease was lost."""
+    return _one(
+        conn,
+        "await_grace",
+        {
+            "tenant_id": execution.tenant_id,
+            "id": execution.id,
+            "owner": owner,
+            "detail": detail,
+            "comment_id": comment_id,
+            "comment_url": comment_url,
+            "notice_at": notice_at,
+            "watch_digest": watch_digest,
+            "due": due,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class CloseDuplicateRecord:
+    """One live close-as-duplicate of an issue in our records (``state`` None: not executed)."""
+
+    original: int
+    state: ExecutionState | None
+    proposal_id: UUID
+
+
+def live_close_duplicates(
+    conn: Connection, tenant_id: UUID, repository: str, issue: int
+) -> list[CloseDuplicateRecord]:
+    rows = conn.execute(
+        q("gate/store/executions", "live_close_duplicates"),
+        {"tenant_id": tenant_id, "repository": repository, "issue": issue},
+    ).fetchall()
+    return [
+        CloseDuplicateRecord(
+            int(row["original"]),
+            ExecutionState(row["state"]) if row["state"] else None,
+            row["proposal_id"],
+        )
+        for row in rows
+    ]
 
 
 def resolve_by_person(

@@ -250,3 +250,32 @@ LEFT JOIN approvals a ON a.tenant_id = e.tenant_id AND a.id = e.approval_id
 LEFT JOIN principals pr ON pr.tenant_id = e.tenant_id AND pr.id = a.principal_id
 WHERE e.tenant_id = %(tenant_id)s AND e.state = 'pending' AND e.not_before <= clock_timestamp()
 ORDER BY e.not_before, e.created_at
+
+-- name: await_grace
+-- github.issue_close_duplicate: the notice is out; back to the queue until the grace period has
+-- passed (not_before), keeping the notice's facts. Not a rate-limit wait: nothing is counted.
+UPDATE executions
+SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, detail = %(detail)s,
+    comment_id = %(comment_id)s, comment_url = %(comment_url)s,
+    notice_at = %(notice_at)s, watch_digest = %(watch_digest)s, not_before = %(due)s
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s AND state = 'sending' AND lease_owner = %(owner)s
+RETURNING *
+
+-- name: live_close_duplicates
+-- Our records of closing ``issue`` as a duplicate: the latest version of each lineage, not
+-- rejected, whose execution has not ended without closing (none yet, pending, sending, unknown
+-- or sent). ``state`` NULL: proposed or approved, not yet executed.
+SELECT (p.action->>'original')::bigint AS original, e.state, p.id AS proposal_id
+FROM proposals p
+LEFT JOIN executions e ON e.tenant_id = p.tenant_id AND e.proposal_id = p.id
+WHERE p.tenant_id = %(tenant_id)s
+  AND p.action->>'kind' = 'github.issue_close_duplicate'
+  AND lower(p.action->'target'->>'repository') = lower(%(repository)s)
+  AND (p.action->'target'->>'issue')::bigint = %(issue)s
+  AND p.version = (SELECT max(v.version) FROM proposals v
+                    WHERE v.tenant_id = p.tenant_id AND v.lineage_id = p.lineage_id)
+  AND NOT EXISTS (SELECT 1 FROM approvals a
+                   WHERE a.tenant_id = p.tenant_id AND a.proposal_id = p.id
+                     AND a.decision = 'rejected')
+  AND (e.state IS NULL OR e.state IN ('pending', 'sending', 'unknown', 'sent'))
+ORDER BY p.created_at

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from resolveflow.sandbox.forge import payloads
+from resolveflow.sandbox.forge.edits import change_state
 from resolveflow.sandbox.forge.model import (
     EVENT_KINDS,
     EventRecord,
@@ -31,7 +32,13 @@ from resolveflow.sandbox.forge.routing import REPO, Route, route
 from resolveflow.sandbox.forge.state import ForgeState
 from resolveflow.sandbox.loopback import Reply
 
-NODE_PREFIX = {"labeled": "LE", "unlabeled": "ULE", "closed": "CE", "reopened": "REE"}
+NODE_PREFIX = {
+    "labeled": "LE",
+    "unlabeled": "ULE",
+    "closed": "CE",
+    "reopened": "REE",
+    "renamed": "RTE",
+}
 STATE_REASON = {"closed": "completed", "reopened": "reopened"}
 
 # --- seeding and inspection (each takes the lock) ------------------------------------------
@@ -66,10 +73,8 @@ def add_issue_event(
             forge.label_issue(repo, issue, label, actor, at)
         elif event == "unlabeled" and label is not None:
             forge.unlabel_issue(repo, issue, label, actor, at)
-        elif (issue.state == "open") == (event == "closed"):
-            issue.state = "closed" if event == "closed" else "open"
-            issue.closed_at = at if event == "closed" else None
-            forge.record_event(issue, event, actor, at)
+        elif event in ("closed", "reopened") and (issue.state == "open") == (event == "closed"):
+            change_state(forge, issue, "closed" if event == "closed" else "open", None, actor, at)
         if len(issue.events) == before:
             raise ValueError(f"issue {full_name}#{number} cannot be {event} now ({label=})")
         return issue.events[-1].id
@@ -121,5 +126,7 @@ def event_payload(api: str, full_name: str, record: EventRecord) -> dict[str, An
             "color": record.label_color or payloads.NEW_LABEL_COLOR,
         }
     if record.event in STATE_REASON:
-        payload["state_reason"] = STATE_REASON[record.event]
+        payload["state_reason"] = record.state_reason or STATE_REASON[record.event]
+    if record.rename is not None:
+        payload["rename"] = {"from": record.rename[0], "to": record.rename[1]}
     return payload

@@ -63,9 +63,22 @@ class EventRecord:
     created_at: str
     label: str | None = None
     label_color: str | None = None
+    rename: tuple[str, str] | None = None  # renamed: the title (from, to)
+    state_reason: str | None = None  # closed: as the close said (completed, duplicate, ...)
 
 
-EVENT_KINDS = frozenset({"labeled", "unlabeled", "closed", "reopened"})
+EVENT_KINDS = frozenset({"labeled", "unlabeled", "closed", "reopened", "renamed"})
+
+
+@dataclass
+class ReactionRecord:
+    id: int
+    content: str  # one of REACTIONS
+    user: str
+    created_at: str
+
+
+REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
 
 @dataclass
@@ -86,6 +99,11 @@ class IssueRecord:
     assignees: list[str] = field(default_factory=list)  # logins
     comments: list[dict[str, Any]] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)  # in the order they were recorded
+    state_reason: str | None = None  # as the last close or reopen said; None: GitHub's default
+    closed_by: str | None = None  # login of who closed it last
+    reactions: list[ReactionRecord] = field(default_factory=list)  # on the issue itself
+    # on its comments, by comment id
+    comment_reactions: dict[int, list[ReactionRecord]] = field(default_factory=dict)
 
     @property
     def merged_at(self) -> str | None:

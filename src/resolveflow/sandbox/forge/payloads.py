@@ -197,6 +197,8 @@ def issue(
     closed_at: str | None = None,
     author_association: str = "NONE",
     merged_at: str | None = None,
+    state_reason: str | None = None,
+    closed_by: JSON | None = None,
 ) -> JSON:
     """``Issue`` (also used for pull requests, which GitHub serves through the issues API).
 
@@ -217,7 +219,8 @@ def issue(
         "html_url": f"{html}/{full_name}/{kind}/{number}",
         "number": number,
         "state": state,
-        "state_reason": "completed" if state == "closed" and not is_pull_request else None,
+        "state_reason": state_reason
+        or ("completed" if state == "closed" and not is_pull_request else None),
         "title": title,
         "body": body,
         "user": user,
@@ -235,6 +238,8 @@ def issue(
         "performed_via_github_app": None,
         "reactions": reactions(f"{url}/reactions"),
     }
+    if closed_by is not None:
+        payload["closed_by"] = closed_by
     if is_pull_request:
         pr = f"{api}/repos/{full_name}/pulls/{number}"
         payload["pull_request"] = {

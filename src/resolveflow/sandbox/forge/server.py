@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
-from resolveflow.sandbox.forge import ci, events, pages, repos
+from resolveflow.sandbox.forge import ci, edits, events, pages, repos
 from resolveflow.sandbox.forge import issues as issues_area
 from resolveflow.sandbox.forge.faults import (
     Delay,
@@ -114,7 +114,14 @@ class FakeGitHubServer:
     ) -> None:
         self.state = ForgeState(default_login)
         # The HTML pages last: an API path always finds its API route first.
-        api = [*issues_area.ROUTES, *events.ROUTES, *repos.ROUTES, *ci.ROUTES, *pages.ROUTES]
+        api = [
+            *edits.ROUTES,
+            *issues_area.ROUTES,
+            *events.ROUTES,
+            *repos.ROUTES,
+            *ci.ROUTES,
+            *pages.ROUTES,
+        ]
         self.frontend = Frontend(
             bind(api, self.state, self.state.lock),
             self._identify,
@@ -221,6 +228,8 @@ class FakeGitHubServer:
     issues = forward(issues_area.issues)
     add_issue_event = forward(events.add_issue_event)
     issue_events = forward(events.issue_events)
+    edit_issue = forward(edits.edit_issue)
+    add_reaction = forward(edits.add_reaction)
     add_pull_request = forward(ci.add_pull_request)
     add_check_run = forward(ci.add_check_run)
     add_workflow_run = forward(ci.add_workflow_run)

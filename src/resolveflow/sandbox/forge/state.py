@@ -163,6 +163,9 @@ class ForgeState:
         actor: str,
         created_at: str,
         label: LabelRecord | None = None,
+        *,
+        rename: tuple[str, str] | None = None,
+        state_reason: str | None = None,
     ) -> EventRecord:
         """Append one event to the issue's history; ids only grow (one counter for all ids)."""
         check_choice("event", event, EVENT_KINDS)
@@ -175,6 +178,8 @@ class ForgeState:
             created_at,
             label.name if label is not None else None,
             label.color if label is not None else None,
+            rename=rename,
+            state_reason=state_reason,
         )
         issue.events.append(record)
         return record
@@ -262,6 +267,12 @@ class ForgeState:
             closed_at=issue.closed_at,
             author_association=issue.author_association,
             merged_at=issue.merged_at,
+            state_reason=issue.state_reason,
+            closed_by=(
+                payloads.simple_user(self.url, self.url, issue.closed_by)
+                if issue.closed_by
+                else None
+            ),
         )
 
     def paged(self, request: FakeRequest, items: list[dict[str, Any]]) -> Reply:

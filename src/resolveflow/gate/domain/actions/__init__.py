@@ -24,6 +24,11 @@ from resolveflow.gate.domain.actions.github_issue import (
     GitHubIssueAction,
     IssueTarget,
 )
+from resolveflow.gate.domain.actions.github_issue_close_duplicate import (
+    DEFAULT_GRACE_HOURS,
+    GitHubIssueCloseDuplicateAction,
+    default_notice,
+)
 from resolveflow.gate.domain.actions.github_issue_create import (
     GitHubIssueCreateAction,
     RepositoryTarget,
@@ -51,6 +56,7 @@ DIGEST_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 
 __all__ = [
     "ACTION_KIND",
+    "DEFAULT_GRACE_HOURS",
     "MARKER_PREFIX",
     "MAX_COMMENT_CHARS",
     "Action",
@@ -59,6 +65,7 @@ __all__ = [
     "AnyAction",
     "EmailSendAction",
     "GitHubIssueAction",
+    "GitHubIssueCloseDuplicateAction",
     "GitHubIssueCreateAction",
     "GitLabAssignee",
     "GitLabIssueCreateAction",
@@ -68,9 +75,11 @@ __all__ = [
     "action_digest",
     "body_with_marker",
     "build_action",
+    "build_close_duplicate",
     "build_issue_create",
     "canonical_json",
     "check_digest_format",
+    "default_notice",
     "execution_marker",
     "normalize_text",
     "parse_action",
@@ -111,6 +120,23 @@ def build_issue_create(
         }
     )
     assert isinstance(action, GitHubIssueCreateAction)
+    return action
+
+
+def build_close_duplicate(
+    repository: str, issue: int, original: int, grace_hours: int, comment: str | None = None
+) -> GitHubIssueCloseDuplicateAction:
+    """A close-as-duplicate action; without a comment, the default notice."""
+    action = parse_action(
+        {
+            "kind": ActionKind.GITHUB_ISSUE_CLOSE_DUPLICATE.value,
+            "target": {"repository": repository, "issue": issue},
+            "original": original,
+            "comment": comment if comment is not None else default_notice(original, grace_hours),
+            "grace_hours": grace_hours,
+        }
+    )
+    assert isinstance(action, GitHubIssueCloseDuplicateAction)
     return action
 
 

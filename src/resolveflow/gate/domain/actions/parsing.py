@@ -12,12 +12,21 @@ from resolveflow.domain.vocabulary import ActionKind
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions.email_send import EmailSendAction
 from resolveflow.gate.domain.actions.github_issue import GitHubIssueAction
+from resolveflow.gate.domain.actions.github_issue_close_duplicate import (
+    GitHubIssueCloseDuplicateAction,
+)
 from resolveflow.gate.domain.actions.github_issue_create import GitHubIssueCreateAction
 from resolveflow.gate.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
 
 ACTION_KIND = ActionKind.GITHUB_ISSUE  # the kind triage proposes
 
-AnyAction = GitHubIssueAction | GitHubIssueCreateAction | GitLabIssueCreateAction | EmailSendAction
+AnyAction = (
+    GitHubIssueAction
+    | GitHubIssueCreateAction
+    | GitLabIssueCreateAction
+    | EmailSendAction
+    | GitHubIssueCloseDuplicateAction
+)
 Action = Annotated[AnyAction, Field(discriminator="kind")]
 _ACTION: TypeAdapter[AnyAction] = TypeAdapter(Action)
 

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions.email_send import EmailSendAction
 from resolveflow.gate.domain.actions.github_issue import GitHubIssueAction
+from resolveflow.gate.domain.actions.github_issue_close_duplicate import (
+    GitHubIssueCloseDuplicateAction,
+)
 from resolveflow.gate.domain.actions.github_issue_create import GitHubIssueCreateAction
 from resolveflow.gate.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
 from resolveflow.gate.domain.actions.parsing import AnyAction, parse_action
@@ -99,6 +102,21 @@ def revise(action: AnyAction, changes: ActionChanges) -> AnyAction:
                 "title": action.title if changes.title is None else changes.title,
                 "description": action.description if changes.body is None else changes.body,
             }
+        case GitHubIssueCloseDuplicateAction():
+            # The notice is the one text a person writes; the issue, the original and the grace
+            # period are what was proposed (propose again to change them).
+            if (
+                changes.labels is not None
+                or changes.title is not None
+                or changes.body is not None
+                or changes.assignees
+            ):
+                raise InvalidInput(
+                    "a close-as-duplicate's notice comment can be edited; propose again to "
+                    "change the issue, the original or the grace period"
+                )
+            comment = action.comment if changes.comment is None else changes.comment
+            data = {**action.canonical(), "comment": comment}
         case EmailSendAction():
             data = _revised_email(action, changes)
     return parse_action(data)

@@ -14,7 +14,12 @@ Invisible characters are reported wherever they are, code included.
 
 from __future__ import annotations
 
-from resolveflow.gate.domain.actions import AnyAction, EmailSendAction, GitHubIssueAction
+from resolveflow.gate.domain.actions import (
+    AnyAction,
+    EmailSendAction,
+    GitHubIssueAction,
+    GitHubIssueCloseDuplicateAction,
+)
 from resolveflow.gate.domain.disclosure.blocks import masked, segments
 from resolveflow.gate.domain.disclosure.characters import (
     BIDI_CONTROLS,
@@ -88,7 +93,7 @@ def _capped(found: list[Finding]) -> list[Finding]:
 def scan_action(action: AnyAction) -> tuple[Finding, ...]:
     """What the person approving ``action`` would not see in its rendering, field by field."""
     found: list[Finding] = []
-    if isinstance(action, GitHubIssueAction):
+    if isinstance(action, GitHubIssueAction | GitHubIssueCloseDuplicateAction):
         found += scan_markdown(action.comment or "", "comment")
     elif isinstance(action, EmailSendAction):
         # The text part is shown as plain text; an HTML part can hide what a client renders.
