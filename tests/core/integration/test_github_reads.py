@@ -98,6 +98,8 @@ def test_get_issue_returns_every_field(
         is_pull_request=False,
         url=f"{fake_github.url}/acme/widgets/issues/7",
         merged_at=None,
+        state_reason="completed",  # a closed issue says why (a duplicate closes as "duplicate")
+        issue_id=1000007,  # the forge's own id, which reactions and events name
     )
 
 
