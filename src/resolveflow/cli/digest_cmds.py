@@ -20,8 +20,10 @@ def digest(
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
-    """The daily digest: each suggestion recorded but kept out of the inbox, with the proposal
-    to open (``proposals show ID``, then approve or reject it as any other)."""
+    """The daily digest: suggestions kept out of the inbox, per day, place and kind.
+
+    Each is a proposal like any other: open it (``proposals show ID``), then approve or reject
+    it by its digest."""
     with common.app() as opened:
         principal = common.principal(opened, token)
         found = quiet.digest(opened.db, principal, quiet.parse_day(day))
