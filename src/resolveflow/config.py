@@ -40,6 +40,7 @@ from resolveflow.config_systems import (
     http_url,
 )
 from resolveflow.errors import ConfigError
+from resolveflow.gate.domain.quiet import QuietRules
 from resolveflow.gate.lease import GateSettings
 from resolveflow.retrieval import loaders
 from resolveflow.retrieval.document_bounds import TextLimits as _Text
@@ -195,6 +196,21 @@ class WorkerSettings(SettingsGroup):
     reconnect_jitter: float = Field(default=0.5, ge=0, le=1)
 
 
+class SuggestionSettings(SettingsGroup):
+    """Quiet by default (``gate/domain/quiet.py``): a kind whose acceptance in a place, over its
+    last ``last`` decisions and at least ``minimum`` of them, falls below ``floor`` goes to the
+    digest by itself."""
+
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}SUGGESTIONS_")
+
+    floor: float = Field(default=QuietRules.floor, ge=0, le=1)
+    minimum: int = Field(default=QuietRules.minimum, ge=1, le=5000)
+    last: int = Field(default=QuietRules.last, ge=1, le=5000)
+
+    def rules(self) -> QuietRules:
+        return QuietRules(self.floor, self.minimum, self.last)
+
+
 class LimitSettings(SettingsGroup):
     """Per UTC day."""
 
@@ -272,6 +288,7 @@ class Settings(BaseModel):
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    suggestions: SuggestionSettings = Field(default_factory=SuggestionSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)

@@ -39,9 +39,17 @@ A repository's refine settings (docs/refine.md; absent: no clone, no scopes, off
     on_new_issues = true                # refine new issues arriving by webhook
     scopes = { frontend = ["web/**", "*.tsx"], backend = ["server/**"] }
 
+Where each kind of suggestion goes (docs/decisions.md, "Quiet by default"; absent: every kind
+``on``), in ``[defaults.suggestions]`` or per repository, kind by kind::
+
+    [repositories."acme/widgets".suggestions]
+    duplicate = "digest"                # on, always, digest or off
+    label = "off"
+
 A product's own section is kept here as the raw TOML table and read by that product through
 ``PolicyFile.section`` (which names the file and the field in its one error): the ``refine``
-table in ``refine/domain/rules.py``, a tenant's ``mailboxes`` in ``mail/domain/mailbox.py``.
+table in ``refine/domain/rules.py``, a tenant's ``mailboxes`` in ``mail/domain/mailbox.py``, the
+``suggestions`` table in ``gate/domain/quiet.py``.
 This module imports no product; the wiring passes each product's check to ``parse_policy``, so
 a bad section still fails the load of the whole file.
 """
@@ -92,6 +100,7 @@ class RepositoryPolicy(BaseModel):
     extra_labels: dict[Classification, tuple[str, ...]] = Field(default_factory=dict)
     rules: tuple[Rule, ...] = ()
     refine: RawTable = Field(default_factory=dict)  # refine's: refine/domain/rules.py
+    suggestions: RawTable = Field(default_factory=dict)  # the gate's: gate/domain/quiet.py
 
     def labels_for(self, branch: Classification) -> set[str]:
         """The only label names a proposal of this branch may carry."""

@@ -26,6 +26,7 @@ from resolveflow.domain.records import Principal, Proposal
 from resolveflow.domain.vocabulary import COVERAGE_GAP_NOTE
 from resolveflow.errors import InvalidInput, NotFound
 from resolveflow.gate import proposals
+from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.retrieval.chunking import query_text
 from resolveflow.store.database import Database
 
@@ -116,7 +117,12 @@ def _topic(asks: list[UnansweredAsk], vectors: np.ndarray) -> GapTopic:
 
 
 def propose_gap(
-    db: Database, principal: Principal, repository: str, report: GapReport, rank: int = 1
+    db: Database,
+    principal: Principal,
+    repository: str,
+    report: GapReport,
+    rank: int = 1,
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> tuple[GapTopic, Proposal]:
     """A ``github.issue_create`` proposal in ``repository`` (on the tenant's allowlist) for the
     ``rank``-th biggest gap of ``report`` (the principal's tenant's); it waits for a person's
@@ -138,5 +144,6 @@ def propose_gap(
         labels=[],
         assignees=[],
         note=COVERAGE_GAP_NOTE,
+        quiet=quiet,
     )
     return topic, proposal

@@ -11,7 +11,7 @@ person. The result is an ordinary proposal, waiting in the inbox for a person's 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from resolveflow.domain.records import Principal, Role
@@ -19,7 +19,9 @@ from resolveflow.domain.vocabulary import PREPARED_ISSUE_NOTE_PREFIX
 from resolveflow.errors import InvalidInput, NotAuthorized, PolicyViolation
 from resolveflow.gate import proposals
 from resolveflow.gate.domain.actions import build_issue_create, parse_action
+from resolveflow.gate.domain.quiet import QuietRules
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
+from resolveflow.gate.quiet import Quiet
 from resolveflow.policy_file import PolicyFile, ProjectAlias
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
@@ -31,6 +33,7 @@ class IssueTargets:
 
     policy: Callable[[], PolicyFile]
     gitlab: GitLabAccess
+    quiet_rules: QuietRules = field(default_factory=QuietRules)  # RESOLVEFLOW_SUGGESTIONS_*
 
 
 def _tenant_name(db: Database, principal: Principal) -> str:
@@ -137,7 +140,7 @@ def prepare_issue(
         logins_by_name = {name.lower(): str(login) for name, login in resolved.assignees.items()}
         logins = [logins_by_name[name] for name in names]
         action = build_issue_create(resolved.project, title, body, wanted_labels, logins)
-    proposal = proposals.create_prepared_proposal(
-        db, principal, action, note=f"{PREPARED_ISSUE_NOTE_PREFIX}{alias}"
-    )
+    note = f"{PREPARED_ISSUE_NOTE_PREFIX}{alias}"
+    quiet = Quiet(targets.policy(), targets.quiet_rules)
+    proposal = proposals.create_prepared_proposal(db, principal, action, note, quiet)
     return proposals.describe(db, principal, proposal.id)

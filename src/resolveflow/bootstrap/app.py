@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from resolveflow.gate.credentials import ApproverTokenLookup, Configured
     from resolveflow.gate.executor import Executor
     from resolveflow.gate.lease import GateSettings
+    from resolveflow.gate.quiet import Quiet
     from resolveflow.gate.reconcile import Reconciler
     from resolveflow.llm.protocol import ChatModel
     from resolveflow.policy_file import PolicyFile
@@ -394,6 +395,12 @@ class App:
     def policy(self) -> PolicyFile:
         return load_policy(self.settings)
 
+    def quiet(self) -> Quiet:
+        """Where the products' suggestions go (the policy file's modes, the automatic move)."""
+        from resolveflow.gate.quiet import Quiet
+
+        return Quiet(self.policy(), self.settings.suggestions.rules())
+
     def run_controller(self) -> RunController:
         """The triage graph with its Postgres checkpointer, and the run lease around it."""
         return self._once("run_controller", self._build_run_controller)
@@ -422,6 +429,7 @@ class App:
             policy=self.policy,
             executor=self.executor,
             investigator=investigator,
+            quiet_rules=self.settings.suggestions.rules(),
         )
         return RunController(
             db=self.db,

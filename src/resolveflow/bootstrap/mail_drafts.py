@@ -19,7 +19,11 @@ def mail_drafts(app: App, principal: Principal) -> MailDrafts:
         names = {t.id: t.name for t in tenant_store.list_tenants(conn)}
     mailboxes = tenant_mailboxes(app.policy(), names.get(principal.tenant_id, ""))
     return MailDrafts(
-        app.db, mailboxes, MailSearcher(app.db, app.embedder()), _budgeted(app, principal)
+        app.db,
+        mailboxes,
+        MailSearcher(app.db, app.embedder()),
+        _budgeted(app, principal),
+        quiet=app.quiet(),
     )
 
 

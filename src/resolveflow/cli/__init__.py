@@ -154,6 +154,11 @@ COMMANDS: tuple[Entry, ...] = (
         "The team's decisions on what ResolveFlow suggested, and how each kind fared.",
         _CLI + "decisions_cmds:decisions_app",
     ),
+    Entry(
+        "digest",
+        "The daily digest: suggestions kept out of the inbox, per day, place and kind.",
+        _CLI + "digest_cmds:digest",
+    ),
     Entry("runs", "Triage runs.", _CLI + "triage:runs_app"),
     Entry("policy", "The triage policy file.", _CLI + "triage:policy_app"),
     Entry(

@@ -37,7 +37,8 @@ def gaps(
         report = service.gap_report(opened.db, build_embedder(opened.settings), tenant_id, days)
         proposed = None
         if principal is not None and propose is not None:
-            _, proposed = service.propose_gap(opened.db, principal, propose, report)
+            quiet = opened.quiet()
+            _, proposed = service.propose_gap(opened.db, principal, propose, report, 1, quiet)
     data = {
         **report.as_json(),
         "proposal": (

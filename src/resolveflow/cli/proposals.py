@@ -11,11 +11,13 @@ from rich.text import Text
 from resolveflow.bootstrap.app import App
 from resolveflow.cli import common, plain
 from resolveflow.cli.action_view import action_rows, action_texts, fate
+from resolveflow.cli.digest_cmds import say_moved
 from resolveflow.cli.output import console, emit, exact, fields, table, whole
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import InvalidInput
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as service
+from resolveflow.gate import quiet
 from resolveflow.gate.domain.actions import ActionChanges, check_digest_format, parse_action
 
 if TYPE_CHECKING:
@@ -238,8 +240,13 @@ def show(
 
 @proposals_app.command("list")
 def list_(token: str | None = common.TokenOption, as_json: bool = common.JsonOption) -> None:
+    """Every proposal, newest first (those in the digest too); above them, one line per kind that
+    went to the digest by itself (``resolveflow digest`` lists those kept out of the inbox)."""
     with common.app() as opened:
-        rows = service.list_proposals(opened.db, common.principal(opened, token))
+        principal = common.principal(opened, token)
+        rows = service.list_proposals(opened.db, principal)
+        moved = [] if as_json else quiet.notices(opened.db, principal, opened.quiet())
+    say_moved(moved)
     emit(
         rows,
         as_json,

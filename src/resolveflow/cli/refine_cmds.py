@@ -134,7 +134,7 @@ def _run_and_propose(
         if tenant is not None and tenant != name:
             raise InvalidInput(f"--tenant {tenant}: the token's tenant is {name}")
         final = refine_document(start, step_deps(opened, lambda: name, None, actor))
-        view = propose_enrichment(opened.db, actor, final)
+        view = propose_enrichment(opened.db, actor, final, opened.quiet())
     emit(view, as_json, lambda: print_proposal(view, state="waiting for approval"))
 
 

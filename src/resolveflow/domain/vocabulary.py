@@ -195,6 +195,16 @@ class SuggestionKind(StrEnum):
     NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner, a gap)
 
 
+class SuggestionMode(StrEnum):
+    """Where a kind of suggestion goes in one place (the policy file's ``suggestions`` table,
+    ``gate/domain/quiet.py``)."""
+
+    ON = "on"  # into the inbox, unless its measured acceptance moves it to the digest
+    ALWAYS = "always"  # into the inbox, whatever its acceptance
+    DIGEST = "digest"  # recorded, listed in the daily digest, not in the inbox
+    OFF = "off"  # not proposed at all; the run or the command says so
+
+
 class SuggestionOutcome(StrEnum):
     """How the team decided one suggestion."""
 

@@ -12,6 +12,7 @@ from resolveflow.domain.records import Approval, Principal, Proposal, Role, acto
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.gate import feedback, kind_rules
+from resolveflow.gate import quiet as quiet_service
 from resolveflow.gate.domain.actions import (
     DEFAULT_GRACE_HOURS,
     ActionChanges,
@@ -24,7 +25,10 @@ from resolveflow.gate.domain.actions import (
     parse_action,
     revise,
 )
+from resolveflow.gate.domain.suggestions import suggestion_kind
 from resolveflow.gate.duplicate_checks import check_chain
+from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
+from resolveflow.gate.store import digest as digest_store
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
@@ -59,11 +63,12 @@ def create_proposal(
     note: str | None = None,
     run_id: UUID | None = None,
     author_kind: str = "principal",
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> Proposal:
     """A ``github.issue`` proposal: a comment and/or labels on an existing issue."""
     _require_proposer(principal)
     action = build_action(repository, issue, comment, labels)
-    return _insert_first_version(db, principal, action, note, run_id, author_kind)
+    return _insert_first_version(db, principal, action, note, run_id, author_kind, quiet)
 
 
 def create_issue_proposal(
@@ -76,11 +81,12 @@ def create_issue_proposal(
     labels: list[str],
     assignees: list[str],
     note: str | None = None,
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> Proposal:
     """A ``github.issue_create`` proposal: a new issue in an allowlisted repository."""
     _require_proposer(principal)
     action = build_issue_create(repository, title, body, labels, assignees)
-    return _insert_first_version(db, principal, action, note, None, "principal")
+    return _insert_first_version(db, principal, action, note, None, "principal", quiet)
 
 
 def create_close_duplicate_proposal(
@@ -107,24 +113,32 @@ def create_close_duplicate_proposal(
         what = "a pull request" if target.is_pull_request else "already closed"
         raise PolicyViolation(f"{action.repository}#{issue} is {what}")
     check_chain(github, db, principal.tenant_id, action)
-    return _insert_first_version(db, principal, action, note, None, "principal")
+    return _insert_first_version(db, principal, action, note, None, "principal", DEFAULT_QUIET)
 
 
 def create_prepared_proposal(
-    db: Database, principal: Principal, action: AnyAction, note: str | None = None
+    db: Database,
+    principal: Principal,
+    action: AnyAction,
+    note: str | None = None,
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> Proposal:
     """A proposal of an action that ``ask/issues_prepare`` resolved from configuration."""
     with db.tenant(principal.tenant_id) as conn:
-        return propose_prepared(conn, principal, action, note)
+        return propose_prepared(conn, principal, action, note, quiet)
 
 
 def propose_prepared(
-    conn: Connection, principal: Principal, action: AnyAction, note: str | None = None
+    conn: Connection,
+    principal: Principal,
+    action: AnyAction,
+    note: str | None = None,
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> Proposal:
     """``create_prepared_proposal`` in the caller's transaction (a draft's version and the
     proposal it becomes are one step: mail/drafts)."""
     _require_proposer(principal)
-    return _insert_first_version_in(conn, principal, action, note, None, "principal")
+    return _insert_first_version_in(conn, principal, action, note, None, "principal", quiet)
 
 
 def _insert_first_version(
@@ -134,9 +148,10 @@ def _insert_first_version(
     note: str | None,
     run_id: UUID | None,
     author_kind: str,
+    quiet: Quiet,
 ) -> Proposal:
     with db.tenant(principal.tenant_id) as conn:
-        return _insert_first_version_in(conn, principal, action, note, run_id, author_kind)
+        return _insert_first_version_in(conn, principal, action, note, run_id, author_kind, quiet)
 
 
 def _insert_first_version_in(
@@ -146,9 +161,19 @@ def _insert_first_version_in(
     note: str | None,
     run_id: UUID | None,
     author_kind: str,
+    quiet: Quiet,
 ) -> Proposal:
+    """The first version of a new lineage. What a product suggests is routed here, once, for
+    every product (``gate/quiet.py``): refused when its kind is off in its place, put in the
+    digest instead of the inbox when its kind goes there."""
     proposal_id = uuid.uuid4()
     _check_allowed(conn, principal.tenant_id, action.repository)
+    branch = digest_store.run_branch(conn, principal.tenant_id, run_id) if run_id else None
+    kind = suggestion_kind(action, author_kind, note, branch)
+    routed = None
+    if kind is not None:
+        routed = quiet_service.route_in(conn, principal, quiet, action.repository, kind)
+        quiet_service.refuse_off(quiet, routed, action)
     proposal = proposal_store.insert_proposal(
         conn,
         proposal_id=proposal_id,
@@ -162,6 +187,10 @@ def _insert_first_version_in(
         run_id=run_id,
         note=note,
     )
+    details: dict[str, Any] = {"digest": proposal.digest, "version": 1, "kind": action.kind}
+    if routed is not None and routed.why is not None:
+        quiet_service.record_in(conn, principal.tenant_id, proposal.id, routed)
+        details["to_digest"] = routed.why.value
     audit.record(
         conn,
         tenant_id=principal.tenant_id,
@@ -170,7 +199,7 @@ def _insert_first_version_in(
         subject_type="proposal",
         subject_id=proposal.id,
         run_id=run_id,
-        details={"digest": proposal.digest, "version": 1, "kind": action.kind},
+        details=details,
     )
     return proposal
 

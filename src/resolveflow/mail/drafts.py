@@ -22,6 +22,7 @@ from resolveflow.errors import InvalidInput, NotAuthorized
 from resolveflow.gate.domain.actions import ActionChanges, AnyAction, action_digest
 from resolveflow.gate.domain.actions.email_send import EmailSendAction, parse_email_send
 from resolveflow.gate.proposals import edit_in, propose_prepared
+from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.llm.errors import ModelError
 from resolveflow.llm.messages import ChatMessage
@@ -113,11 +114,13 @@ class MailDrafts:
         mailboxes: dict[str, MailboxPolicy],
         finder: ExampleFinder,
         model: ChatModel | None = None,
+        quiet: Quiet = DEFAULT_QUIET,
     ) -> None:
         self.db = db
         self.mailboxes = mailboxes  # this tenant's, by address in lower case
         self.finder = finder
         self.model = model
+        self.quiet = quiet  # where a drafted reply goes: the inbox, the digest, or nowhere
 
     def permitted(self, principal: Principal) -> frozenset[str]:
         """The configured mailboxes this principal holds a grant for."""
@@ -247,9 +250,8 @@ class MailDrafts:
         written in its transaction: if the version's insert fails, no proposal is left behind."""
         action = _action(record.mailbox, draft)
         if record.lineage_id is None:
-            proposal = propose_prepared(
-                conn, principal, action, note=f"reply drafted for {record.request.message_id}"
-            )
+            note = f"reply drafted for {record.request.message_id}"
+            proposal = propose_prepared(conn, principal, action, note, self.quiet)
             store.set_lineage(conn, principal.tenant_id, record.id, proposal.lineage_id)
             return proposal.id
         latest = proposal_store.lineage_versions(conn, principal.tenant_id, record.lineage_id)[-1]

@@ -23,6 +23,7 @@ from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE
 from resolveflow.errors import InvalidInput, NotAuthorized, ResolveFlowError
 from resolveflow.gate import proposals
 from resolveflow.gate.domain.actions import build_action
+from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.refine.domain.document import RefineDocument, RefineStep, Ticket, TicketSource
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
@@ -45,7 +46,9 @@ def check_proposable(ticket: Ticket) -> tuple[str, int]:
     return ticket.repository, ticket.number
 
 
-def propose_enrichment(db: Database, principal: Principal, doc: RefineDocument) -> dict[str, Any]:
+def propose_enrichment(
+    db: Database, principal: Principal, doc: RefineDocument, quiet: Quiet = DEFAULT_QUIET
+) -> dict[str, Any]:
     """Propose the document's Markdown as a comment on its issue; the proposal's view (as
     ``proposals show``), waiting for approval."""
     if not principal.has(Role.REQUESTER):
@@ -57,7 +60,7 @@ def propose_enrichment(db: Database, principal: Principal, doc: RefineDocument) 
         action = build_action(repository, number, doc.markdown, [])
     except InvalidInput as exc:  # the action's own checks: the comment limit, a marker
         raise InvalidInput(f"the enrichment cannot be proposed: {_one_line(exc.message)}") from None
-    proposal = proposals.create_prepared_proposal(db, principal, action, note=REFINE_NOTE)
+    proposal = proposals.create_prepared_proposal(db, principal, action, REFINE_NOTE, quiet)
     return proposals.describe(db, principal, proposal.id)
 
 
@@ -83,6 +86,7 @@ def refine_new_issue(
     claim: Callable[[str], str | None],
     principal: Principal,
     delivery_id: str,
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> UUID | None:
     """Refine the delivery's new issue and propose the enrichment as ``principal`` (the tenant's
     webhook principal), at most once: ``claim`` (triage's webhook events, given the claim's event
@@ -94,7 +98,7 @@ def refine_new_issue(
         return None
     try:
         doc = refine(ref)
-        view = propose_enrichment(db, principal, doc)
+        view = propose_enrichment(db, principal, doc, quiet)
     except ResolveFlowError as exc:
         logger.warning(
             "refine of %s for delivery %s failed: %s", ref, delivery_id, _one_line(exc.message)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.accounts import limits
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
-from resolveflow.gate import decisions, feedback
+from resolveflow.gate import decisions, feedback, quiet
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import ActionChanges
@@ -202,6 +202,16 @@ def decisions_list(
     """Each decision on a suggestion, newest first, with what an edit changed and why."""
     found = feedback.decision_examples(wired(request).db, who.principal, days)
     return [example.as_json() for example in found[:limit]]
+
+
+@router.get("/digest")
+def digest(request: Request, who: ViewerDep, day: str = "") -> Json:
+    """The daily digest (``day``: YYYY-MM-DD; else the last days), and the kinds that went
+    there by themselves."""
+    app = wired(request)
+    found = quiet.digest(app.db, who.principal, quiet.parse_day(day))
+    moved = quiet.notices(app.db, who.principal, app.quiet())
+    return {**found.as_json(), "moved": [notice.as_json() for notice in moved]}
 
 
 @router.get("/executions")

@@ -50,7 +50,7 @@ _CSP = (
 # Pages with a tenant's data, and the sign-in pages (a link's token, a nonce): never cached.
 _NO_STORE = (
     "/api/", "/runs", "/proposals", "/executions", "/inbox", "/audit", "/ask", "/passages",
-    "/auth/", "/login",
+    "/auth/", "/login", "/digest",
 )  # fmt: skip
 
 

@@ -231,7 +231,7 @@ def create_issue(
     view = prepare_issue(
         app.db,
         viewer.principal,
-        IssueTargets(policy=app.policy, gitlab=app.gitlab()),
+        IssueTargets(app.policy, app.gitlab(), app.settings.suggestions.rules()),
         alias=alias,
         title=title.strip(),
         body=body,

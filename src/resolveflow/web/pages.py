@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from resolveflow.domain.vocabulary import Decision, ExecutionState, RunStatus
 from resolveflow.errors import AuthenticationFailed, InvalidInput
-from resolveflow.gate import decisions, feedback, posting
+from resolveflow.gate import decisions, feedback, posting, quiet
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate.approvals import RepositoryLabels
 from resolveflow.gate.domain.actions import ActionChanges
@@ -94,8 +94,11 @@ def inbox(
         repository=repository or None,
         classification=classification or None,
     )
-    template = "_inbox_rows.html" if request.headers.get("HX-Target") == "inbox-body" else None
-    return _render(request, template or "inbox.html", viewer, heading=_heading(data), **data)
+    if request.headers.get("HX-Target") == "inbox-body":
+        return _render(request, "_inbox_rows.html", viewer, heading=_heading(data), **data)
+    # The kinds that went to the digest by themselves: one line each, above the list.
+    moved = quiet.notices(wired(request).db, viewer.principal, wired(request).quiet())
+    return _render(request, "inbox.html", viewer, heading=_heading(data), quiet=moved, **data)
 
 
 def _heading(data: dict[str, Any]) -> str:
@@ -332,6 +335,16 @@ def decisions_page(request: Request, last: str = "", days: str = "") -> Response
 
 
 DECISIONS_SHOWN = 50
+
+
+@router.get("/digest", response_class=HTMLResponse)
+def digest_page(request: Request, day: str = "") -> Response:
+    """The daily digest: the suggestions sent there instead of the inbox, per day, place and
+    kind, each linking to its proposal (where it is decided as any other)."""
+    viewer = identify(request)
+    found = quiet.digest(wired(request).db, viewer.principal, quiet.parse_day(day))
+    moved = quiet.notices(wired(request).db, viewer.principal, wired(request).quiet())
+    return _render(request, "digest.html", viewer, digest=found, day=day, quiet=moved)
 
 
 def _bounded(value: str, name: str, default: int, most: int) -> int:

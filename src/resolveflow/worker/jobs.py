@@ -124,7 +124,12 @@ class Jobs:
             return refine_document(RefineDocument(ticket=ticket_for(ref)), deps)
 
         proposal = refine_new_issue(
-            self.app.db, refine, claim=claim, principal=principal, delivery_id=delivery_id
+            self.app.db,
+            refine,
+            claim=claim,
+            principal=principal,
+            delivery_id=delivery_id,
+            quiet=self.app.quiet(),
         )
         return str(proposal) if proposal else None
 

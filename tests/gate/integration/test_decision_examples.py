@@ -18,6 +18,7 @@ from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE, SuggestionKind
 from resolveflow.gate import approvals, feedback, proposals
 from resolveflow.gate.domain.actions import ActionChanges, build_action
 from resolveflow.gate.domain.suggestions import Acceptance
+from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.store.database import Database
 from resolveflow.triage.store import runs as run_store
 
@@ -26,7 +27,14 @@ K = SuggestionKind
 
 
 def _run_proposal(
-    db: Database, world: World, branch: str, rule: str, labels: list[str], repository: str = REPO
+    db: Database,
+    world: World,
+    branch: str,
+    rule: str,
+    labels: list[str],
+    repository: str = REPO,
+    quiet: Quiet = DEFAULT_QUIET,
+    issue: int = 7,
 ) -> Proposal:
     """A triage run's proposal, as the graph makes one: the run, its classification, then the
     proposal with the run's id."""
@@ -39,7 +47,7 @@ def _run_proposal(
             tenant_id=world.tenant.id,
             workflow="triage",
             repository=repository,
-            issue_number=7,
+            issue_number=issue,
             requested_by=requester.id,
         )
         run_store.insert_classification(
@@ -56,11 +64,12 @@ def _run_proposal(
         db,
         requester,
         repository=repository,
-        issue=7,
+        issue=issue,
         comment="CI is failing: build, lint.",
         labels=labels,
         run_id=run_id,
         author_kind="workflow",
+        quiet=quiet,
     )
 
 

@@ -126,12 +126,17 @@ class Acceptance:
         }
 
 
+def branch_kind(branch: str) -> SuggestionKind | None:
+    """What a triage run's proposal on this branch suggests."""
+    return _BRANCHES.get(branch)
+
+
 def suggestion_kind(
     first: AnyAction, author_kind: str, note: str | None, branch: str | None
 ) -> SuggestionKind | None:
     """What a lineage's first version suggests; None for a person's own proposal."""
     if branch is not None:
-        return _BRANCHES.get(branch)
+        return branch_kind(branch)
     action_kind = ActionKind(first.kind)
     if action_kind is ActionKind.EMAIL_SEND:
         return SuggestionKind.DRAFT

@@ -1,5 +1,6 @@
 -- name: inbox
--- Runs waiting for a decision, newest first, with the latest proposal's digest and target.
+-- Runs waiting for a decision, newest first, with the latest proposal's digest and target. A run
+-- whose proposal went to the digest (digest_entries) is not listed while it waits.
 SELECT r.id AS run_id, r.repository, r.issue_number, r.status, r.created_at,
        c.classification, c.rule, c.branch,
        latest.id AS proposal_id, latest.digest, latest.version, latest.action,
@@ -8,7 +9,7 @@ FROM runs r
 LEFT JOIN run_classifications c ON c.run_id = r.id
 LEFT JOIN evidence_snapshots s ON s.run_id = r.id AND s.tenant_id = r.tenant_id
 LEFT JOIN LATERAL (
-    SELECT p.id, p.digest, p.version, p.action FROM proposals p
+    SELECT p.id, p.lineage_id, p.digest, p.version, p.action FROM proposals p
     WHERE p.tenant_id = r.tenant_id AND p.run_id = r.id
     ORDER BY p.version DESC, p.created_at DESC LIMIT 1
 ) latest ON true
@@ -16,6 +17,10 @@ WHERE r.tenant_id = %(tenant_id)s
   AND (%(status)s::text IS NULL OR r.status = %(status)s)
   AND (%(repository)s::text IS NULL OR r.repository = %(repository)s)
   AND (%(classification)s::text IS NULL OR c.classification = %(classification)s)
+  AND NOT (r.status = 'awaiting_approval' AND EXISTS (
+      SELECT 1 FROM digest_entries d
+      WHERE d.tenant_id = r.tenant_id AND d.lineage_id = latest.lineage_id
+  ))
 ORDER BY r.created_at DESC
 LIMIT %(limit)s
 
@@ -52,7 +57,8 @@ LEFT JOIN LATERAL (
 ORDER BY e.id DESC
 
 -- name: pending_proposals
--- Proposals made without a run whose latest version nobody has decided yet, newest first.
+-- Proposals made without a run whose latest version nobody has decided yet, newest first; those
+-- sent to the digest instead (digest_entries) are not.
 SELECT p.id AS proposal_id, p.version, p.digest, p.action, p.created_at,
        p.action->'target'->>'repository' AS repository
 FROM proposals p
@@ -62,6 +68,9 @@ WHERE p.tenant_id = %(tenant_id)s
   AND NOT EXISTS (
       SELECT 1 FROM proposals newer
       WHERE newer.lineage_id = p.lineage_id AND newer.version > p.version
+  )
+  AND NOT EXISTS (
+      SELECT 1 FROM digest_entries d WHERE d.tenant_id = p.tenant_id AND d.lineage_id = p.lineage_id
   )
   AND (%(repository)s::text IS NULL OR p.action->'target'->>'repository' = %(repository)s)
 ORDER BY p.created_at DESC

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -22,9 +22,12 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
 from resolveflow.adapters.github.protocol import GitHub
-from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.domain.vocabulary import AuditEvent, SuggestionKind, SuggestionMode
 from resolveflow.errors import ResolveFlowError
+from resolveflow.gate.domain.quiet import QuietRules, apply_off, place_modes
+from resolveflow.gate.domain.suggestions import branch_kind
 from resolveflow.gate.executor import Executor
+from resolveflow.gate.quiet import Quiet
 from resolveflow.policy_file import Classification, PolicyFile
 from resolveflow.telemetry import span
 from resolveflow.triage import evidence as evidence_service
@@ -49,6 +52,8 @@ class TriageDeps:
     executor: Callable[[], Executor]
     # The ai_investigation step, when configured: (state, evidence) -> outcome (see _investigate).
     investigator: Callable[[dict[str, Any], IssueEvidence], dict[str, Any]] | None = None
+    # The automatic move to the digest (RESOLVEFLOW_SUGGESTIONS_*); the modes are the policy's.
+    quiet_rules: QuietRules = field(default_factory=QuietRules)
 
 
 def _traced(step: str, node: Callable[[TriageState], Any]) -> Any:
@@ -195,7 +200,9 @@ def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     evidence = normalize(state.get("raw") or {})
     try:
-        policy = deps.policy().for_repository(state["repository"])
+        policy_file = deps.policy()
+        policy = policy_file.for_repository(state["repository"])
+        modes = place_modes(policy_file, state["repository"])
     except ResolveFlowError as exc:
         return {"error": exc.message}
     result = classify(evidence, policy)
@@ -220,9 +227,11 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         action = propose(evidence, result, policy, branch)
     if evidence.notes:  # e.g. linked runs that could not be read: the reviewer should know
         action = dataclasses.replace(action, notes=action.notes + evidence.notes)
+    action = _quieted(action, modes, state["repository"], branch)
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
+    quiet = Quiet(policy_file, deps.quiet_rules)
     try:
-        proposal = steps.create_run_proposal(deps.db, state, action, author_kind=author)
+        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet)
     except ResolveFlowError as exc:
         return {"error": f"could not create the proposal: {exc.message}"}
     update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
@@ -231,6 +240,23 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         return update
     update.update(proposal_id=str(proposal.id), digest=proposal.digest)
     return update
+
+
+def _quieted(
+    action: ProposedAction,
+    modes: dict[SuggestionKind, SuggestionMode],
+    repository: str,
+    branch: Classification,
+) -> ProposedAction:
+    """The action under the policy file's ``off`` modes: nothing when the branch's kind is off,
+    no labels when labels are; the note says why (the run's record keeps it)."""
+    kind = branch_kind(branch.value)
+    if kind is None:
+        return action
+    kept = apply_off(modes, repository, kind, action.labels)
+    if not kept.proposed:
+        return ProposedAction(comment=None, labels=(), notes=action.notes + kept.notes)
+    return dataclasses.replace(action, labels=kept.labels, notes=action.notes + kept.notes)
 
 
 def _await_approval(state: TriageState) -> dict[str, Any]:

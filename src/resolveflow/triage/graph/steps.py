@@ -11,6 +11,7 @@ from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import NotFound, ResolveFlowError
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.executor import Executor
+from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
@@ -71,7 +72,11 @@ def record_snapshot(
 
 
 def create_run_proposal(
-    db: Database, state: TriageState, action: ProposedAction, author_kind: str = "workflow"
+    db: Database,
+    state: TriageState,
+    action: ProposedAction,
+    author_kind: str = "workflow",
+    quiet: Quiet = DEFAULT_QUIET,
 ) -> Proposal | None:
     """Record the classification, then propose on behalf of the run's requester (or nothing)."""
     tenant_id, run_id = _ids(state)
@@ -114,6 +119,7 @@ def create_run_proposal(
         note="; ".join(action.notes) or None,
         run_id=run_id,
         author_kind=author_kind,
+        quiet=quiet,
     )
     with db.tenant(tenant_id) as conn:
         run_store.set_status(
