@@ -23,6 +23,7 @@ from resolveflow.domain.vocabulary import (
     ReviewOutcome,
     RunStatus,
     SuggestionKind,
+    SuggestionMode,
     SuggestionOutcome,
 )
 from resolveflow.gate import outcome_words as outcomes
@@ -138,6 +139,12 @@ SUGGESTION_KIND: dict[SuggestionKind, str] = {
     SuggestionKind.REFINE_SUMMARY: "a refine summary",
     SuggestionKind.NEW_ISSUE: "a prepared new issue",
 }
+SUGGESTION_MODE: dict[SuggestionMode, str] = {
+    SuggestionMode.ON: "in the inbox unless its acceptance is low",
+    SuggestionMode.ALWAYS: "always in the inbox",
+    SuggestionMode.DIGEST: "in the daily digest only",
+    SuggestionMode.OFF: "not suggested",
+}
 SUGGESTION_OUTCOME: dict[SuggestionOutcome, str] = {
     SuggestionOutcome.APPROVED: "approved as proposed",
     SuggestionOutcome.EDITED: "approved after an edit",
@@ -159,6 +166,7 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     AuditEvent: AUDIT_EVENT,
     LinkEvent: LINK_EVENT,
     SuggestionKind: SUGGESTION_KIND,
+    SuggestionMode: SUGGESTION_MODE,
     SuggestionOutcome: SUGGESTION_OUTCOME,
 }
 
