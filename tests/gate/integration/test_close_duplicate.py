@@ -19,6 +19,7 @@ from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, PolicyViolation
 from resolveflow.gate import approvals, proposals
 from resolveflow.gate.domain.actions import build_close_duplicate, execution_marker
+from resolveflow.gate.quiet import DEFAULT_QUIET
 from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer, Status
 from resolveflow.store.database import Database
 
@@ -261,7 +262,9 @@ def test_the_chain_is_checked_again_before_the_notice_and_before_the_close(
     # Before the close: a circle recorded meanwhile (two proposals racing past each other).
     waiting = noticed(db, world, github_client)  # #5 as a duplicate of #3
     circle = build_close_duplicate(REPO, 3, 5, 72)
-    proposals._insert_first_version(db, world.requester(db), circle, None, None, "principal")
+    proposals._insert_first_version(
+        db, world.requester(db), circle, None, None, "principal", DEFAULT_QUIET
+    )
     make_due(superuser, waiting.id)
     make_executor(db, github_client).run_due()
     after = execution_state(db, world, waiting.id)
