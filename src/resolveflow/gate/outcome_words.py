@@ -62,6 +62,8 @@ def outcome_text(found: dict[str, Any], *, new_issue: bool) -> str:
             said += (
                 f"; only part of it was done: {found.get('detail') or 'a later step was refused'}"
             )
+        elif state == ExecutionState.PENDING.value and found.get("detail"):
+            said += f"; {found['detail']}"  # a close as a duplicate waiting out its grace period
         return said
     words = EXECUTION_STATE[ExecutionState(state)]
     return f"{words}: {found['detail']}" if found.get("detail") else words

@@ -23,6 +23,7 @@ from resolveflow.errors import (
     ResolveFlowError,
 )
 from resolveflow.gate.lease import Attempt, GateSettings
+from resolveflow.gate.outcome_words import shown_moment
 from resolveflow.gate.store import executions as store
 from resolveflow.gate.store.executions import SentWith
 from resolveflow.store import audit
@@ -369,7 +370,7 @@ class Recorder:
         found by reconciliation or from an earlier execution: None). Back to the queue until
         ``due``: nothing waits in a process, and a restart changes nothing."""
         comment_id, url = notice
-        detail = f"notice posted; will close after {due.isoformat()} unless someone objects"
+        detail = f"notice posted; will close after {shown_moment(due)} unless someone objects"
         with self._transaction(execution) as conn:
             if attempt_id is not None:
                 self._outcome(

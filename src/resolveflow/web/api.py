@@ -19,6 +19,11 @@ from resolveflow.gate import decisions, feedback, quiet
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import ActionChanges
+from resolveflow.gate.domain.actions.github_issue_close_duplicate import (
+    DEFAULT_GRACE_HOURS,
+    MAX_GRACE_HOURS,
+    MIN_GRACE_HOURS,
+)
 from resolveflow.triage import runs as run_service
 from resolveflow.triage.domain.references import parse_issue_reference
 from resolveflow.web import views
@@ -79,6 +84,16 @@ class Edit(_Body):
             body=self.body,
             assignees=tuple(self.assignees) if self.assignees is not None else None,
         )
+
+
+class CloseDuplicate(_Body):
+    issue: str = Field(min_length=3, max_length=300, examples=["acme/widgets#42"])
+    original: int = Field(gt=0, lt=2**31, description="The issue it duplicates, same repository.")
+    grace_hours: int = Field(default=DEFAULT_GRACE_HOURS, ge=MIN_GRACE_HOURS, le=MAX_GRACE_HOURS)
+    comment: str | None = Field(
+        default=None, max_length=65_000, description="The notice; must mention #ORIGINAL."
+    )
+    note: str | None = Field(default=None, max_length=2000)
 
 
 class Resolve(_Body):
@@ -166,6 +181,28 @@ def edit(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Edit) ->
     db = wired(request).db
     proposal = decisions.edit(db, who.principal, run_or_proposal, body.changes())
     return proposal_service.describe(db, who.principal, proposal.id)
+
+
+@router.post("/proposals/close-duplicate", status_code=201)
+def close_duplicate(request: Request, who: ViewerDep, body: CloseDuplicate) -> Json:
+    """Propose closing an issue as a duplicate after a grace period (``github.issue_close_
+    duplicate``): once approved, a notice is posted, and the issue is closed when the period is
+    over unless someone commented, reacted with a thumbs-down, edited or reopened it."""
+    app = wired(request)
+    decisions.reject_unstorable(body.issue)
+    repository, number = parse_issue_reference(body.issue)
+    proposal = proposal_service.create_close_duplicate_proposal(
+        app.db,
+        who.principal,
+        app.github,
+        repository=repository,
+        issue=number,
+        original=body.original,
+        grace_hours=body.grace_hours,
+        comment=body.comment,
+        note=body.note,
+    )
+    return proposal_service.describe(app.db, who.principal, proposal.id)
 
 
 @router.get("/proposals")

@@ -15,6 +15,7 @@ from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from resolveflow.domain.vocabulary import ReviewOutcome
+from resolveflow.gate.domain.actions.github_issue_close_duplicate import grace_words
 from resolveflow.web.page_words import (
     MORE_DETAIL_KEYS,
     REVIEW_GATE,
@@ -171,4 +172,5 @@ def install(env: Environment) -> None:
     env.filters["event"] = event_words
     env.filters["gate"] = gate_words
     env.filters["like_this"] = like_this
+    env.filters["grace"] = grace_words
     env.globals["fact_is_good"] = fact_is_good

@@ -265,6 +265,11 @@ def proposal_status(request: Request, proposal_id: UUID) -> Response:
     return _proposal(request, proposal_id, "_proposal_status.html")
 
 
+def _waiting_out_grace(state: str | None, outcome: dict[str, Any] | None) -> bool:
+    """Queued again after writing something: a close as a duplicate whose notice is out."""
+    return state == ExecutionState.PENDING.value and bool((outcome or {}).get("url"))
+
+
 def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     """The page follows the execution once the proposal is approved, until it settles."""
     viewer = identify(request)
@@ -277,6 +282,8 @@ def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     state = (view["execution"] or {}).get("state")
     following = view["decision"] == "approved" and state not in _SETTLED_EXECUTION
     posting = _posting(request, viewer, view, (view["execution"] or {}).get("id"))
+    if _waiting_out_grace(state, posting["outcome"]):
+        following = False  # days, not seconds: the page is read again when someone comes back
     return _render(
         request,
         template,

@@ -72,6 +72,7 @@ def kinds_world(
     github = FakeGitHubServer(default_login="resolveflow-bot")
     github.add_repo(REPO, ["bug", "question"], pushers=["alice"])
     github.add_issue(REPO, 1, "Widget crashes on start", "It crashes.", user="octocat")
+    github.add_issue(REPO, 2, "Widget crashes at start", "Same crash.", user="octocat")
     github.register_token("service-token", "resolveflow-bot")
     with github, FakeGitLabServer() as gitlab, FakeSmtpServer() as smtp:
         gitlab.state.add_user(7, "acme-bot", GITLAB_TOKEN)
@@ -134,6 +135,10 @@ def build_world(cli: Cli, home: Path) -> KindsWorld:
             "issues", "prepare", "--project", "ops", "--title", "Disk full on ops-3",
             "--body-file", str(body), "--label", "ops", "--assignee", "alice", token=rita,
         ),
+        "github.issue_close_duplicate": cli.json(
+            "proposals", "close-duplicate", f"{REPO}#2", "--of", "1", "--grace-days", "2",
+            token=rita,
+        ),
     }  # fmt: skip
     cli.json("mail", "import", "--mailbox", MAILBOX, str(MAIL / "support-eml"))
     for subject in ("rita", "alex"):
@@ -162,12 +167,20 @@ def build_world(cli: Cli, home: Path) -> KindsWorld:
         ]
         for kind, view in made.items()
     }
-    assert cli.json("execute", "--once") == {"processed": 4}
+    assert cli.json("execute", "--once") == {"processed": 5}
     shown = {kind: cli.json("proposals", "show", made[kind]["id"], token=alex) for kind in made}
     return KindsWorld(cli, tokens, shown, executions, draft_id, rejected["id"], pending["id"])
 
 
-KINDS = ["github.issue", "github.issue_create", "gitlab.issue_create", "email.send"]
+KINDS = [
+    "github.issue",
+    "github.issue_create",
+    "gitlab.issue_create",
+    "email.send",
+    "github.issue_close_duplicate",
+]
+# Carried out once: sent, but a close as a duplicate then waits out its grace period queued.
+STATE = {"github.issue_close_duplicate": "pending"}
 
 # What `proposals show` prints for each kind, besides the id, the digest and the state.
 SHOWN = {
@@ -176,6 +189,8 @@ SHOWN = {
     "gitlab.issue_create": ["group/ops", "Disk full on ops-3", "ops", "alice", "undocumented"],
     "email.send": [MAILBOX, "kim@customer.example", "Re: My password reset link expired",
                    "ask for a new one"],
+    "github.issue_close_duplicate": ["acme/widgets#2", "duplicate of #1", "2 days",
+                                     "unless someone objects"],
 }  # fmt: skip
 
 
@@ -196,7 +211,8 @@ def test_proposals_show_prints_each_kinds_fields(kinds_world: KindsWorld, kind: 
 def test_proposals_show_json_has_the_exact_action(kinds_world: KindsWorld, kind: str) -> None:
     view = kinds_world.proposals[kind]
     assert view["kind"] == kind and view["action"]["kind"] == kind
-    assert view["decision"] == "approved" and view["outcome"]["state"] == "sent"
+    state = STATE.get(kind, "sent")
+    assert view["decision"] == "approved" and view["outcome"]["state"] == state
     dumped = json.dumps(view)
     for expected in SHOWN[kind]:
         assert expected in dumped, expected
@@ -214,10 +230,11 @@ def test_executions_show_names_the_kind_target_and_outcome(
     summary = kinds_world.proposals[kind]["summary"]
     if as_json:
         view = json.loads(printed.stdout)
-        assert (view["kind"], view["target"], view["state"]) == (kind, summary, "sent")
+        state = STATE.get(kind, "sent")
+        assert (view["kind"], view["target"], view["state"]) == (kind, summary, state)
         assert view["result_url"] or view["comment_url"]
     else:
-        said = (words(kind, "ActionKind"), words("sent", "ExecutionState"))
+        said = (words(kind, "ActionKind"), words(STATE.get(kind, "sent"), "ExecutionState"))
         for expected in (execution_id, *said, summary, "outcome"):
             assert expected in printed.stdout, (expected, printed.stdout)
 

@@ -4,7 +4,8 @@ is read, edited and approved on its page, and the issue arrives at the fake GitH
 text in a title and body stays inert.
 
 Screenshots go to the test's output folder (``tmp_path/screenshots``); the ones in
-docs/screenshots/ were taken by this test.
+docs/screenshots/ were taken by this test. With ``RESOLVEFLOW_UPDATE_SCREENSHOTS=1``
+docs/images/close-duplicate.png is written again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from resolveflow.web.server import ServerThread
 from resolveflow.worker import WorkerThread
 
 pytest_plugins = ["fixtures_web"]
+
+UPDATE_SCREENSHOTS = os.environ.get("RESOLVEFLOW_UPDATE_SCREENSHOTS") == "1"  # read on import
+DOCS_IMAGES = Path(__file__).parents[3] / "docs" / "images"
 
 TITLE = "Document the widget size limits"
 BODY = """Users keep hitting the **size limit** without knowing it exists (#1).
@@ -95,6 +99,7 @@ def site(
     oauth_github.add_issue(
         REPO, 2, "CI is red on main", f"See {oauth_github.url}/{REPO}/actions/runs/{ci}"
     )
+    oauth_github.add_issue(REPO, 3, "Widget crashes at start", "Same crash as #1.", user="octocat")
     settings = web_settings(queue_ready, oauth_github.url)
     with open_app(settings, auto_migrate=False) as app:
         world = make_world(app.db)
@@ -203,4 +208,50 @@ def test_a_hostile_title_and_body_stay_inert(browser: Any, site: KindsSite) -> N
     assert page.inner_text("#issue-title") == hostile
     assert "<script>window.__xss=3</script>" in page.inner_text("#body-source")
     assert page.evaluate("window.__xss") is None and dialogs == []
+    context.close()
+
+
+def test_a_close_as_duplicate_is_read_approved_and_then_waits_out_its_grace_period(
+    browser: Any, site: KindsSite
+) -> None:
+    proposal = proposal_service.create_close_duplicate_proposal(
+        site.app.db,
+        site.world.requester(site.app.db),
+        site.app.github,
+        repository=REPO,
+        issue=3,
+        original=1,
+        grace_hours=72,
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    _sign_in(site, page, "alex")
+    page.goto(f"{site.url}/proposals/{proposal.id}")
+    assert page.inner_text("#duplicate") == f"{REPO}#3"
+    assert page.inner_text("#original") == f"{REPO}#1"
+    assert page.inner_text("#grace") == "3 days after the notice is posted"
+    assert "closed as a duplicate of #1" in page.inner_text("#then")
+    assert "in 3 days unless someone objects" in page.inner_text("#rendered-comment")
+    site.shot(page, "close-duplicate-proposal")
+    if UPDATE_SCREENSHOTS:
+        page.screenshot(path=str(DOCS_IMAGES / "close-duplicate.png"), full_page=True)
+
+    page.click("#approve")
+    page.wait_for_selector("#notice")
+    # The worker posts the notice once; the close waits in the queue, nothing is closed yet.
+    for _ in range(60):
+        page.goto(f"{site.url}/proposals/{proposal.id}")
+        if "will close after" in page.inner_text("body"):
+            break
+        page.wait_for_timeout(500)
+    text = page.inner_text("body")
+    assert "will close after" in text and "unless someone objects" in text
+    assert page.inner_text("#execution-state") == "waiting out the grace period"
+    assert page.locator("#following").count() == 0  # no polling for three days
+    [issue] = [i for i in site.fake.issues(REPO) if i["number"] == 3]
+    assert issue["state"] == "open"
+    [notice] = site.fake.comments(REPO, 3)
+    assert "will be closed as a duplicate of #1 in 3 days" in notice["body"]
+    site.shot(page, "close-duplicate-waiting")
     context.close()

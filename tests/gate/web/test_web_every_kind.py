@@ -48,6 +48,7 @@ class Site:
 
 @pytest.fixture
 def site(queue_ready: str, oauth_github: FakeGitHubWithOAuth, tmp_path: Path) -> Iterator[Site]:
+    oauth_github.add_issue(REPO, 2, "Widget crashes at start", "Same crash.", user="octocat")
     with FakeSmtpServer() as smtp, FakeGitLabServer() as gitlab:
         gitlab.state.add_user(7, "acme-bot", TOKEN)
         gitlab.state.add_user(12, "alice")
@@ -97,8 +98,17 @@ def propose(site: Site, kind: str) -> dict[str, Any]:
             db, rita, targets, alias="ops", title="Disk full on ops-3",
             body="The disk is undocumented.", labels=["ops"], assignees=["alice"],
         )  # fmt: skip
-    setup_mail(site.app, site.world)
     auth = {"Authorization": f"Bearer {site.world.requester_token}"}
+    if kind == "github.issue_close_duplicate":  # proposed through the API
+        made = site.client.post(
+            "/api/v1/proposals/close-duplicate",
+            json={"issue": f"{REPO}#2", "original": 1, "grace_hours": 48},
+            headers=auth,
+        )
+        assert made.status_code == 201, made.text
+        answer: dict[str, Any] = made.json()
+        return answer
+    setup_mail(site.app, site.world)
     draft = site.client.post(
         "/api/v1/mail/drafts", json={"mailbox": MAILBOX, "request": REQUEST}, headers=auth
     ).json()
@@ -116,7 +126,11 @@ FIELDS = {
     "gitlab.issue_create": ["group/ops", "Disk full on ops-3", "ops", "alice", "undocumented"],
     "email.send": [MAILBOX, "kim@customer.example", "My password reset link expired",
                    "ask for a new one"],
+    "github.issue_close_duplicate": ["acme/widgets#2", "duplicate of #1", "in 2 days",
+                                     "unless someone objects"],
 }  # fmt: skip
+# Once the worker carried it out: sent, but the close waits out its grace period in the queue.
+STATE = {"github.issue_close_duplicate": "pending"}
 
 
 @pytest.mark.parametrize("kind", list(FIELDS))
@@ -131,6 +145,9 @@ def test_every_page_and_answer_shows_the_kind(site: Site, kind: str) -> None:
     for field in FIELDS[kind]:
         assert field in page, field
         assert field in json.dumps(shown), field
+    if kind == "github.issue_close_duplicate":  # the original and the period, in words
+        assert '<code id="original">acme/widgets#1</code>' in page
+        assert '<dd id="grace">2 days after the notice is posted</dd>' in page
     [listed] = [p for p in site.get("/api/v1/proposals", alex).json() if p["id"] == view["id"]]
     assert (listed["kind"], listed["target"]) == (kind, view["summary"])
 
@@ -143,9 +160,30 @@ def test_every_page_and_answer_shows_the_kind(site: Site, kind: str) -> None:
     run_once(site.app)
     execution = approved.json()["execution_id"]
     done = site.get(f"/api/v1/executions/{execution}", alex).json()
-    assert (done["kind"], done["target"], done["state"]) == (kind, view["summary"], "sent")
+    state = STATE.get(kind, "sent")
+    assert (done["kind"], done["target"], done["state"]) == (kind, view["summary"], state)
     assert execution in site.get("/executions", alex).text
     [row] = [e for e in site.get("/api/v1/executions", alex).json() if e["id"] == execution]
-    assert (row["kind"], row["state"]) == (kind, "sent")
+    assert (row["kind"], row["state"]) == (kind, state)
     page = site.get(f"/executions/{execution}", alex).text
     assert escape(view["summary"], quote=False) in page and f'data-kind="{kind}"' in page
+    if kind == "github.issue_close_duplicate":
+        assert "will close after" in page and "unless someone objects" in page
+
+
+def test_a_bad_close_as_duplicate_request_is_one_line_and_proposes_nothing(site: Site) -> None:
+    auth = {"Authorization": f"Bearer {site.world.requester_token}"}
+    cases = [
+        ({"issue": f"{REPO}#2", "original": 2}, "duplicate of itself"),
+        ({"issue": f"{REPO}#2", "original": 1, "grace_hours": 0}, "grace_hours"),
+        ({"issue": f"{REPO}#2", "original": 99}, "#99"),
+        ({"issue": "not an issue", "original": 1}, "OWNER/REPO#N"),
+        ({"issue": f"{REPO}#2", "original": 1, "comment": "Closing soon."}, "#1"),
+    ]
+    for body, said in cases:
+        answer = site.client.post("/api/v1/proposals/close-duplicate", json=body, headers=auth)
+        assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.text)
+        text = answer.text
+        assert "Traceback" not in text and said in text, (body, text)
+    listed = site.get("/api/v1/proposals", site.world.approver_token).json()
+    assert listed == []
