@@ -29,9 +29,10 @@ from resolveflow.bootstrap.app import investigation_config
 from resolveflow.config import Settings
 from resolveflow.gate import approvals as approval_service
 from resolveflow.gate import proposals as proposal_service
+from resolveflow.gate import quiet as quiet_service
 from resolveflow.llm.messages import ChatMessage
 from resolveflow.llm.protocol import ChatModel
-from resolveflow.policy_file import parse_policy
+from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
@@ -47,6 +48,7 @@ from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.investigate import make_investigator
 from resolveflow.triage.graph.runs import RunController
 from resolveflow.triage.store import runs as run_store
+from resolveflow.web import views
 
 REPO = "huggingface/datasets"
 REPO_LABELS = ["bug", "enhancement", "dataset request", "documentation", "needs-triage"]
@@ -125,7 +127,11 @@ class Investigations:
     data: IssueSet
 
     def controller(
-        self, model: ChatModel | None, searcher: Any = None, **config: Any
+        self,
+        model: ChatModel | None,
+        searcher: Any = None,
+        policy: PolicyFile = POLICY,
+        **config: Any,
     ) -> RunController:
         settings = investigation_config(Settings())
         options = {**vars(settings), **config}
@@ -134,12 +140,12 @@ class Investigations:
             searcher or self.searcher,
             model,
             investigation_service.InvestigationConfig(**options),
-            lambda: POLICY,
+            lambda: policy,
         )
         deps = TriageDeps(
             db=self.db,
             github=self.github,
-            policy=lambda: POLICY,
+            policy=lambda: policy,
             executor=lambda: make_executor(self.db, self.github),
             investigator=investigator,
         )
@@ -160,9 +166,14 @@ class Investigations:
         return int(number)
 
     def run(
-        self, model: ChatModel | None, number: str, searcher: Any = None, **config: Any
+        self,
+        model: ChatModel | None,
+        number: str,
+        searcher: Any = None,
+        policy: PolicyFile = POLICY,
+        **config: Any,
     ) -> dict[str, Any]:
-        controller = self.controller(model, searcher, **config)
+        controller = self.controller(model, searcher, policy, **config)
         run_id = controller.start(self.world.requester(self.db), REPO, self.seed(number))
         view = run_service.describe_run(self.db, self.world.approver(self.db), run_id)
         view["records"] = investigation_service.investigation_view(
@@ -585,3 +596,40 @@ def test_a_repositorys_decisions_raise_its_duplicate_floor_and_the_proposal_says
     assert low <= cited_before[0] < high or cited_before[0] == high == 1.0
     in_band = 15 if low <= between < high else 0
     assert score["approved"] == in_band and score["rejected"] == 0
+
+
+def _quiet_policy(mode: str) -> PolicyFile:
+    return parse_policy(
+        f'[repositories."{REPO}"]\nextra_labels = {{ ai_investigation = ["bug", "enhancement"] }}\n'
+        f'[repositories."{REPO}".suggestions]\nduplicate = "{mode}"\n'
+    )
+
+
+def test_duplicate_suggestions_off_make_no_proposal_and_the_run_says_why(
+    inv: Investigations,
+) -> None:
+    view = inv.run(None, SPARSE, policy=_quiet_policy("off"))
+    assert view["proposal"] is None and view["status"] == "no_action"
+    assert f"duplicate suggestions are off for {REPO} (policy file)" in "; ".join(
+        view["detail"]["notes"]
+    )
+    assert inv.fake.writes_received == 0
+
+
+def test_duplicate_suggestions_in_the_digest_skip_the_inbox_and_are_still_approvable(
+    inv: Investigations,
+) -> None:
+    view = inv.run(None, SPARSE, policy=_quiet_policy("digest"))
+    proposal_id = view["proposal"]["id"]
+    approver = inv.world.approver(inv.db)
+    listed = views.inbox(inv.db, approver)["items"]
+    assert all(item.get("proposal_id") != proposal_id for item in listed)
+    assert all(item.get("run_id") != view["run_id"] for item in listed)
+    found = quiet_service.digest(inv.db, approver)
+    entries = [i for d in found.days for g in d.groups for i in g.items]
+    assert [str(i.proposal_id) for i in entries] == [proposal_id]
+    # A person who opens it from the digest approves it by its digest, as any other; posted once.
+    view["controller"].approve(approver, uuid.UUID(view["run_id"]), view["digest"])
+    final = run_service.describe_run(inv.db, approver, uuid.UUID(view["run_id"]))
+    assert final["status"] == "completed", final["status"]
+    assert len(inv.fake.comments(REPO, int(SPARSE))) == 1
