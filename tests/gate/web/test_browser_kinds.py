@@ -242,7 +242,7 @@ def test_a_close_as_duplicate_is_read_approved_and_then_waits_out_its_grace_peri
     # The worker posts the notice once; the close waits in the queue, nothing is closed yet.
     for _ in range(60):
         page.goto(f"{site.url}/proposals/{proposal.id}")
-        if "will close after" in page.inner_text("body"):
+        if page.inner_text("#execution-state") == "waiting out the grace period":
             break
         page.wait_for_timeout(500)
     text = page.inner_text("body")
