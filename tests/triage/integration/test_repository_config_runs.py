@@ -8,13 +8,12 @@ import html
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from conftest import World, make_executor, make_world
 from fixtures_cli import Cli, InProcessCli, _setup
-from fixtures_web import Web
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.policy_file import parse_policy
@@ -25,6 +24,9 @@ from resolveflow.triage import runs as run_service
 from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.runs import RunController
 from resolveflow.triage.repository_config import ConfigCache
+
+if TYPE_CHECKING:  # imported by pytest as a plugin first, so that its asserts are rewritten
+    from fixtures_web import Web
 
 pytest_plugins = ["fixtures_web"]
 
