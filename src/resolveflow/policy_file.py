@@ -99,6 +99,9 @@ class RepositoryPolicy(BaseModel):
     comment_on_human_review: bool = False
     extra_labels: dict[Classification, tuple[str, ...]] = Field(default_factory=dict)
     rules: tuple[Rule, ...] = ()
+    # The only labels any branch may propose (None: whatever the fields above name); a
+    # repository's own .github/resolveflow.yml narrows it (triage/domain/repository_config.py).
+    allowed_labels: tuple[str, ...] | None = None
     refine: RawTable = Field(default_factory=dict)  # refine's: refine/domain/rules.py
     suggestions: RawTable = Field(default_factory=dict)  # the gate's: gate/domain/quiet.py
 
@@ -112,6 +115,8 @@ class RepositoryPolicy(BaseModel):
         for rule in self.rules:
             if rule.classification is branch:
                 allowed.update(rule.labels)
+        if self.allowed_labels is not None:
+            allowed &= set(self.allowed_labels)
         return allowed
 
 

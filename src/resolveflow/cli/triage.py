@@ -63,12 +63,28 @@ def _render_run(view: dict[str, Any]) -> None:
             if value and value != "–"
         ]
     )
+    _render_config(view["detail"])
     _render_facts(view.get("facts") or {})
     proposal = view["proposal"]
     if proposal:
         _render_proposal(view, proposal)
     elif view["detail"].get("notes"):
         console.print(Text("notes: " + "; ".join(view["detail"]["notes"])), soft_wrap=True)
+
+
+def _render_config(detail: dict[str, Any]) -> None:
+    """The repository's .github/resolveflow.yml: each problem on its own line (the run then used
+    the tenant's policy alone), or the blob that narrowed it."""
+    errors = detail.get("config_errors") or []
+    for line in errors:
+        console.print(Text(f"config error: {line}", style="bold red"), soft_wrap=True)
+    if errors:
+        console.print(
+            Text("the repository's config was not applied: the tenant's policy alone held"),
+            soft_wrap=True,
+        )
+    elif detail.get("config_sha"):
+        console.print(Text(f"config: .github/resolveflow.yml {detail['config_sha'][:12]}"))
 
 
 def _render_proposal(view: dict[str, Any], proposal: dict[str, Any]) -> None:

@@ -140,6 +140,16 @@ class CheckRunData:
     kind: Literal["check_run", "workflow_run"] = "check_run"
 
 
+@dataclass(frozen=True)
+class RepositoryFile:
+    """One file of the default branch as the contents API gives it: its blob sha (git's hash of
+    the content, so an unchanged file keeps it) and its bytes, base64-decoded."""
+
+    path: str
+    sha: str
+    content: bytes
+
+
 class GitHub(Protocol):
     """What ResolveFlow needs from GitHub. ``token`` overrides the service token for one call."""
 
@@ -236,6 +246,14 @@ class GitHub(Protocol):
         self, repo: RepoName, issue_number: int, *, token: str | None = None
     ) -> list[Reaction]:
         """Every reaction on the issue itself, all pages (``GET .../issues/{n}/reactions``)."""
+        ...
+
+    def get_repository_file(
+        self, repo: RepoName, path: str, *, token: str | None = None
+    ) -> RepositoryFile | None:
+        """A file of the default branch (``GET /repos/{o}/{r}/contents/{path}``); ``None`` when
+        GitHub answers 404 (no such file). A directory, a symlink or a submodule there is a
+        ``ProviderError``: it is not a file to read."""
         ...
 
     def list_comment_reactions(

@@ -8,12 +8,15 @@ Arguments that would reach a URL are checked first (``validation``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from githubkit import Response
 from githubkit.utils import UNSET
+from githubkit_schemas.latest.models import ContentFile
 from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
 
 from resolveflow.adapters.base import Call
@@ -32,11 +35,13 @@ from resolveflow.adapters.github.protocol import (
     IssueEvent,
     IssuePage,
     Reaction,
+    RepositoryFile,
 )
 from resolveflow.adapters.github.session import NEXT_LINK, PER_PAGE, GitHubSession
 from resolveflow.adapters.github.validation import (
     COMMIT_SHA,
     ISSUE_STATES,
+    check_file_path,
     check_positive,
     check_ref,
     check_repo,
@@ -44,7 +49,7 @@ from resolveflow.adapters.github.validation import (
     iso_z,
     repo_call,
 )
-from resolveflow.errors import InvalidInput, ProviderError
+from resolveflow.errors import InvalidInput, ProviderError, ProviderRejected
 
 if TYPE_CHECKING:
     from githubkit_schemas.latest.models import Issue as GitHubIssue
@@ -80,6 +85,33 @@ class GitHubReads(GitHubSession):
         reactions = self._github(token).rest.reactions
         fetch = partial(reactions.list_for_issue, repo.owner, repo.name, issue_number)
         return [reaction(item) for item in self._all_pages(call, token, fetch)]
+
+    def get_repository_file(
+        self, repo: RepoName, path: str, *, token: str | None = None
+    ) -> RepositoryFile | None:
+        """A file of the default branch (``GET .../contents/{path}``), or ``None`` on 404."""
+        check_repo(repo)
+        check_file_path(path)
+        call = repo_call("get_repository_file", "GET", repo, f"contents/{path}")
+        repos = self._github(token).rest.repos
+        try:
+            response = self._send(
+                call, token, partial(repos.get_content, repo.owner, repo.name, path)
+            )
+        except ProviderRejected as exc:
+            if exc.status == 404:
+                return None
+            raise
+        found = self._parse(call, token, response)
+        if not isinstance(found, ContentFile):
+            error = ProviderError(f"{call}: {path} is not a file on the default branch.")
+            raise self._fail(call, token, error)
+        try:
+            content = base64.b64decode(found.content, validate=False)
+        except (binascii.Error, ValueError):
+            error = ProviderError(f"{call}: GitHub answered content that is not base64.")
+            raise self._fail(call, token, error) from None
+        return RepositoryFile(path=found.path, sha=found.sha, content=content)
 
     def list_comment_reactions(
         self, repo: RepoName, comment_id: int, *, token: str | None = None

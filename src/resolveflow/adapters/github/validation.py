@@ -33,6 +33,13 @@ def repo_call(
     return Call(operation, method, f"/repos/{repo.owner}/{repo.name}/{tail}", write)
 
 
+def check_file_path(path: str) -> None:
+    """A path in the repository, segment by segment as a name is: nothing that climbs out."""
+    parts = path.split("/") if isinstance(path, str) else [""]
+    if any(not _NAME.fullmatch(part) or part in (".", "..") for part in parts):
+        raise InvalidInput(f"Not a valid path in a repository: {path!r}.")
+
+
 def check_repo(repo: RepoName) -> None:
     """githubkit interpolates owner/name into the URL unescaped: refuse anything path-like."""
     for part in (repo.owner, repo.name):

@@ -152,6 +152,7 @@ class RepoRecord:
     workflow_runs: dict[int, WorkflowRunRecord] = field(default_factory=dict)
     commits: set[str] = field(default_factory=set)  # every head sha seeded, for ref look-ups
     pushers: set[str] = field(default_factory=set)  # logins with push access to this repo only
+    files: dict[str, bytes] = field(default_factory=dict)  # the default branch: path -> content
 
 
 @dataclass

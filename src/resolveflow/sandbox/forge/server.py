@@ -10,9 +10,9 @@ answered too late, answered with garbage, or refused with a rate limit.
 The class only puts three parts together and forwards to them:
 
 - ``state.ForgeState``: repositories, issues, tokens, push access, behind one lock;
-- route tables of functions over that state: ``issues``, ``events``, ``repos``, ``ci`` (and
-  ``oauth`` for ``FakeGitHubWithOAuth``), whose seeding functions are this class's ``add_*``
-  methods;
+- route tables of functions over that state: ``issues``, ``events``, ``repos``, ``contents``,
+  ``ci`` (and ``oauth`` for ``FakeGitHubWithOAuth``), whose seeding functions are this class's
+  ``add_*`` (and ``put_file``) methods;
 - ``frontend.Frontend``: the HTTP side, with fault injection and the request counters;
 - ``pages``: the forge browsable as HTML at the ``html_url`` paths its JSON hands out.
 
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
-from resolveflow.sandbox.forge import ci, edits, events, pages, repos
+from resolveflow.sandbox.forge import ci, contents, edits, events, pages, repos
 from resolveflow.sandbox.forge import issues as issues_area
 from resolveflow.sandbox.forge.faults import (
     Delay,
@@ -119,6 +119,7 @@ class FakeGitHubServer:
             *issues_area.ROUTES,
             *events.ROUTES,
             *repos.ROUTES,
+            *contents.ROUTES,
             *ci.ROUTES,
             *pages.ROUTES,
         ]
@@ -222,6 +223,8 @@ class FakeGitHubServer:
     remove_repo_label = forward(repos.remove_repo_label)
     issue_labels = forward(repos.issue_labels)
     repo_labels = forward(repos.repo_labels)
+    put_file = forward(contents.put_file)
+    remove_file = forward(contents.remove_file)
     add_issue = forward(issues_area.add_issue)
     add_comment_directly = forward(issues_area.add_comment_directly)
     comments = forward(issues_area.comments)

@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -31,6 +32,7 @@ from resolveflow.gate.quiet import Quiet
 from resolveflow.policy_file import Classification, PolicyFile
 from resolveflow.telemetry import span
 from resolveflow.triage import evidence as evidence_service
+from resolveflow.triage import repository_config
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
 from resolveflow.triage.domain.rules import (
     INVESTIGATION_NOT_CONFIGURED,
@@ -54,6 +56,10 @@ class TriageDeps:
     investigator: Callable[[dict[str, Any], IssueEvidence], dict[str, Any]] | None = None
     # The automatic move to the digest (RESOLVEFLOW_SUGGESTIONS_*); the modes are the policy's.
     quiet_rules: QuietRules = field(default_factory=QuietRules)
+    # Parsed .github/resolveflow.yml files by blob sha (one per process unless a test passes its
+    # own), and the clock the file's quiet hours are read by.
+    configs: repository_config.ConfigCache = repository_config.PROCESS_CACHE
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
 def _traced(step: str, node: Callable[[TriageState], Any]) -> Any:
@@ -128,7 +134,23 @@ def _fetch(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         raw = evidence_service.gather(deps.github, state["repository"], state["issue_number"])
     except ResolveFlowError as exc:
         return {"error": f"could not read the issue from GitHub: {exc.message}"}
-    return {"raw": raw, "error": None}
+    try:
+        policy = deps.policy()
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    config = repository_config.load(deps.github, deps.configs, state["repository"], policy)
+    kept = config.as_state()
+    if config.sha is not None or config.errors:
+        steps.record_config(deps.db, state, kept)
+    return {"raw": raw, "repo_config": kept, "error": None}
+
+
+def _policy(deps: TriageDeps, state: TriageState) -> PolicyFile:
+    """The tenant's policy file as it holds for this run: narrowed by the repository's own file
+    when the run read one without problems (``triage/repository_config.py``)."""
+    now = deps.clock()
+    kept = state.get("repo_config")
+    return repository_config.effective_policy(deps.policy(), state["repository"], kept, now)
 
 
 def _normalize(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
@@ -145,7 +167,7 @@ def _normalize(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 def _classify(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     evidence = normalize(state.get("raw") or {})
     try:
-        policy = deps.policy().for_repository(state["repository"])
+        policy = _policy(deps, state).for_repository(state["repository"])
     except ResolveFlowError as exc:
         return {"error": exc.message}
     result = classify(evidence, policy)
@@ -200,7 +222,7 @@ def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     evidence = normalize(state.get("raw") or {})
     try:
-        policy_file = deps.policy()
+        policy_file = _policy(deps, state)
         policy = policy_file.for_repository(state["repository"])
         modes = place_modes(policy_file, state["repository"])
     except ResolveFlowError as exc:
@@ -209,13 +231,18 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     branch = Classification(state["branch"])
     investigated = state.get("investigation_action")
     if branch is Classification.AI_INVESTIGATION and investigated is not None:
-        # Whatever the investigation suggests, only labels that exist in the repository and are
-        # not on the issue yet survive (the review's permission gate also checks the policy).
+        # Whatever the investigation suggests, only labels that exist in the repository, are
+        # not on the issue yet and the policy (as the repository's file narrows it) allows
+        # survive (the review's permission gate also checks the tenant's policy).
         existing, present = set(evidence.repository_labels), set(evidence.labels)
+        allowed = policy.labels_for(branch)
         labels = [
             label
             for label in investigated.get("labels") or ()
-            if isinstance(label, str) and label in existing and label not in present
+            if isinstance(label, str)
+            and label in existing
+            and label not in present
+            and label in allowed
         ]
         comment = investigated.get("comment")
         action = ProposedAction(

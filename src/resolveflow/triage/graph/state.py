@@ -15,6 +15,7 @@ class TriageState(TypedDict, total=False):
     issue_number: int
     requested_by: str
     raw: dict[str, Any] | None
+    repo_config: dict[str, Any] | None  # the repository's .github/resolveflow.yml as read
     facts: dict[str, Any]
     classification: str
     rule: str

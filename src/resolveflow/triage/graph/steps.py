@@ -71,6 +71,15 @@ def record_snapshot(
         )
 
 
+def record_config(db: Database, state: TriageState, config: dict[str, Any]) -> None:
+    """The repository file's sha and problems in the run's detail, for its page and
+    ``runs show`` (kept after the run is over)."""
+    tenant_id, run_id = _ids(state)
+    detail = {"config_sha": config.get("sha"), "config_errors": list(config.get("errors") or ())}
+    with db.tenant(tenant_id) as conn:
+        run_store.set_status(conn, tenant_id, run_id, "running", detail)
+
+
 def create_run_proposal(
     db: Database,
     state: TriageState,
