@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import anyio
 import httpx
@@ -152,6 +153,11 @@ async def _stdio_agent(world: World) -> None:
         world.made["email"] = await session.call_tool(
             "propose_email_reply", {"mailbox": MAILBOX, "request": REQUEST, "body": REPLY}
         )
+        world.made["ask"] = await session.call_tool(
+            "ask", {"question": "How long is a reset link valid?"}
+        )
+        world.made["no_run"] = await session.call_tool("run_evidence", {"run_id": str(UUID(int=7))})
+        world.made["refine_file"] = await session.call_tool("refine", {"issue": "/etc/passwd"})
         world.made["hostile"] = await _hostile_calls(session)
 
 
@@ -196,6 +202,17 @@ def test_search_answers_from_the_tenants_index(agent: World) -> None:
     hits = found.structured_content["hits"]
     assert "Password reset" in [hit["title"] for hit in hits]
     assert all(set(hit) >= {"title", "snippet", "relevance"} for hit in hits)
+
+
+def test_ask_cites_and_the_other_reads_refuse_in_one_line(agent: World) -> None:
+    answer = agent.made["ask"]
+    assert not answer.is_error, text_of(answer)
+    found = answer.structured_content  # the fake embedder: cited, or related when unsure
+    assert found["outcome"] in ("answered", "tentative", "abstained")
+    shown = [d["title"] for key in ("citations", "related", "retrieved") for d in found[key]]
+    assert "Password reset" in shown, found
+    refused(agent.made["no_run"], "no run 00000000-0000-0000-0000-000000000007")
+    refused(agent.made["refine_file"], "not a GitHub issue", "/etc/passwd")
 
 
 def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
@@ -281,6 +298,19 @@ def test_over_http_a_bearer_token_proposes(agent: World, web: str) -> None:
     shown = agent.cli.json("proposals", "show", made.structured_content["proposal_id"],
                            token=agent.tokens["alex"])  # fmt: skip
     assert shown["decision"] is None and shown["action"]["labels"] == ["bug"]
+
+
+def test_over_http_a_body_past_the_cap_is_refused(agent: World, web: str) -> None:
+    headers = {
+        "Authorization": f"Bearer {agent.tokens['agent']}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    padding = "x" * (4 * 1024 * 1024 + 1)  # RESOLVEFLOW_WEB_MAX_BODY_BYTES' default, plus one
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": padding}}
+    answer = httpx.post(f"{web}/mcp", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 413, answer.text
+    assert "RESOLVEFLOW_WEB_MAX_BODY_BYTES" in answer.text
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer rf_not-a-token", "Basic abc"])
