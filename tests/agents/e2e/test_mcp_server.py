@@ -1,14 +1,17 @@
-"""The MCP server with the SDK's own client (issue 32 part 3): an agent proposes a comment and an
-email reply over stdio (``python -m resolveflow mcp`` in a child process); a person approves them
-and the executor sends each once; the agent fails to approve, execute, reach another tenant, a
-repository off the allowlist or a mailbox it holds no grant for. Then the same server over
-streamable HTTP under the web app: with a bearer token it proposes, without one it is refused.
+"""The MCP server with the SDK's own client (issue 32 part 3): an agent proposes a comment, an
+email reply and a GitLab issue over stdio (``python -m resolveflow mcp`` in a child process); a
+person approves the first two and the executor sends each once; the agent fails to approve,
+execute, reach another tenant, a repository off the allowlist or a mailbox it holds no grant for.
+Then the same server over streamable HTTP under the web app: with a bearer token it proposes,
+without one it is refused, and a body past the cap is 413.
 
-One world for the module (one database, the sandbox forge and SMTP server); one stdio child."""
+One world for the module (one database, the sandbox forge, GitLab and SMTP server); one stdio
+child."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +34,7 @@ from resolveflow.bootstrap.app import open_app
 from resolveflow.config import load_settings
 from resolveflow.mcp_server.server import TOOL_NAMES
 from resolveflow.sandbox.forge.server import FakeGitHubServer
+from resolveflow.sandbox.gitlab.server import FakeGitLabServer
 from resolveflow.sandbox.smtp.server import FakeSmtpServer
 from resolveflow.web.server import ServerThread
 
@@ -48,6 +52,7 @@ REQUEST = (
 )
 REPLY = "Hello Kim,\n\nReset links are valid for one hour: ask for a new one.\n\nAcme Support\n"
 COMMENT = "Could you share the crash log?"
+GITLAB_TOKEN = "glpat-acme-bot"
 
 
 def policy_text(smtp_port: int) -> str:
@@ -58,7 +63,10 @@ def policy_text(smtp_port: int) -> str:
             f'smtp_port = {smtp_port}\nsecurity = "plain"\n'
             'signature = "Best regards,\\nAcme Support"\n\n'
         )
-    return boxes
+    return boxes + (
+        '[tenants.acme.projects.ops]\nforge = "gitlab"\nproject = "group/ops"\n'
+        'labels = ["ops"]\nassignees = { alice = 12 }\n'
+    )
 
 
 @dataclass
@@ -79,7 +87,10 @@ def world(module_database: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         github.add_repo(repo, ["bug", "question"], pushers=["alice"])
         github.add_issue(repo, 1, "Widget crashes on start", "It crashes.", user="octocat")
     github.register_token("service-token", "resolveflow-bot")
-    with github, FakeSmtpServer() as smtp:
+    with github, FakeSmtpServer() as smtp, FakeGitLabServer() as gitlab:
+        gitlab.state.add_user(7, "acme-bot", GITLAB_TOKEN)
+        gitlab.state.add_user(12, "alice")
+        gitlab.state.add_project(42, "group/ops", ["ops"], members=[7])
         policy = home / "policy.toml"
         policy.write_text(policy_text(smtp.port))
         env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVEFLOW_")}
@@ -88,6 +99,8 @@ def world(module_database: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
             RESOLVEFLOW_GITHUB_API_URL=github.url,
             RESOLVEFLOW_GITHUB_TOKEN="service-token",
             RESOLVEFLOW_GITHUB_TIMEOUT_SECONDS="2",
+            RESOLVEFLOW_GITLAB_URL=gitlab.url,
+            RESOLVEFLOW_GITLAB_TIMEOUT_SECONDS="2",
             RESOLVEFLOW_POLICY_FILE=str(policy),
             RESOLVEFLOW_TOKEN_ENCRYPTION_KEY=Fernet.generate_key().decode(),
             RESOLVEFLOW_EMBEDDER="fake",
@@ -107,6 +120,12 @@ def world(module_database: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
                             "--role", role)  # fmt: skip
             tokens[subject] = made["token"]
         cli.json("repos", "add", "--tenant", "acme", REPO)
+        stored = subprocess.run(
+            [sys.executable, "-m", "resolveflow", "gitlab", "token", "set", "--tenant", "acme",
+             "--stdin"],
+            env=env, input=GITLAB_TOKEN + "\n", capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert stored.returncode == 0, stored.stderr
         cli.json("repos", "add", "--tenant", "globex", OTHER_REPO)
         docs = home / "docs"
         docs.mkdir()
@@ -158,6 +177,11 @@ async def _stdio_agent(world: World) -> None:
         )
         world.made["no_run"] = await session.call_tool("run_evidence", {"run_id": str(UUID(int=7))})
         world.made["refine_file"] = await session.call_tool("refine", {"issue": "/etc/passwd"})
+        world.made["gitlab"] = await session.call_tool(
+            "propose_project_issue",
+            {"project": "ops", "title": "Disk full on ops-3", "body": "df shows 100%.",
+             "labels": ["ops"], "assignees": ["alice"]},
+        )  # fmt: skip
         world.made["hostile"] = await _hostile_calls(session)
 
 
@@ -227,6 +251,13 @@ def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
     assert not email.is_error, text_of(email)
     reply = email.structured_content
     assert reply["findings"] == [] and reply["proposal"]["kind"] == "email.send"
+    gitlab = agent.made["gitlab"]
+    assert not gitlab.is_error, text_of(gitlab)
+    issue = agent.cli.json("proposals", "show", gitlab.structured_content["proposal_id"],
+                           token=agent.tokens["alex"])  # fmt: skip
+    assert issue["kind"] == "gitlab.issue_create"
+    assert issue["action"]["target"] == {"project_id": 42, "project": "group/ops"}
+    assert issue["action"]["assignees"] == [{"name": "alice", "id": 12}]
 
 
 @pytest.mark.parametrize(
@@ -250,7 +281,7 @@ def test_a_person_approves_and_each_is_sent_once(agent: World) -> None:
     assert agent.github.comments(REPO, 1) == [] and agent.smtp.messages == []
     listed = agent.cli.json("proposals", "list", token=agent.tokens["alex"])
     # The hostile calls made none; the reply's draft and its edit are two versions of one.
-    assert {row["kind"] for row in listed} == {"github.issue", "email.send"}
+    assert {row["kind"] for row in listed} == {"github.issue", "email.send", "gitlab.issue_create"}
     assert all(row["decision"] is None and row["execution_id"] is None for row in listed)
     for made in (
         agent.made["comment"].structured_content,
