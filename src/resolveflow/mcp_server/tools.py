@@ -99,7 +99,7 @@ class AgentTools:
         """Refine a GitHub issue of an allowlisted repository (``OWNER/REPO#N``) or a ticket's
         text; never a file on this machine, whatever the agent names."""
         from resolveflow.bootstrap.refine import step_deps
-        from resolveflow.refine.domain.document import RefineDocument
+        from resolveflow.refine.domain.document import RefineDocument, TicketSource
         from resolveflow.refine.graph import refine_document
         from resolveflow.refine.load import STDIN, ticket_for
         from resolveflow.refine.propose import tenant_name
@@ -109,7 +109,7 @@ class AgentTools:
         check_text("text", text)
         ticket = ticket_for(issue if issue is not None else STDIN)
         if issue is not None:
-            if ticket.repository is None or ticket.source.value != "github":
+            if ticket.repository is None or ticket.source is not TicketSource.GITHUB:
                 raise InvalidInput(f"not a GitHub issue: {issue!r} (OWNER/REPO#N)")
             self._check_allowed(principal, ticket.repository)
         name = tenant_name(self.app.db, principal.tenant_id)

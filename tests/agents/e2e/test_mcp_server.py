@@ -177,6 +177,9 @@ async def _stdio_agent(world: World) -> None:
         )
         world.made["no_run"] = await session.call_tool("run_evidence", {"run_id": str(UUID(int=7))})
         world.made["refine_file"] = await session.call_tool("refine", {"issue": "/etc/passwd"})
+        world.made["refine_text"] = await session.call_tool(
+            "refine", {"text": "The password reset link expired before I could use it."}
+        )
         world.made["gitlab"] = await session.call_tool(
             "propose_project_issue",
             {"project": "ops", "title": "Disk full on ops-3", "body": "df shows 100%.",
@@ -237,6 +240,10 @@ def test_ask_cites_and_the_other_reads_refuse_in_one_line(agent: World) -> None:
     assert "Password reset" in shown, found
     refused(agent.made["no_run"], "no run 00000000-0000-0000-0000-000000000007")
     refused(agent.made["refine_file"], "not a GitHub issue", "/etc/passwd")
+    packet = agent.made["refine_text"]
+    assert not packet.is_error, text_of(packet)
+    assert packet.structured_content["markdown"].strip()
+    assert packet.structured_content["document"]["ticket"]["source"] == "text"
 
 
 def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
