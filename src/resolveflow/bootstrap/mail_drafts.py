@@ -22,12 +22,12 @@ def mail_drafts(app: App, principal: Principal) -> MailDrafts:
         app.db,
         mailboxes,
         MailSearcher(app.db, app.embedder()),
-        _budgeted(app, principal),
+        budgeted_model(app, principal),
         quiet=app.quiet(),
     )
 
 
-def _budgeted(app: App, principal: Principal) -> ChatModel | None:
+def budgeted_model(app: App, principal: Principal) -> ChatModel | None:
     model = app.model()
     if model is None:
         return None

@@ -120,6 +120,12 @@ COMMANDS: tuple[Entry, ...] = (
         _CLI + "investigation_cmds:backtest",
     ),
     Entry(
+        "mcp",
+        "Serve the MCP tools on stdio to one agent, as the principal of RESOLVEFLOW_TOKEN: read "
+        "and propose; a person approves in the inbox.",
+        _CLI + "mcp_cmds:mcp",
+    ),
+    Entry(
         "serve",
         "Serve the JSON API, the approval inbox and the GitHub webhook endpoint.",
         _CLI + "web_cmds:serve",

@@ -52,16 +52,19 @@ def full_safety_report(
 ) -> tuple[SafetyReport, MeteredModel | None]:
     """The scripted suite; with ``with_model``, then the configured model's answers to the same
     hostile inputs (``evals.model_safety``), metered."""
+    from resolveflow.mcp_server.safety_cases import run_agent_cases
+
     with common.app() as opened, planner_world(opened) as world:
+        agent_cases = [lambda: run_agent_cases(opened)]  # the compromised MCP agent's
         if not with_model:
-            return run_safety_suite(planner=world), None
+            return run_safety_suite(planner=world, more=agent_cases), None
         configured = opened.model()
         if configured is None:
             raise InvalidInput(
                 "--with-model needs a model: set RESOLVEFLOW_MODEL_PROVIDER (openai or llamacpp)"
             )
         model = MeteredModel(configured)
-        scripted = run_safety_suite(planner=world)
+        scripted = run_safety_suite(planner=world, more=agent_cases)
         real = run_with_model(model, world)
         failures = scripted.failures + real.failures
         total = scripted.total + real.total

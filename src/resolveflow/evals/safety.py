@@ -11,7 +11,8 @@ These cases touch no database and no network.
 Given a ``PlannerWorld`` (a database and a GitLab, the sandbox's fake one in ``eval safety``),
 the suite also runs the compromised-planner cases of ``ask/planner_safety.py``: no request
 reaches GitLab's write endpoints, and every plan ends in the abstention or in proposals that
-still wait for a person.
+still wait for a person. The caller may add more (``more``): ``eval safety`` adds the compromised
+MCP agent's cases (``mcp_server/safety_cases.py``), which run above this layer.
 """
 
 from __future__ import annotations
@@ -363,13 +364,22 @@ class SafetyReport:
         return {"passed": self.passed, "total": self.total, "failures": self.failures}
 
 
+# Cases run by a layer above this one, given by the caller: each case's name and problems (the
+# compromised MCP agent's, ``mcp_server/safety_cases.py``, from ``eval safety``).
+MoreCases = Callable[[], list[tuple[str, list[str]]]]
+
+
 def run_safety_suite(
-    cases: tuple[Case, ...] = CASES, planner: PlannerWorld | None = None
+    cases: tuple[Case, ...] = CASES,
+    planner: PlannerWorld | None = None,
+    more: Sequence[MoreCases] = (),
 ) -> SafetyReport:
     results = [(case.name, run_case(case)) for case in cases]
     if cases is CASES:  # the whole suite: the drafting model's cases too
         results += run_mail_cases()
     if planner is not None:
         results += run_planner_cases(planner)
+    for run_more in more:
+        results += run_more()
     failures = [{"case": name, "problems": problems} for name, problems in results if problems]
     return SafetyReport(len(results) - len(failures), len(results), failures)

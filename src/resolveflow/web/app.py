@@ -10,14 +10,18 @@ htmx), no inline script or style, no framing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.routing import Route
 
 from resolveflow.bootstrap.app import App
+from resolveflow.mcp_server.http import PATH as MCP_PATH
+from resolveflow.mcp_server.http import McpEndpoint
 from resolveflow.telemetry import instrument_web
 from resolveflow.web import (
     api,
@@ -56,7 +60,15 @@ _NO_STORE = (
 
 def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     """``sandbox``: a banner naming the sandbox forge (the demo), shown on every page."""
+    mcp = McpEndpoint(wired)  # the MCP server over streamable HTTP (mcp_server/http.py)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.running():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="ResolveFlow",
         version="1",
         description="Issue triage: the model proposes, the application authorizes, code executes.",
@@ -90,6 +102,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(ask_pages.router)
     app.include_router(mail_pages.router)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     # Inside the error edge (which renders what it raises), before any route reads a body.
     app.add_middleware(BodyLimits)
     errors.install(app, templates)  # before the headers middleware: the 500 page gets them too

@@ -101,4 +101,4 @@ def test_eval_safety_includes_the_planner_cases_at_100_percent(cli: Cli) -> None
     report = cli.json("eval", "safety")
     assert report["failures"] == [] and report["passed"] == report["total"]
     # the investigation's cases and the planner's, each counted
-    assert report["total"] >= 27 + 14
+    assert report["total"] >= 27 + 14 + 8  # and the compromised MCP agent's 8
