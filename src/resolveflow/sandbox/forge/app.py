@@ -143,6 +143,12 @@ class FakeGitHubWithApp(FakeGitHubWithOAuth):
         with self.app_state.lock:
             self.app_state.offset += seconds
 
+    def expire_installation_tokens(self) -> None:
+        """Every token issued so far expires now (as a revoked one would): GitHub answers 401."""
+        with self.app_state.lock:
+            now = self.app_state.now()
+            self.app_state.tokens = {t: (i, now) for t, (i, _) in self.app_state.tokens.items()}
+
     @property
     def tokens_minted(self) -> int:
         with self.app_state.lock:
