@@ -69,6 +69,12 @@ class GitHubSettings(SettingsGroup):
     oauth_client_id: str | None = None
     oauth_client_secret: SecretStr | None = None
     oauth_scope: str = "public_repo"
+    # A GitHub App (docs/github-app.md): its id and private key file, when it was not created
+    # with the manifest (whose callback stores both, encrypted, in the database); and its
+    # webhook secret. With an App, writes without an approver's token use installation tokens.
+    app_id: int | None = Field(default=None, gt=0)
+    app_private_key_file: str | None = None
+    app_webhook_secret: SecretStr | None = None
 
     @field_validator("api_url", "web_url")
     @classmethod

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from resolveflow.adapters.embedder.protocol import Embedder
     from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
+    from resolveflow.bootstrap.github_app import ConfiguredApp
     from resolveflow.bootstrap.gitlab import TenantGitLab
     from resolveflow.bootstrap.health import WorkerStatus
     from resolveflow.bootstrap.mail import TenantMail
@@ -245,6 +247,8 @@ class App:
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
     # Set by a worker running in this process (``serve --with-worker``); /readyz reads it.
     worker_status: WorkerStatus | None = field(default=None, repr=False)
+    # The GitHub App's clock (token expiry, JWTs); tests move it with the sandbox forge's.
+    github_app_clock: Callable[[], datetime] | None = field(default=None, repr=False)
 
     def _once(self, name: str, build: Callable[[], T]) -> T:
         # Re-entrant: building the run controller asks for the searcher and the model.
@@ -257,7 +261,34 @@ class App:
     def github(self) -> GitHub:
         if self._github is not None:
             return self._github
-        return self._once("github", lambda: github_client(self.settings))
+        return self._once("github", self._github_client)
+
+    def _github_client(self) -> GitHub:
+        """The service client; with a GitHub App configured, its installation tokens are the
+        service credential (bootstrap/github_app.py). Decided once per process: an App created
+        with the manifest is used from the next start."""
+        client = github_client(self.settings)
+        configured = self.github_app()
+        if configured is None:
+            return client
+        from resolveflow.bootstrap.github_app import app_github
+
+        cipher = self.token_cipher()
+        return app_github(client, self.settings, self.db, cipher, configured, self._app_clock())
+
+    def _app_clock(self) -> Callable[[], datetime]:
+        from resolveflow.accounts.github_app import utc_now
+
+        return self.github_app_clock or utc_now
+
+    def github_app(self) -> ConfiguredApp | None:
+        """The GitHub App this deployment authenticates as, or None (docs/github-app.md)."""
+        from resolveflow.bootstrap.github_app import configured_app
+
+        return self._once(
+            "github_app",
+            lambda: configured_app(self.settings, self.db, self.token_cipher(), self._app_clock()),
+        )
 
     def github_oauth(self) -> GitHubOAuth:
         """Sign-in with GitHub; ``ConfigError`` when the OAuth app is not configured."""
@@ -371,7 +402,11 @@ class App:
         from resolveflow.gate.credentials import Configured
 
         has = (self.settings.github.token, self.token_cipher(), self.settings.gitlab.url)
-        return Configured(*(value is not None for value in has))
+        configured = Configured(*(value is not None for value in has))
+        if not configured.service_token and self.github_app() is not None:
+            # the App's installation tokens are the service credential
+            return Configured(True, configured.key_configured, configured.gitlab_url)
+        return configured
 
     def token_lookup(self) -> ApproverTokenLookup | None:
         """Approvers' own GitHub tokens (given by sign-in or by an operator), decrypted from the

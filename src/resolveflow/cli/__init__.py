@@ -176,6 +176,11 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("webhooks", "GitHub webhooks.", _CLI + "webhooks_cmds:webhooks_app"),
     Entry("gitlab", "GitLab: each tenant's token.", _CLI + "gitlab_cmds:gitlab_app"),
     Entry(
+        "github-app",
+        "A GitHub App: its manifest and its installations' tenants.",
+        _CLI + "github_app_cmds:github_app_app",
+    ),
+    Entry(
         "mail",
         "Email: import sent mail, draft replies, store mailbox credentials.",
         _CLI + "mail_cmds:mail_app",

@@ -19,12 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from resolveflow.domain.records import Execution
-from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.domain.vocabulary import AuditEvent, Credential
 from resolveflow.gate.domain.pace import PaceTarget, held_slot_usable, pace_key, waiting_detail
 from resolveflow.gate.lease import PaceSettings
 from resolveflow.gate.store import pace as store
 from resolveflow.gate.store.executions import SentWith
 from resolveflow.store import audit
+from resolveflow.store import github_app as github_app_store
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
@@ -78,8 +79,18 @@ class Pacer:
             held = execution.pace_slot_at
             if held_slot_usable(held, now, self.settings.hold_grace_seconds):
                 return Admitted(max(0.0, (held - now).total_seconds()))
+        installation = None
+        if target is PaceTarget.GITHUB and sent_with.credential is Credential.SERVICE:
+            # with a GitHub App, the installation covering the repository (None without one)
+            installation = github_app_store.proposal_installation(
+                conn, execution.tenant_id, execution.proposal_id
+            )
         key = pace_key(
-            target, sent_with.credential, sent_with.token_fingerprint, execution.tenant_id
+            target,
+            sent_with.credential,
+            sent_with.token_fingerprint,
+            execution.tenant_id,
+            installation,
         )
         slot, now = store.reserve_slot(conn, key, pace)
         wait = (slot - now).total_seconds()

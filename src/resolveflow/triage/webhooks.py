@@ -91,9 +91,22 @@ class Incoming:
     tenant_id: UUID | None = None  # the tenant whose own secret is checked; None: the global one
 
 
-def accept(db: Database, incoming: Incoming, secret: bytes, *, retention_days: int) -> Receipt:
-    """Verify, then parse, then record (in a worker thread: HMAC and JSON of up to the cap)."""
-    if not signature_valid(secret, incoming.body, incoming.signature):
+def accept(
+    db: Database,
+    incoming: Incoming,
+    secret: bytes | None,
+    *,
+    retention_days: int,
+    app_secret: bytes | None = None,
+) -> Receipt:
+    """Verify, then parse, then record (in a worker thread: HMAC and JSON of up to the cap).
+    A body signed with the GitHub App's secret is the App's (``triage/app_deliveries.py``)."""
+    if app_secret is not None and signature_valid(app_secret, incoming.body, incoming.signature):
+        from resolveflow.triage.app_deliveries import app_delivery
+
+        found = app_delivery(db, incoming.delivery_id, incoming.event, incoming.body)
+        return record_delivery(db, found, retention_days=retention_days)
+    if secret is None or not signature_valid(secret, incoming.body, incoming.signature):
         logger.info(
             "webhook signature refused",
             extra={"has_signature": incoming.signature is not None, "tenant": incoming.tenant_id},

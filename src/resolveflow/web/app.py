@@ -32,6 +32,7 @@ from resolveflow.web import (
     ask_pages,
     errors,
     filters,
+    github_app,
     health,
     link_sign_in,
     mail_pages,
@@ -98,6 +99,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
     app.include_router(api_docs.router)
     app.include_router(webhooks.router)
     app.include_router(oauth.router)
+    app.include_router(github_app.router)
     app.include_router(link_sign_in.router)
     app.include_router(pages.router)
     app.include_router(ask_pages.router)

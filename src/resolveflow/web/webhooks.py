@@ -43,10 +43,20 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 
 @router.post("/webhooks/github", status_code=202, responses=_RESPONSES)
 async def github_webhook(request: Request) -> Any:
-    secret = wired(request).settings.webhooks.secret
-    if secret is None:
+    """Signed with the global secret, or with the GitHub App's (its deliveries go to the tenant
+    its installation is mapped to)."""
+    app = wired(request)
+    secret = app.settings.webhooks.secret
+    configured = await run_in_threadpool(app.github_app)
+    app_secret = configured.webhook_secret if configured is not None else None
+    if secret is None and app_secret is None:
         raise ConfigError("webhooks are not configured: set RESOLVEFLOW_GITHUB_WEBHOOK_SECRET")
-    return await _receive(request, secret.get_secret_value().encode(), None)
+    return await _receive(
+        request,
+        secret.get_secret_value().encode() if secret is not None else None,
+        None,
+        app_secret.encode() if app_secret is not None else None,
+    )
 
 
 @router.post("/webhooks/github/{tenant}", status_code=202, responses=_RESPONSES)
@@ -62,7 +72,9 @@ async def tenant_webhook(tenant: str, request: Request) -> Any:
     return await _receive(request, secret, tenant_id)
 
 
-async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> Any:
+async def _receive(
+    request: Request, secret: bytes | None, tenant_id: UUID | None, app_secret: bytes | None = None
+) -> Any:
     started = time.perf_counter()
     settings = wired(request).settings.webhooks
     incoming = webhooks.Incoming(
@@ -86,6 +98,7 @@ async def _receive(request: Request, secret: bytes, tenant_id: UUID | None) -> A
             incoming,
             secret,
             retention_days=settings.retention_days,
+            app_secret=app_secret,
         )
     WEBHOOK_ACK_SECONDS.observe(time.perf_counter() - started)
     return JSONResponse(

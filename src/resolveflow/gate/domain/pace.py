@@ -89,14 +89,21 @@ def reserve(pace: Pace, bucket: Bucket, now: datetime) -> tuple[datetime, Bucket
 
 
 def pace_key(
-    target: PaceTarget, credential: Credential, fingerprint: str | None, tenant: UUID
+    target: PaceTarget,
+    credential: Credential,
+    fingerprint: str | None,
+    tenant: UUID,
+    installation: int | None = None,
 ) -> str:
     """Whose allowance a write uses. An approver's own GitHub token is theirs across tenants (its
-    fingerprint); GitHub's service token is the deployment's; GitLab and mail credentials are
+    fingerprint); GitHub's service token is the deployment's, or, with a GitHub App, the
+    installation's (GitHub limits each installation on its own); GitLab and mail credentials are
     each tenant's."""
     if target is PaceTarget.GITHUB:
         if credential is Credential.APPROVER and fingerprint:
             return f"github:approver:{fingerprint}"
+        if installation is not None:
+            return f"github:installation:{installation}"
         return "github:service"
     return f"{target.value}:tenant:{tenant}"
 
