@@ -32,6 +32,7 @@ from resolveflow.adapters.github.protocol import (
     PostedComment,
     Reaction,
     RepoName,
+    RepositoryFile,
 )
 from resolveflow.errors import ProviderRejected
 
@@ -191,6 +192,13 @@ class AppGitHub:
     ) -> list[Reaction]:
         return self._as_app(
             repo, token, lambda t: self.inner.list_comment_reactions(repo, comment_id, token=t)
+        )
+
+    def get_repository_file(
+        self, repo: RepoName, path: str, *, token: str | None = None
+    ) -> RepositoryFile | None:
+        return self._as_app(
+            repo, token, lambda t: self.inner.get_repository_file(repo, path, token=t)
         )
 
     # --- writes (never retried but for a 401, which wrote nothing) -----------------------------
