@@ -10,7 +10,9 @@ never leaves with a token that expires in flight.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,7 +21,7 @@ from uuid import UUID
 from resolveflow.accounts.admin import find_tenant
 from resolveflow.adapters.github.app_auth import CreatedApp, GitHubAppApi, app_jwt
 from resolveflow.adapters.github.protocol import RepoName
-from resolveflow.errors import ConfigError, NotFound
+from resolveflow.errors import ConfigError, NotAuthorized, NotFound
 from resolveflow.store import github_app as store
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher, TokenUnreadable
@@ -218,3 +220,32 @@ class DatabaseInstallationTokens:
                 store.lock_token(conn, installation_id)
                 store.drop_token(conn, installation_id)
             return self.installation_token(installation_id)
+
+
+MANIFEST_STATE_SECONDS = 3600  # an App is created from its manifest within the hour
+
+
+def issue_manifest_state(db: Database) -> str:
+    """A one-time state for the manifest flow (GitHub returns it with the code); only its hash
+    is kept."""
+    state = secrets.token_urlsafe(24)
+    with db.unscoped() as conn:
+        store.issue_manifest_state(conn, _state_hash(state), MANIFEST_STATE_SECONDS)
+    return state
+
+
+def redeem_manifest_state(db: Database, state: str) -> None:
+    """``NotAuthorized`` unless ``state`` was issued here, is unused and has not expired; it
+    cannot be used again."""
+    if not state or len(state) > 200:
+        raise NotAuthorized("the callback needs the state `github-app manifest` printed")
+    with db.unscoped() as conn:
+        if not store.redeem_manifest_state(conn, _state_hash(state)):
+            raise NotAuthorized(
+                "this state was not issued here, was used already or expired: run "
+                "`resolveflow github-app manifest` again"
+            )
+
+
+def _state_hash(state: str) -> str:
+    return hashlib.sha256(state.encode("utf-8")).hexdigest()

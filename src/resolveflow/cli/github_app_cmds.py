@@ -25,17 +25,22 @@ def manifest(
     name: str = typer.Option("ResolveFlow", "--name", help="The App's name on GitHub."),
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Print the App manifest (and how to create the App from it)."""
+    """Print the App manifest and a one-time state (valid for an hour) to create it with."""
     found = app_manifest(url, name)
+    with common.app() as opened:
+        state = github_app.issue_manifest_state(opened.db)
+        web = opened.settings.github.web_url.rstrip("/")
+    create = f"{web}/settings/apps/new?state={state}"
     if as_json:
-        typer.echo(json.dumps(found, indent=2))
+        typer.echo(json.dumps({"manifest": found, "state": state, "create_url": create}, indent=2))
         return
     typer.echo(json.dumps(found, indent=2))
     typer.echo(
-        "\nCreate the App: POST this JSON as the form field 'manifest' to "
-        "https://github.com/settings/apps/new (or /organizations/ORG/settings/apps/new).\n"
-        f"GitHub then sends you to {found['redirect_url']}, which stores the App encrypted;\n"
-        "install it, then: resolveflow github-app install-map --installation ID --tenant NAME"
+        "\nCreate the App: POST this JSON as the form field 'manifest' to\n"
+        f"  {create}\n(or {web}/organizations/ORG/settings/apps/new?state={state}).\n"
+        f"GitHub then sends you to {found['redirect_url']} with this state (one use, within "
+        "the hour),\nwhich stores the App encrypted; install it, then:\n"
+        "  resolveflow github-app install-map --installation ID --tenant NAME"
     )
 
 

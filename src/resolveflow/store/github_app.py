@@ -153,3 +153,15 @@ def store_token(
 
 def drop_token(conn: Connection, installation_id: int) -> None:
     conn.execute(q("github_app", "drop_token"), {"installation_id": installation_id})
+
+
+def issue_manifest_state(conn: Connection, state_hash: str, seconds: int) -> None:
+    params = {"state_hash": state_hash, "seconds": seconds}
+    conn.execute(q("github_app", "issue_manifest_state"), params)
+
+
+def redeem_manifest_state(conn: Connection, state_hash: str) -> bool:
+    row = conn.execute(
+        q("github_app", "redeem_manifest_state"), {"state_hash": state_hash}
+    ).fetchone()
+    return row is not None

@@ -1,6 +1,8 @@
 """``GET /github-app/callback``: the last step of creating the GitHub App from its manifest.
 
-GitHub redirects the browser here with a one-time ``code``; converting it
+GitHub redirects the browser here with a one-time ``code`` and the ``state`` that
+``resolveflow github-app manifest`` issued (one use, within the hour: without it, whoever reaches
+this URL with a code of their own App could make it this deployment's); converting the code
 (``POST /app-manifests/{code}/conversions``) returns the App's id, slug, private key, webhook
 secret and OAuth client, which are stored encrypted and never shown. Only the first App is taken
 this way: with one stored, the callback refuses, so a code from someone else's App cannot replace
@@ -26,13 +28,14 @@ NO_KEY = "set RESOLVEFLOW_TOKEN_ENCRYPTION_KEY first: the App's secrets are stor
 
 
 @router.get("/github-app/callback")
-def callback(request: Request, code: str = "") -> HTMLResponse:
+def callback(request: Request, code: str = "", state: str = "") -> HTMLResponse:
     app = wired(request)
     cipher = app.token_cipher()
     if cipher is None:
         return _page(503, "GitHub App not stored", NO_KEY)
     if github_app.stored_app(app.db, cipher) is not None:
         raise Conflict("a GitHub App is already stored; nothing was changed")
+    github_app.redeem_manifest_state(app.db, state)  # NotAuthorized: 403, nothing converted
     github = app.settings.github
     created = GitHubAppApi(github.api_url, github.timeout_seconds).convert_manifest(code)
     github_app.save_created_app(app.db, cipher, created)

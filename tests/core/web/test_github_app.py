@@ -79,11 +79,19 @@ def _signed(forge: FakeGitHubWithApp, event: str, payload: dict[str, Any]) -> di
     }
 
 
-def _create_app(client: TestClient, forge: FakeGitHubWithApp) -> None:
+def _create_app(client: TestClient, forge: FakeGitHubWithApp, app: App) -> None:
     code = forge.create_app_from_manifest(app_manifest("https://rf.example"))
-    answer = client.get("/github-app/callback", params={"code": code})
+    # Without the state `github-app manifest` issued, or with one used or made up: refused.
+    for state in ("", "made-up"):
+        refused = client.get("/github-app/callback", params={"code": code, "state": state})
+        assert refused.status_code == 403, refused.text
+    assert github_app.stored_app(app.db, app.token_cipher()) is None
+    state = github_app.issue_manifest_state(app.db)
+    answer = client.get("/github-app/callback", params={"code": code, "state": state})
     assert answer.status_code == 200, answer.text
     assert f"GitHub App {SLUG} stored" in answer.text
+    again = client.get("/github-app/callback", params={"code": code, "state": state})
+    assert again.status_code in (403, 409), again.text  # one use (and one App)
 
 
 def _raw_tables(app: App) -> str:
@@ -104,10 +112,12 @@ def test_app_from_manifest_webhook_run_and_bot_writes_across_a_token_refresh(
         app.github_app_clock = clock
         world = make_world(app.db)
         with TestClient(create_app(app), base_url="https://testserver") as client:
-            _create_app(client, forge)
+            _create_app(client, forge, app)
             # a second callback (someone else's code) replaces nothing
             again = forge.create_app_from_manifest(app_manifest("https://evil.example"))
-            assert client.get("/github-app/callback", params={"code": again}).status_code == 409
+            state = github_app.issue_manifest_state(app.db)
+            params = {"code": again, "state": state}
+            assert client.get("/github-app/callback", params=params).status_code == 409
 
             installation = forge.install_app("acme", [REPO])
             created = {
@@ -194,7 +204,7 @@ def installed(queue_ready: str, forge: FakeGitHubWithApp) -> Iterator[tuple[App,
     with open_app(_settings(queue_ready, forge), auto_migrate=False) as app:
         make_world(app.db)
         with TestClient(create_app(app), base_url="https://testserver") as client:
-            _create_app(client, forge)
+            _create_app(client, forge, app)
         installation = forge.install_app("acme", [REPO])
         yield app, installation
 
@@ -298,7 +308,9 @@ def test_a_bad_or_expired_jwt_is_refused_with_a_clear_error(
 
 
 def test_manifest_is_printed_and_valid(cli: Any) -> None:
-    found = cli.json("github-app", "manifest", "--url", "https://rf.example/", "--name", "RF Prod")
+    issued = cli.json("github-app", "manifest", "--url", "https://rf.example/", "--name", "RF Prod")
+    found, state = issued["manifest"], issued["state"]
+    assert len(state) >= 32 and issued["create_url"].endswith(f"/settings/apps/new?state={state}")
     assert found == {
         "name": "RF Prod",
         "url": "https://rf.example",

@@ -50,3 +50,14 @@ ALTER TABLE write_pace DROP CONSTRAINT write_pace_pace_key_check;
 ALTER TABLE write_pace ADD CONSTRAINT write_pace_pace_key_check CHECK (
     pace_key ~ '^(github:service|github:installation:[0-9]{1,20}|github:approver:[0-9a-f]{16}|(gitlab|smtp):tenant:[0-9a-f-]{36})$'
 );
+
+-- One-time states of the manifest flow: `github-app manifest` issues one (kept as its SHA-256),
+-- GitHub hands it back with the code, and the callback takes an App only with a state issued
+-- here, unused and not expired: whoever merely reaches the callback with a code of their own
+-- App cannot make it this deployment's.
+CREATE TABLE github_app_manifest_states (
+    state_hash text PRIMARY KEY CHECK (state_hash ~ '^[0-9a-f]{64}$'),
+    expires_at timestamptz NOT NULL,
+    used_at timestamptz
+);
+GRANT SELECT, INSERT, UPDATE ON github_app_manifest_states TO resolveflow_app;

@@ -81,3 +81,13 @@ WHERE installation_id = %(installation_id)s
 -- A token GitHub refused: the next use mints a new one.
 UPDATE github_app_tokens SET expires_at = NULL
 WHERE installation_id = %(installation_id)s
+
+-- name: issue_manifest_state
+INSERT INTO github_app_manifest_states (state_hash, expires_at)
+VALUES (%(state_hash)s, clock_timestamp() + make_interval(secs => %(seconds)s))
+
+-- name: redeem_manifest_state
+-- Once, and only before it expires: the row is marked used in the same statement.
+UPDATE github_app_manifest_states SET used_at = clock_timestamp()
+WHERE state_hash = %(state_hash)s AND used_at IS NULL AND expires_at > clock_timestamp()
+RETURNING state_hash
