@@ -290,3 +290,17 @@ def test_no_secret_reaches_the_logs(
     assert "notification not delivered" in caplog.text
     assert URL_SECRET not in caplog.text and HMAC_KEY not in caplog.text
     assert URL_SECRET not in repr(jobs.app.settings) and HMAC_KEY not in repr(jobs.app.settings)
+
+
+def test_the_worker_runs_the_round_every_minute_and_does_nothing_without_a_hook(
+    db: Database, world: World
+) -> None:
+    from resolveflow.store.queue import NOTIFY
+    from resolveflow.worker.jobs import build_queue
+
+    app = App(settings=Settings(), db=db)
+    periodic = build_queue(app).periodic_registry.periodic_tasks
+    assert periodic[(NOTIFY, "notify")].cron == "* * * * *"
+    _propose(db, world, 15)
+    assert Jobs(app).notify() == {}  # RESOLVEFLOW_NOTIFY_URL unset
+    assert _rows(db, world) == []
