@@ -79,7 +79,7 @@ class WebhookSender:
             response = self._client.post(self._url, content=body, headers=headers)
         except httpx.TimeoutException as exc:
             raise ProviderUnavailable("the notification webhook did not answer in time") from exc
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ProviderUnavailable(
                 f"the notification webhook could not be reached ({type(exc).__name__})"
             ) from exc

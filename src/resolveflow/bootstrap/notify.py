@@ -10,6 +10,7 @@ from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.notify.notifier import Notifier, NotifyConfig
 from resolveflow.store.database import Database
 
+NOTIFY_BATCH = 20  # messages per tenant per round (a round a minute)
 _EVERYWHERE = {"0.0.0.0", "::", ""}  # noqa: S104 - read, not bound to
 
 
@@ -33,8 +34,10 @@ def notify_config(settings: Settings) -> NotifyConfig:
         max_attempts=notify.max_attempts,
         retry_base_seconds=notify.retry_base_seconds,
         retry_max_seconds=max(notify.retry_max_seconds, notify.retry_base_seconds),
-        # A row's lease outlives its send: the timeout with room to record the outcome.
-        lease_seconds=notify.timeout_seconds * 2 + 30,
+        # A round's rows are leased together: the lease outlasts the whole batch timing out, so
+        # that the next round (a minute later, maybe in another worker) never sends one again.
+        batch=NOTIFY_BATCH,
+        lease_seconds=notify.timeout_seconds * NOTIFY_BATCH + 60,
     )
 
 

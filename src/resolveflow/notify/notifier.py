@@ -49,8 +49,10 @@ class NotifyConfig:
     max_attempts: int = 5
     retry_base_seconds: float = 60.0
     retry_max_seconds: float = 3600.0
-    lease_seconds: float = 120.0  # longer than one send's timeout
-    batch: int = 50  # rows claimed per tenant per round
+    # Rows claimed per tenant per round, all leased at once: the lease must outlast sending the
+    # whole batch, every send timing out (bootstrap/notify.py sizes it so).
+    batch: int = 20
+    lease_seconds: float = 260.0
 
 
 @dataclass

@@ -304,3 +304,27 @@ def test_the_worker_runs_the_round_every_minute_and_does_nothing_without_a_hook(
     _propose(db, world, 15)
     assert Jobs(app).notify() == {}  # RESOLVEFLOW_NOTIFY_URL unset
     assert _rows(db, world) == []
+
+
+def test_an_edit_is_not_told_again_and_the_reminder_follows_its_window(
+    db: Database, world: World, receiver: NotifyReceiver, superuser: psycopg.Connection[Any]
+) -> None:
+    from resolveflow.gate.domain.actions import ActionChanges
+
+    first = _propose(db, world, 16)
+    jobs = _jobs(db, receiver)
+    jobs.notify()
+    superuser.execute(  # the first version nearly out of its window...
+        "UPDATE proposals SET created_at = created_at - interval '3120 seconds' WHERE id = %s",
+        [first.id],
+    )
+    edited = proposals.edit_proposal(db, world.requester(db), first.id, ActionChanges(labels=[]))
+    jobs.notify()  # ...but the edit opened a new one: no reminder yet, and no second "waiting"
+    assert len(receiver.deliveries) == 1
+    superuser.execute(
+        "UPDATE proposals SET created_at = created_at - interval '3120 seconds' WHERE id = %s",
+        [edited.id],
+    )
+    jobs.notify()
+    [_, reminder] = _texts(receiver)
+    assert f"/proposals/{edited.id}|" in reminder and "a comment on acme/widgets#16" in reminder
