@@ -17,7 +17,7 @@ from typing import Protocol
 from uuid import UUID
 
 from resolveflow.domain.vocabulary import NotificationKind, NotificationState
-from resolveflow.errors import ResolveFlowError, StoreUnavailable
+from resolveflow.errors import ResolveFlowError
 from resolveflow.metrics import NOTIFICATION_DELIVERIES
 from resolveflow.notify.domain.message import (
     Notice,
@@ -121,9 +121,7 @@ class Notifier:
     def _deliver(self, tenant_id: UUID, row: store.Due, done: NotifyRound) -> None:
         try:
             self.sender.send(encoded(self._notice(row), self.config.format))
-        except StoreUnavailable:
-            raise
-        except ResolveFlowError as exc:
+        except ResolveFlowError as exc:  # the webhook's failure, in our words
             self._failed(tenant_id, row, exc.message, done)
             return
         with self.db.tenant(tenant_id) as conn:
