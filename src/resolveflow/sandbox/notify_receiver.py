@@ -6,13 +6,21 @@ write), and refuses a signature whose timestamp is too old (a replay). It can be
 the next deliveries with an error (``fail_next``) or to hang until the client gives up
 (``hang_next``), so tests see retries and timeouts over the wire. A delivery it answers with an
 error or drops is still recorded, with ``answered`` saying what it got.
+
+``python -m resolveflow.sandbox.notify_receiver [--port P]`` runs one to try notifications by
+hand: it prints its URL, then each delivery as a line of JSON, until Ctrl-C or SIGTERM; the key to
+check signatures with is read from ``RESOLVEFLOW_NOTIFY_SECRET``, as the product reads it.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import hmac
 import json
+import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -69,9 +77,17 @@ class ReceiverState:
 class NotifyReceiver:
     """``ReceiverState`` served on 127.0.0.1 (see the module docstring)."""
 
-    def __init__(self, secret: bytes | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        secret: bytes | None = None,
+        clock: Callable[[], float] = time.time,
+        *,
+        port: int = 0,
+        on_delivery: Callable[[Delivery], None] | None = None,
+    ) -> None:
         self.state = ReceiverState(secret, clock)
-        self._server = LoopbackServer(self._serve, server_name="sandbox-notify")
+        self._on_delivery = on_delivery
+        self._server = LoopbackServer(self._serve, port=port, server_name="sandbox-notify")
 
     @property
     def url(self) -> str:
@@ -90,6 +106,10 @@ class NotifyReceiver:
     def hang_next(self, count: int = 1) -> None:
         with self.state.lock:
             self.state.hangs += count
+
+    def wait(self) -> None:
+        """Until ``stop()`` (or a signal's exception)."""
+        self._server.stopping.wait()
 
     def start(self) -> Self:
         self._server.start()
@@ -131,3 +151,35 @@ class NotifyReceiver:
     def _record(self, delivery: Delivery) -> None:
         with self.state.lock:
             self.state.deliveries.append(delivery)
+        if self._on_delivery is not None:
+            self._on_delivery(delivery)
+
+
+def _line(value: object) -> None:
+    sys.stdout.write(json.dumps(value) + "\n")
+    sys.stdout.flush()
+
+
+def _print(delivery: Delivery) -> None:
+    _line({"answered": delivery.answered, "verified": delivery.verified, "body": delivery.body})
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="A notification webhook that prints deliveries.")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    secret = os.environ.get("RESOLVEFLOW_NOTIFY_SECRET")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    receiver = NotifyReceiver(
+        secret.encode() if secret else None, port=args.port, on_delivery=_print
+    )
+    with receiver:
+        _line({"url": receiver.url})
+        try:
+            receiver.wait()
+        except KeyboardInterrupt:
+            return
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
