@@ -67,7 +67,7 @@ class NotifyRound:
 class Notifier:
     def __init__(self, db: Database, sender: Sender, config: NotifyConfig) -> None:
         self.db = db
-        self.sender = sender
+        self.sender: Sender = sender
         self.config = config
 
     def close(self) -> None:
