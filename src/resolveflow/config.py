@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "LimitSettings",
     "MailSettings",
     "ModelSettings",
+    "NotifySettings",
     "PaceConfig",
     "RetrievalSettings",
     "Settings",
@@ -196,6 +198,39 @@ class WorkerSettings(SettingsGroup):
     reconnect_jitter: float = Field(default=0.5, ge=0, le=1)
 
 
+class NotifySettings(SettingsGroup):
+    """Messages about waiting proposals (``notify/``, docs/notifications.md): one webhook for the
+    process; unset URL: none are sent."""
+
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}NOTIFY_")
+
+    # A Slack incoming-webhook URL is itself a credential: kept secret, never logged.
+    url: SecretStr | None = None
+    format: Literal["slack", "json"] = "slack"
+    # The HMAC-SHA256 key; required by the json format (checked on this field, so that the
+    # error names its variable).
+    secret: SecretStr | None = Field(default=None, validate_default=True)
+    remind_before_seconds: int = Field(default=DAY_SECONDS, ge=0)  # 0: no reminder
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    max_attempts: int = Field(default=5, ge=1, le=50)
+    retry_base_seconds: float = Field(default=60.0, ge=0, le=86_400)
+    retry_max_seconds: float = Field(default=3600.0, ge=0, le=7 * 86_400)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            http_url(value.get_secret_value())
+        return value
+
+    @field_validator("secret")
+    @classmethod
+    def _json_is_signed(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        if value is None and info.data.get("url") and info.data.get("format") == "json":
+            raise ValueError("required by the json format")
+        return value
+
+
 class SuggestionSettings(SettingsGroup):
     """Quiet by default (``gate/domain/quiet.py``): a kind whose acceptance in a place, over its
     last ``last`` decisions and at least ``minimum`` of them, falls below ``floor`` goes to the
@@ -289,6 +324,7 @@ class Settings(BaseModel):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     suggestions: SuggestionSettings = Field(default_factory=SuggestionSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from resolveflow.gate.quiet import Quiet
     from resolveflow.gate.reconcile import Reconciler
     from resolveflow.llm.protocol import ChatModel
+    from resolveflow.notify.notifier import Notifier
     from resolveflow.policy_file import PolicyFile
     from resolveflow.retrieval.extraction import ExtractionLimits
     from resolveflow.retrieval.ingest import Indexer
@@ -429,6 +430,12 @@ class App:
 
     def policy(self) -> PolicyFile:
         return load_policy(self.settings)
+
+    def notifier(self) -> Notifier | None:
+        """Messages about waiting proposals (``bootstrap/notify.py``); None without a webhook."""
+        from resolveflow.bootstrap.notify import build_notifier
+
+        return self._once("notifier", lambda: build_notifier(self.settings, self.db))
 
     def quiet(self) -> Quiet:
         """Where the products' suggestions go (the policy file's modes, the automatic move)."""

@@ -3,6 +3,11 @@ queue can be read, and (in a process that runs the worker: ``serve --with-worker
 is working. Each is a name, whether it passed, and one line saying why; the first failure does
 not hide the others.
 
+With a notification webhook configured, a ``notifications`` check says how deliveries stand (read
+from the database, so it covers workers in any process). It is advisory: a failing chat webhook
+is shown (``ok: false``, the last error in our words) but never makes the process not ready,
+which would take the inbox away because a chat is down.
+
 ``WorkerStatus`` is what the worker publishes (``worker/supervise.py``) and readiness reads: the
 worker's state and since when. A web process without a worker has none and does not check one;
 its queue line says how many workers anywhere sent a heartbeat lately (docs/operations.md).
@@ -13,9 +18,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from resolveflow.domain.vocabulary import NotificationState
 from resolveflow.errors import ResolveFlowError
+from resolveflow.notify.store import notifications as notification_store
 from resolveflow.store import health as store
 from resolveflow.store.database import Database
 
@@ -25,6 +33,11 @@ class Check:
     name: str
     ok: bool
     detail: str
+    required: bool = True  # False: shown, but readiness does not depend on it
+
+
+# A message given up on shows as failing for this long; a retrying one until it is sent.
+FAILED_SHOWN_FOR = timedelta(days=1)
 
 
 class WorkerState(StrEnum):
@@ -70,11 +83,47 @@ def worker_check(status: WorkerStatus) -> Check:
     return Check("worker", False, f"{now.state.value} for {now.seconds:.0f} s{why}")
 
 
-def readiness(db: Database, worker: WorkerStatus | None = None) -> list[Check]:
+def readiness(
+    db: Database, worker: WorkerStatus | None = None, *, notifications: bool = False
+) -> list[Check]:
     checks = _database(db)
     if worker is not None:
         checks.append(worker_check(worker))
+    if notifications:
+        checks.append(notifications_check(db))
     return checks
+
+
+def notifications_check(db: Database, now: datetime | None = None) -> Check:
+    try:
+        with db.unscoped() as conn:
+            rows = notification_store.counts(conn)
+    except ResolveFlowError as exc:
+        return Check("notifications", False, f"cannot be read: {exc.message}", required=False)
+    now = now or datetime.now(UTC)
+    sent = sum(r.notifications for r in rows if r.state is NotificationState.SENT)
+    retrying = sum(r.retrying for r in rows)
+    recent = [
+        r
+        for r in rows
+        if r.state is NotificationState.FAILED
+        and r.last_error_at is not None
+        and now - r.last_error_at < FAILED_SHOWN_FOR
+    ]
+    given_up = sum(r.notifications for r in recent)
+    if not retrying and not recent:
+        return Check("notifications", True, f"{sent} sent, none failing", required=False)
+    errors = [(r.last_error_at, r.last_error or "") for r in rows if r.last_error_at is not None]
+    last = ""
+    if errors:
+        at, why = max(errors)
+        last = f"; last error at {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC: {why}"
+    return Check(
+        "notifications",
+        False,
+        f"{retrying} retrying, {given_up} given up on in the last day, {sent} sent{last}",
+        required=False,
+    )
 
 
 def _database(db: Database) -> list[Check]:

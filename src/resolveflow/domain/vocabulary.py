@@ -213,6 +213,22 @@ class SuggestionOutcome(StrEnum):
     REJECTED = "rejected"  # rejected, or (a label) removed by the edit that was approved
 
 
+class NotificationKind(StrEnum):
+    """Which message about a waiting proposal (``notify/``): each goes out once per lineage."""
+
+    WAITING = "waiting"  # a proposal waits for a decision
+    CLOSING = "closing"  # its approval window closes soon
+
+
+class NotificationState(StrEnum):
+    """Where one notification's delivery stands."""
+
+    PENDING = "pending"  # to send, or to send again at its next attempt
+    SENT = "sent"
+    FAILED = "failed"  # gave up after the last attempt
+    DROPPED = "dropped"  # decided, or its window closed, before it went out
+
+
 # The notes by which the products mark what they prepared on a person's behalf: the proposal's
 # author is that person, so the note is what tells a suggestion from the person's own proposal.
 REFINE_PROPOSAL_NOTE = "refine enrichment"

@@ -36,6 +36,7 @@ UPDATE_INDEX = "resolveflow.update_index"
 RESUME_RUN = "resolveflow.resume_run"
 EXECUTE = "resolveflow.execute"
 MAINTENANCE = "resolveflow.maintenance"
+NOTIFY = "resolveflow.notify"
 
 
 class QueueConnector(procrastinate.PsycopgConnector):

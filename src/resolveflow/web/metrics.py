@@ -2,7 +2,8 @@
 (``resolveflow.metrics``: webhook acknowledgement, retrieval latency) and, read from the
 database at scrape time, counts across every tenant: runs by status, executions by state, model
 calls and tokens, the wait from a proposal version to its approval, the job queue's depth and
-age. Labels are bounded words only (docs/operations.md lists every series).
+age, notifications by state and their retries. Labels are bounded words only
+(docs/operations.md lists every series).
 
 A database that does not answer leaves ``resolveflow_database_up 0`` and the process's own
 series: a scrape never fails because of it.
@@ -25,8 +26,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from resolveflow.domain.vocabulary import ExecutionState, RunStatus
+from resolveflow.domain.vocabulary import ExecutionState, NotificationState, RunStatus
 from resolveflow.errors import ResolveFlowError
+from resolveflow.notify.store import notifications as notification_store
 from resolveflow.store import health as health_store
 from resolveflow.store import metrics as metrics_store
 from resolveflow.store.database import Database
@@ -46,6 +48,7 @@ class DatabaseCollector(Collector):
             with self.db.unscoped() as conn:
                 counts = metrics_store.metric_counts(conn)
                 backlog = health_store.queue_backlog(conn)
+                notices = notification_store.counts(conn)
         except ResolveFlowError as exc:
             logger.warning("metrics: the database did not answer", extra={"error": exc.message})
             yield GaugeMetricFamily(
@@ -75,6 +78,7 @@ class DatabaseCollector(Collector):
             "How long the oldest job ready to run has waited.",
             value=backlog.oldest_seconds,
         )
+        yield from _notifications(notices)
 
 
 def _by_label(
@@ -82,12 +86,35 @@ def _by_label(
     documentation: str,
     label: str,
     values: dict[str, float],
-    words: type[RunStatus] | type[ExecutionState],
+    words: type[RunStatus] | type[ExecutionState] | type[NotificationState],
 ) -> GaugeMetricFamily:
     family = GaugeMetricFamily(name, documentation, labels=[label])
     for member in words:  # every value, zeros included: a series does not vanish
         family.add_metric([str(member)], values.get(str(member), 0.0))
     return family
+
+
+def _notifications(rows: list[notification_store.StateCount]) -> Iterator[Metric]:
+    states: dict[str, float] = {}
+    for row in rows:
+        states[row.state.value] = states.get(row.state.value, 0.0) + row.notifications
+    yield _by_label(
+        "resolveflow_notifications",
+        "Notifications about waiting proposals by state (sent, pending, failed: given up on).",
+        "state",
+        states,
+        NotificationState,
+    )
+    yield GaugeMetricFamily(
+        "resolveflow_notifications_retrying",
+        "Notifications that failed at least once and will be tried again.",
+        value=sum(row.retrying for row in rows),
+    )
+    yield CounterMetricFamily(
+        "resolveflow_notification_retries",
+        "Notification attempts after each one's first, every process's.",
+        value=sum(row.retries for row in rows),
+    )
 
 
 def _model_calls(counts: dict[str, dict[str, float]]) -> Iterator[Metric]:

@@ -20,6 +20,8 @@ from resolveflow.domain.vocabulary import (
     Decision,
     ExecutionState,
     LinkEvent,
+    NotificationKind,
+    NotificationState,
     ReviewOutcome,
     RunStatus,
     SuggestionKind,
@@ -150,6 +152,16 @@ SUGGESTION_OUTCOME: dict[SuggestionOutcome, str] = {
     SuggestionOutcome.EDITED: "approved after an edit",
     SuggestionOutcome.REJECTED: "rejected",
 }
+NOTIFICATION_KIND: dict[NotificationKind, str] = {
+    NotificationKind.WAITING: "waiting for a decision",
+    NotificationKind.CLOSING: "approval window closing soon",
+}
+NOTIFICATION_STATE: dict[NotificationState, str] = {
+    NotificationState.PENDING: "to be sent",
+    NotificationState.SENT: "sent",
+    NotificationState.FAILED: "given up on",
+    NotificationState.DROPPED: "not sent (no longer waiting)",
+}
 
 # Every enum a page shows, with its words; a test checks each member has an entry.
 TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
@@ -168,6 +180,8 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     SuggestionKind: SUGGESTION_KIND,
     SuggestionMode: SUGGESTION_MODE,
     SuggestionOutcome: SUGGESTION_OUTCOME,
+    NotificationKind: NOTIFICATION_KIND,
+    NotificationState: NOTIFICATION_STATE,
 }
 
 # Names that are not enums: the evidence facts and their rules, and the approval checks (whose

@@ -18,6 +18,9 @@
   maintenance sends it once the setting is there.
 - ``maintenance`` (periodic): reconciles ``unknown`` and expired-lease executions, drains due
   executions, resumes stalled runs, prunes old webhook deliveries (and nothing else).
+- ``notify`` (periodic, every minute): messages about waiting proposals to the configured
+  webhook (``notify/notifier.py``); its own task, so that a slow webhook never holds up
+  maintenance. Nothing to do without ``RESOLVEFLOW_NOTIFY_URL``.
 
 No job ever resends an ``unknown`` action: that is the executor gate's rule, and only
 reconciliation (reading GitHub) or a person settles one.
@@ -57,6 +60,7 @@ from resolveflow.worker.report import WorkReport
 logger = logging.getLogger(__name__)
 
 STALLED_AFTER_SECONDS = 30.0
+NOTIFY_CRON = "* * * * *"  # the notification round: a retry's shortest useful wait
 STALLED_WORKER_SECONDS = 60.0  # procrastinate's workers beat every 10 s; 6 missed beats: dead
 _SAFE_RETRY = procrastinate.RetryStrategy(max_attempts=6, exponential_wait=2)
 _BUSY_RETRY = procrastinate.RetryStrategy(
@@ -247,6 +251,20 @@ class Jobs:
                 result["failed"] += 1
         return result
 
+    def notify(self) -> dict[str, int]:
+        """One notification round; with no webhook configured, nothing."""
+        notifier = self.app.notifier()
+        if notifier is None:
+            return {}
+        done = notifier.run()
+        return {
+            "queued": done.queued,
+            "sent": done.sent,
+            "retrying": done.retrying,
+            "failed": done.failed,
+            "dropped": done.dropped,
+        }
+
     def prune_webhook_deliveries(self) -> int:
         """Webhook deliveries older than RESOLVEFLOW_WEBHOOK_RETENTION_DAYS. Nothing else is ever
         pruned: executions, attempts, approvals and audit events are kept, so an execution that
@@ -346,4 +364,9 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
     proc.periodic(cron=app.settings.worker.reconcile_cron, periodic_id="maintenance")(
         task(queue.MAINTENANCE)(maintenance)
     )
+
+    def notify(timestamp: int) -> dict[str, int]:
+        return body.notify()
+
+    proc.periodic(cron=NOTIFY_CRON, periodic_id="notify")(task(queue.NOTIFY)(notify))
     return proc

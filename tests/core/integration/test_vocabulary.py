@@ -17,6 +17,8 @@ from resolveflow.domain.vocabulary import (
     Credential,
     Decision,
     ExecutionState,
+    NotificationKind,
+    NotificationState,
     RunStatus,
 )
 from resolveflow.store.database import Database
@@ -73,6 +75,8 @@ def _check_values(superuser: psycopg.Connection[Any], table: str, column: str) -
         ("attempt_outcomes", "outcome", AttemptOutcome),
         ("approvals", "decision", Decision),
         ("runs", "status", RunStatus),
+        ("notifications", "kind", NotificationKind),
+        ("notifications", "state", NotificationState),
     ],
 )
 def test_check_constraints_hold_exactly_the_enums_values(

@@ -140,6 +140,8 @@ SECRETS = {
     "RESOLVEFLOW_OPENAI_API_KEY": "sk-chat-secret",
     "RESOLVEFLOW_OPENAI_EMBEDDINGS_API_KEY": "sk-embed-secret",
     "RESOLVEFLOW_TOKEN": "rf-token-secret",
+    "RESOLVEFLOW_NOTIFY_URL": "https://hooks.example/services/T0/B0/notify-url-secret",
+    "RESOLVEFLOW_NOTIFY_SECRET": "notify-hmac-secret",
 }
 
 

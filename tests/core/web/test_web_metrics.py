@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import make_world, propose_and_approve
 from fixtures_web import Web, issue_payload
-from resolveflow.domain.vocabulary import ExecutionState, RunStatus
+from resolveflow.domain.vocabulary import ExecutionState, NotificationState, RunStatus
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
@@ -67,10 +67,10 @@ def test_counts_across_tenants_in_bounded_labels(
     assert value(after, "resolveflow_queue_jobs_waiting") >= 0
     # Every label value is a bounded word: no repository, issue, user or tenant.
     allowed = {
-        "state": {str(s) for s in ExecutionState},
+        "state": {str(s) for s in ExecutionState} | {str(s) for s in NotificationState},
         "status": {str(s) for s in RunStatus},
         "provider": {"openai"},
-        "outcome": {"ok", "timeout"},
+        "outcome": {"ok", "timeout"} | {"sent", "retry", "failed"},  # model calls, notifications
         "kind": {"prompt", "completion"},
         "search": {"hybrid"},
         "phase": {"embed", "database"},

@@ -1,0 +1,52 @@
+"""Wiring the notifier (``notify/``) from the settings: the webhook sender, the message format,
+the approval window and the inbox's address. No URL: no notifier (the worker's round does
+nothing)."""
+
+from __future__ import annotations
+
+from resolveflow.adapters.notify_webhook import WebhookSender
+from resolveflow.config import Settings
+from resolveflow.notify.domain.message import NotifyFormat
+from resolveflow.notify.notifier import Notifier, NotifyConfig
+from resolveflow.store.database import Database
+
+NOTIFY_BATCH = 20  # messages per tenant per round (a round a minute)
+_EVERYWHERE = {"0.0.0.0", "::", ""}  # noqa: S104 - read, not bound to
+
+
+def inbox_base_url(settings: Settings) -> str:
+    """Where people reach the web app: ``RESOLVEFLOW_WEB_PUBLIC_URL``, else ``serve``'s own
+    address (a link that only works on this machine: set the public URL in production)."""
+    web = settings.web
+    if web.public_url:
+        return web.public_url
+    host = "127.0.0.1" if web.host in _EVERYWHERE else web.host
+    return f"http://[{host}]:{web.port}" if ":" in host else f"http://{host}:{web.port}"
+
+
+def notify_config(settings: Settings) -> NotifyConfig:
+    notify = settings.notify
+    return NotifyConfig(
+        format=NotifyFormat(notify.format),
+        inbox_base_url=inbox_base_url(settings),
+        ttl_seconds=settings.approval.ttl_seconds,
+        remind_before_seconds=notify.remind_before_seconds,
+        max_attempts=notify.max_attempts,
+        retry_base_seconds=notify.retry_base_seconds,
+        retry_max_seconds=max(notify.retry_max_seconds, notify.retry_base_seconds),
+        # A round's rows are leased together: the lease outlasts the whole batch timing out, so
+        # that the next round (a minute later, maybe in another worker) never sends one again.
+        batch=NOTIFY_BATCH,
+        lease_seconds=notify.timeout_seconds * NOTIFY_BATCH + 60,
+    )
+
+
+def build_notifier(settings: Settings, db: Database) -> Notifier | None:
+    notify = settings.notify
+    if notify.url is None:
+        return None
+    secret = notify.secret.get_secret_value().encode() if notify.secret else None
+    sender = WebhookSender(
+        notify.url.get_secret_value(), timeout_seconds=notify.timeout_seconds, secret=secret
+    )
+    return Notifier(db, sender, notify_config(settings))

@@ -1,0 +1,157 @@
+"""The worker's notification round: find waiting proposals, send what is due, record each outcome.
+
+A scan, not a hook in the gate: proposing never waits on (or fails because of) a webhook, and a
+proposal made while the worker was down is still found. Each step is its own short transaction;
+the HTTP call happens outside any transaction, under a lease on the row (a worker killed mid-send
+leaves the row to the next round once the lease runs out: a message may then go out twice, never
+not at all until its attempts are spent). Attempts are bounded; each failure waits longer
+(``retry_after``), and the last leaves the row ``failed``, which ``/readyz`` and ``/metrics`` show.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+from uuid import UUID
+
+from resolveflow.domain.vocabulary import NotificationKind, NotificationState
+from resolveflow.errors import ResolveFlowError
+from resolveflow.metrics import NOTIFICATION_DELIVERIES
+from resolveflow.notify.domain.message import (
+    Notice,
+    NotifyFormat,
+    describe,
+    encoded,
+    retry_after,
+)
+from resolveflow.notify.store import notifications as store
+from resolveflow.store import tenants as tenant_store
+from resolveflow.store.database import Database
+
+logger = logging.getLogger(__name__)
+
+
+class Sender(Protocol):
+    def send(self, body: bytes) -> None:
+        """Deliver one body, or raise a ``ResolveFlowError`` saying why not."""
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    format: NotifyFormat
+    inbox_base_url: str  # the web app's address; the link is <base>/proposals/<id>
+    ttl_seconds: int  # the approval window (RESOLVEFLOW_APPROVAL_TTL_SECONDS)
+    remind_before_seconds: int  # 0: no reminder
+    max_attempts: int = 5
+    retry_base_seconds: float = 60.0
+    retry_max_seconds: float = 3600.0
+    # Rows claimed per tenant per round, all leased at once: the lease must outlast sending the
+    # whole batch, every send timing out (bootstrap/notify.py sizes it so).
+    batch: int = 20
+    lease_seconds: float = 260.0
+
+
+@dataclass
+class NotifyRound:
+    queued: int = 0
+    sent: int = 0
+    retrying: int = 0
+    failed: int = 0  # gave up on
+    dropped: int = 0
+
+
+class Notifier:
+    def __init__(self, db: Database, sender: Sender, config: NotifyConfig) -> None:
+        self.db = db
+        self.sender: Sender = sender
+        self.config = config
+
+    def close(self) -> None:
+        self.sender.close()
+
+    def run(self) -> NotifyRound:
+        """One round over every tenant."""
+        done = NotifyRound()
+        with self.db.unscoped() as conn:
+            tenants = [tenant.id for tenant in tenant_store.list_tenants(conn)]
+        for tenant_id in tenants:
+            self._tenant_round(tenant_id, done)
+        return done
+
+    def _tenant_round(self, tenant_id: UUID, done: NotifyRound) -> None:
+        config = self.config
+        with self.db.tenant(tenant_id) as conn:
+            done.queued += store.enqueue(
+                conn,
+                tenant_id,
+                NotificationKind.WAITING,
+                ttl_seconds=config.ttl_seconds,
+                remind_before_seconds=config.ttl_seconds,  # due at once
+            )
+            if 0 < config.remind_before_seconds < config.ttl_seconds:
+                done.queued += store.enqueue(
+                    conn,
+                    tenant_id,
+                    NotificationKind.CLOSING,
+                    ttl_seconds=config.ttl_seconds,
+                    remind_before_seconds=config.remind_before_seconds,
+                )
+            done.dropped += store.drop_settled(conn, tenant_id, config.ttl_seconds)
+            due = store.claim_due(
+                conn, tenant_id, limit=config.batch, lease_seconds=config.lease_seconds
+            )
+        for row in due:
+            self._deliver(tenant_id, row, done)
+
+    def _notice(self, row: store.Due) -> Notice:
+        return Notice(
+            kind=row.kind,
+            tenant=row.tenant,
+            proposal_id=row.proposal_id,
+            action_kind=str(row.action.get("kind", "github.issue")),
+            what=describe(row.action),
+            inbox_url=f"{self.config.inbox_base_url}/proposals/{row.proposal_id}",
+            window_closes_at=row.proposal_created_at + timedelta(seconds=self.config.ttl_seconds),
+        )
+
+    def _deliver(self, tenant_id: UUID, row: store.Due, done: NotifyRound) -> None:
+        try:
+            self.sender.send(encoded(self._notice(row), self.config.format))
+        except ResolveFlowError as exc:  # the webhook's failure, in our words
+            self._failed(tenant_id, row, exc.message, done)
+            return
+        with self.db.tenant(tenant_id) as conn:
+            store.record_sent(conn, tenant_id, row.id)
+        done.sent += 1
+        NOTIFICATION_DELIVERIES.labels("sent").inc()
+
+    def _failed(self, tenant_id: UUID, row: store.Due, why: str, done: NotifyRound) -> None:
+        config = self.config
+        wait = retry_after(row.attempts, config.retry_base_seconds, config.retry_max_seconds)
+        with self.db.tenant(tenant_id) as conn:
+            state = store.record_failure(
+                conn,
+                tenant_id,
+                row.id,
+                error=why,
+                retry_seconds=wait,
+                max_attempts=config.max_attempts,
+            )
+        gave_up = state is NotificationState.FAILED
+        done.failed += gave_up
+        done.retrying += not gave_up
+        NOTIFICATION_DELIVERIES.labels("failed" if gave_up else "retry").inc()
+        # The reason only: never the URL, the body or the secret.
+        logger.warning(
+            "notification not delivered: %s",
+            why,
+            extra={
+                "notification": str(row.id),
+                "attempt": row.attempts,
+                "gave_up": gave_up,
+            },
+        )
