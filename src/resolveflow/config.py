@@ -358,7 +358,12 @@ def env_names() -> dict[str, str]:
 
 
 def _failed_variable(exc: ValidationError) -> str:
-    where = str(exc.errors()[0]["loc"][0])
+    location = exc.errors()[0]["loc"]
+    if not location:  # a check of several fields together (a model validator) names none
+        group = next((g for g in _groups().values() if g.__name__ == exc.title), None)
+        prefix = group.model_config.get("env_prefix", PREFIX) if group else PREFIX
+        return f"{prefix.upper()}*"
+    where = str(location[0])
     if where.upper().startswith(PREFIX):  # an aliased field is reported by its variable
         return where.upper()
     group = next((g for g in _groups().values() if g.__name__ == exc.title), None)

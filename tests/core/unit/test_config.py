@@ -195,3 +195,14 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> N
     settings = load_settings()
     assert settings.github.token is None and settings.webhooks.secret is None
     assert settings.database.pool_max_size == 10
+
+
+def test_a_check_of_two_settings_together_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A model validator's error names no field: the group's prefix stands in, not a traceback.
+    monkeypatch.setenv("RESOLVEFLOW_PACE_GITHUB_BURST", "80")
+    monkeypatch.setenv("RESOLVEFLOW_PACE_GITHUB_PER_HOUR", "50")
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    said = raised.value.message
+    assert said.startswith("invalid setting RESOLVEFLOW_PACE_*: ") and "\n" not in said
+    assert "RESOLVEFLOW_PACE_GITHUB_BURST must be below" in said
