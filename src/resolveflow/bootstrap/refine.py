@@ -3,35 +3,62 @@ each step needs (``refine.step_runner.StepDeps``), built only when a step asks f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.accounts import admin
 from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
+from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.bootstrap.app import App, load_policy
 from resolveflow.config import Settings
 from resolveflow.domain.records import Principal
 from resolveflow.llm.protocol import ChatModel
+from resolveflow.policy_file import PolicyFile
 from resolveflow.refine.domain.document import RefineDocument
 from resolveflow.refine.load import TicketReaders
 from resolveflow.refine.step_runner import StepDeps
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from resolveflow.refine.changes import ChangesDeps, RepositoryHistory
     from resolveflow.refine.domain.rules import RefinePolicy
 
 
-def refine_policy(settings: Settings) -> Callable[[RefineDocument], RefinePolicy]:
-    """The refine rules of the ticket's repository (the policy file's ``refine`` table)."""
+def refine_policy(
+    settings: Settings, github: Callable[[], GitHub] | None = None
+) -> Callable[[RefineDocument], RefinePolicy]:
+    """The refine rules of the ticket's repository (the policy file's ``refine`` table), narrowed
+    by the repository's own ``.github/resolveflow.yml`` when the ticket is a GitHub issue and a
+    client is given (docs/repository-config.md): as for a triage run, a file with a problem is
+    not applied at all, so it can never widen what the tenant allows."""
 
     def for_ticket(doc: RefineDocument) -> RefinePolicy:
+        from resolveflow.refine.domain.document import TicketSource
         from resolveflow.refine.domain.rules import repository_refine
 
-        return repository_refine(load_policy(settings), doc.ticket.repository or "")
+        policy = load_policy(settings)
+        repository = doc.ticket.repository or ""
+        if github is not None and repository and doc.ticket.source is TicketSource.GITHUB:
+            policy = _narrowed_by_repository(github(), policy, repository)
+        return repository_refine(policy, repository)
 
     return for_ticket
+
+
+def _narrowed_by_repository(github: GitHub, policy: PolicyFile, repository: str) -> PolicyFile:
+    from resolveflow.triage import repository_config
+
+    read = repository_config.load(github, repository_config.PROCESS_CACHE, repository, policy)
+    for error in read.errors:  # a triage run's page shows them; refine says so in its log
+        logger.warning("repository config not applied", extra={"problem": error})
+    return repository_config.effective_policy(
+        policy, repository, read.as_state(), datetime.now(UTC)
+    )
 
 
 def step_deps(
@@ -50,7 +77,7 @@ def step_deps(
         return tenant["id"]
 
     histories: dict[str, RepositoryHistory] = {}
-    policy = refine_policy(app.settings)
+    policy = refine_policy(app.settings, lambda: app.github)
 
     def changes(doc: RefineDocument) -> ChangesDeps:
         from resolveflow.refine.changes import ChangesDeps
