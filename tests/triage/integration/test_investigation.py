@@ -608,8 +608,11 @@ def _quiet_policy(mode: str) -> PolicyFile:
 def test_duplicate_suggestions_off_make_no_proposal_and_the_run_says_why(
     inv: Investigations,
 ) -> None:
-    view = inv.run(None, SPARSE, policy=_quiet_policy("off"))
+    model = ScriptedModel(responder=cite_relevant(0.0))
+    view = inv.run(model, SPARSE, policy=_quiet_policy("off"))
     assert view["proposal"] is None and view["status"] == "no_action"
+    # Nothing it found could be proposed: neither retrieval nor the model was asked.
+    assert view["records"] == {"investigations": [], "model_calls": []}
     assert f"duplicate suggestions are off for {REPO} (policy file)" in "; ".join(
         view["detail"]["notes"]
     )

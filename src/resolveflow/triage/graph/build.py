@@ -25,7 +25,7 @@ from langgraph.types import interrupt
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.vocabulary import AuditEvent, SuggestionKind, SuggestionMode
 from resolveflow.errors import ResolveFlowError
-from resolveflow.gate.domain.quiet import QuietRules, apply_off, place_modes
+from resolveflow.gate.domain.quiet import QuietRules, apply_off, off_reason, place_modes
 from resolveflow.gate.domain.suggestions import branch_kind
 from resolveflow.gate.executor import Executor
 from resolveflow.gate.quiet import Quiet
@@ -201,6 +201,23 @@ def _investigate(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         return {
             "branch": Classification.HUMAN_REVIEW.value,
             "route_reason": INVESTIGATION_NOT_CONFIGURED,
+        }
+    try:
+        modes = place_modes(_policy(deps, state), state["repository"])
+    except ResolveFlowError as exc:
+        return {"error": exc.message}
+    if modes.get(SuggestionKind.DUPLICATE) is SuggestionMode.OFF:
+        # Nothing it found could be proposed: no retrieval and no model call (``_build`` records
+        # why nothing is proposed).
+        quiet: dict[str, Any] = {
+            "comment": None,
+            "labels": [],
+            "notes": [],
+            "author_kind": "workflow",
+        }
+        return {
+            "investigation_action": quiet,
+            "route_reason": off_reason(SuggestionKind.DUPLICATE, state["repository"]),
         }
     evidence = normalize(state.get("raw") or {})
     try:
