@@ -16,8 +16,15 @@ Three passes over one execution, each a claim of it:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
-from resolveflow.adapters.github.protocol import GitHub, IssueData, RepoName
+from resolveflow.adapters.github.protocol import (
+    GitHub,
+    IssueComment,
+    IssueData,
+    PostedComment,
+    RepoName,
+)
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import InvalidInput, InvalidTransition, PolicyViolation, ProviderError
@@ -115,15 +122,7 @@ class GitHubIssueCloseDuplicateExecutor:
             posted = self.github.post_comment(repo, action.target.issue, body, token=token)
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt.id, exc)
-        notice_at = posted.created_at or datetime.now(UTC)
-        return self.record.awaiting_grace(
-            execution,
-            attempt.id,
-            notice=(posted.id, posted.url),
-            notice_at=notice_at,
-            watch_digest=text_digest(issue.title, issue.body),
-            due=_due(action, notice_at),
-        )
+        return self._await_grace(execution, attempt.id, action, issue, posted)
 
     def _earlier_notice(
         self, prepared: Prepared, action: GitHubIssueCloseDuplicateAction, repo: RepoName
@@ -149,16 +148,28 @@ class GitHubIssueCloseDuplicateExecutor:
                     ),
                 )
             issue = self.github.get_issue(repo, action.target.issue, token=token)
-            notice_at = found.created_at or datetime.now(UTC)
-            return self.record.awaiting_grace(
-                execution,
-                None,
-                notice=(found.id, found.url),
-                notice_at=notice_at,
-                watch_digest=text_digest(issue.title, issue.body),
-                due=_due(action, notice_at),
-            )
+            return self._await_grace(execution, None, action, issue, found)
         return None
+
+    def _await_grace(
+        self,
+        execution: Execution,
+        attempt_id: UUID | None,
+        action: GitHubIssueCloseDuplicateAction,
+        issue: IssueData,
+        notice: PostedComment | IssueComment,
+    ) -> Execution:
+        """Back to the queue until the grace period after ``notice`` (its time on GitHub) has
+        passed, remembering the issue's title and body as they were then."""
+        notice_at = notice.created_at or datetime.now(UTC)
+        return self.record.awaiting_grace(
+            execution,
+            attempt_id,
+            notice=(notice.id, notice.url),
+            notice_at=notice_at,
+            watch_digest=text_digest(issue.title, issue.body),
+            due=_due(action, notice_at),
+        )
 
     # --- pass 2: a notice found, no wait scheduled --------------------------------------------
 
@@ -182,15 +193,7 @@ class GitHubIssueCloseDuplicateExecutor:
                 objection="the notice was deleted",
             )
         issue = self.github.get_issue(repo, action.target.issue, token=token)
-        notice_at = notice.created_at or datetime.now(UTC)
-        return self.record.awaiting_grace(
-            execution,
-            None,
-            notice=(execution.comment_id, execution.comment_url),
-            notice_at=notice_at,
-            watch_digest=text_digest(issue.title, issue.body),
-            due=_due(action, notice_at),
-        )
+        return self._await_grace(execution, None, action, issue, notice)
 
     # --- pass 3: due ----------------------------------------------------------------------------
 
