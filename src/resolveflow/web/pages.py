@@ -265,9 +265,11 @@ def proposal_status(request: Request, proposal_id: UUID) -> Response:
     return _proposal(request, proposal_id, "_proposal_status.html")
 
 
-def _waiting_out_grace(state: str | None, outcome: dict[str, Any] | None) -> bool:
-    """Queued again after writing something: a close as a duplicate whose notice is out."""
-    return state == ExecutionState.PENDING.value and bool((outcome or {}).get("url"))
+def _waiting_out_grace(outcome: dict[str, Any] | None) -> bool:
+    """Queued again after writing something: a close as a duplicate whose notice is out (read
+    from the outcome, the same read the page's state line shows)."""
+    found = outcome or {}
+    return found.get("state") == ExecutionState.PENDING.value and bool(found.get("url"))
 
 
 def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
@@ -282,12 +284,14 @@ def _proposal(request: Request, proposal_id: UUID, template: str) -> Response:
     state = (view["execution"] or {}).get("state")
     following = view["decision"] == "approved" and state not in _SETTLED_EXECUTION
     posting = _posting(request, viewer, view, (view["execution"] or {}).get("id"))
-    if _waiting_out_grace(state, posting["outcome"]):
+    waiting_out_grace = _waiting_out_grace(posting["outcome"])
+    if waiting_out_grace:
         following = False  # days, not seconds: the page is read again when someone comes back
     return _render(
         request,
         template,
         viewer,
+        waiting_out_grace=waiting_out_grace,
         proposal=view,
         following=following,
         execution_state=state,
