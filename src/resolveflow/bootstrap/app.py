@@ -432,10 +432,13 @@ class App:
         return load_policy(self.settings)
 
     def notifier(self) -> Notifier | None:
-        """Messages about waiting proposals (``bootstrap/notify.py``); None without a webhook."""
+        """Messages about waiting proposals (``bootstrap/notify.py``); None when no tenant can
+        have a webhook (no process webhook and no cipher for tenants' own)."""
         from resolveflow.bootstrap.notify import build_notifier
 
-        return self._once("notifier", lambda: build_notifier(self.settings, self.db))
+        return self._once(
+            "notifier", lambda: build_notifier(self.settings, self.db, self.token_cipher())
+        )
 
     def quiet(self) -> Quiet:
         """Where the products' suggestions go (the policy file's modes, the automatic move)."""

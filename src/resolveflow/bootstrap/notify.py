@@ -1,14 +1,16 @@
-"""Wiring the notifier (``notify/``) from the settings: the webhook sender, the message format,
-the approval window and the inbox's address. No URL: no notifier (the worker's round does
-nothing)."""
+"""Wiring the notifier (``notify/``) from the settings: the process's webhook, the senders, the
+approval window and the inbox's address. Neither a process webhook nor a cipher (tenants' own
+webhooks are stored encrypted): no notifier, and the worker's round does nothing."""
 
 from __future__ import annotations
 
 from resolveflow.adapters.notify_webhook import WebhookSender
 from resolveflow.config import Settings
+from resolveflow.notify.domain.destination import Destination
 from resolveflow.notify.domain.message import NotifyFormat
-from resolveflow.notify.notifier import Notifier, NotifyConfig
+from resolveflow.notify.notifier import Notifier, NotifyConfig, Sender
 from resolveflow.store.database import Database
+from resolveflow.store.token_cipher import TokenCipher
 
 NOTIFY_BATCH = 20  # messages per tenant per round (a round a minute)
 _EVERYWHERE = {"0.0.0.0", "::", ""}  # noqa: S104 - read, not bound to
@@ -27,7 +29,6 @@ def inbox_base_url(settings: Settings) -> str:
 def notify_config(settings: Settings) -> NotifyConfig:
     notify = settings.notify
     return NotifyConfig(
-        format=NotifyFormat(notify.format),
         inbox_base_url=inbox_base_url(settings),
         ttl_seconds=settings.approval.ttl_seconds,
         remind_before_seconds=notify.remind_before_seconds,
@@ -41,12 +42,30 @@ def notify_config(settings: Settings) -> NotifyConfig:
     )
 
 
-def build_notifier(settings: Settings, db: Database) -> Notifier | None:
+def process_destination(settings: Settings) -> Destination | None:
+    """``RESOLVEFLOW_NOTIFY_URL`` (with its format and key), for tenants without their own."""
     notify = settings.notify
     if notify.url is None:
         return None
-    secret = notify.secret.get_secret_value().encode() if notify.secret else None
-    sender = WebhookSender(
-        notify.url.get_secret_value(), timeout_seconds=notify.timeout_seconds, secret=secret
+    secret = notify.secret.get_secret_value() if notify.secret else None
+    return Destination(notify.url.get_secret_value(), NotifyFormat(notify.format), secret)
+
+
+def sender_for(settings: Settings, destination: Destination) -> Sender:
+    secret = destination.secret.encode() if destination.secret else None
+    return WebhookSender(
+        destination.url, timeout_seconds=settings.notify.timeout_seconds, secret=secret
     )
-    return Notifier(db, sender, notify_config(settings))
+
+
+def build_notifier(settings: Settings, db: Database, cipher: TokenCipher | None) -> Notifier | None:
+    default = process_destination(settings)
+    if default is None and cipher is None:
+        return None
+    return Notifier(
+        db,
+        notify_config(settings),
+        lambda destination: sender_for(settings, destination),
+        default=default,
+        cipher=cipher,
+    )

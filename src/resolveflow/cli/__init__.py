@@ -181,6 +181,11 @@ COMMANDS: tuple[Entry, ...] = (
         _CLI + "github_app_cmds:github_app_app",
     ),
     Entry(
+        "notify",
+        "Where each tenant's notifications about waiting proposals go.",
+        _CLI + "notify_cmds:notify_app",
+    ),
+    Entry(
         "mail",
         "Email: import sent mail, draft replies, store mailbox credentials.",
         _CLI + "mail_cmds:mail_app",

@@ -102,6 +102,8 @@ class AuditEvent(StrEnum):
     MAILBOX_GRANTED = "mailbox.granted"
     MAILBOX_REVOKED = "mailbox.revoked"
     MAILBOX_CREDENTIAL_SET = "mailbox.credential_set"
+    NOTIFY_WEBHOOK_SET = "notify.webhook_set"
+    NOTIFY_WEBHOOK_REMOVED = "notify.webhook_removed"
     REPOSITORY_ALLOWED = "repository.allowed"
     REPOSITORY_REMOVED = "repository.removed"
     SESSION_STARTED = "session.started"

@@ -6,29 +6,31 @@ the HTTP call happens outside any transaction, under a lease on the row (a worke
 leaves the row to the next round once the lease runs out: a message may then go out twice, never
 not at all until its attempts are spent). Attempts are bounded; each failure waits longer
 (``retry_after``), and the last leaves the row ``failed``, which ``/readyz`` and ``/metrics`` show.
+
+Each tenant is told through its own webhook when it has one (``notify set``), else through the
+process's (``RESOLVEFLOW_NOTIFY_URL``); a tenant with neither is not scanned at all, and a tenant
+whose own webhook does not decrypt is skipped (with a warning), never told through another's.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from resolveflow.domain.vocabulary import NotificationKind, NotificationState
 from resolveflow.errors import ResolveFlowError
 from resolveflow.metrics import NOTIFICATION_DELIVERIES
-from resolveflow.notify.domain.message import (
-    Notice,
-    NotifyFormat,
-    describe,
-    encoded,
-    retry_after,
-)
+from resolveflow.notify.domain.destination import Destination
+from resolveflow.notify.domain.message import Notice, describe, encoded, retry_after
 from resolveflow.notify.store import notifications as store
+from resolveflow.notify.store.webhooks import tenant_webhook
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
+from resolveflow.store.token_cipher import TokenCipher, TokenUnreadable
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +44,6 @@ class Sender(Protocol):
 
 @dataclass(frozen=True)
 class NotifyConfig:
-    format: NotifyFormat
     inbox_base_url: str  # the web app's address; the link is <base>/proposals/<id>
     ttl_seconds: int  # the approval window (RESOLVEFLOW_APPROVAL_TTL_SECONDS)
     remind_before_seconds: int  # 0: no reminder
@@ -65,13 +66,44 @@ class NotifyRound:
 
 
 class Notifier:
-    def __init__(self, db: Database, sender: Sender, config: NotifyConfig) -> None:
+    def __init__(
+        self,
+        db: Database,
+        config: NotifyConfig,
+        make_sender: Callable[[Destination], Sender],
+        *,
+        default: Destination | None = None,
+        cipher: TokenCipher | None = None,
+    ) -> None:
         self.db = db
-        self.sender: Sender = sender
         self.config = config
+        self.make_sender = make_sender
+        self.default = default  # the process's webhook, for tenants without their own
+        self.cipher = cipher  # None: no tenant can have its own (they are stored encrypted)
+        self._senders: dict[Destination, Sender] = {}
 
     def close(self) -> None:
-        self.sender.close()
+        for sender in self._senders.values():
+            sender.close()
+        self._senders.clear()
+
+    def _sender(self, destination: Destination) -> Sender:
+        if destination not in self._senders:
+            self._senders[destination] = self.make_sender(destination)
+        return self._senders[destination]
+
+    def _destination(self, conn: Any, tenant_id: UUID) -> Destination | None:
+        """The tenant's own webhook, else the process's; None: nobody to tell."""
+        if self.cipher is None:
+            return self.default
+        try:
+            own = tenant_webhook(conn, self.cipher, tenant_id)
+        except TokenUnreadable as exc:
+            logger.warning(
+                "notifications skipped: %s", exc.message, extra={"tenant": str(tenant_id)}
+            )
+            return None
+        return own.destination if own is not None else self.default
 
     def run(self) -> NotifyRound:
         """One round over every tenant."""
@@ -85,6 +117,9 @@ class Notifier:
     def _tenant_round(self, tenant_id: UUID, done: NotifyRound) -> None:
         config = self.config
         with self.db.tenant(tenant_id) as conn:
+            destination = self._destination(conn, tenant_id)
+            if destination is None:
+                return
             done.queued += store.enqueue(
                 conn,
                 tenant_id,
@@ -105,7 +140,7 @@ class Notifier:
                 conn, tenant_id, limit=config.batch, lease_seconds=config.lease_seconds
             )
         for row in due:
-            self._deliver(tenant_id, row, done)
+            self._deliver(tenant_id, destination, row, done)
 
     def _notice(self, row: store.Due) -> Notice:
         return Notice(
@@ -118,9 +153,11 @@ class Notifier:
             window_closes_at=row.proposal_created_at + timedelta(seconds=self.config.ttl_seconds),
         )
 
-    def _deliver(self, tenant_id: UUID, row: store.Due, done: NotifyRound) -> None:
+    def _deliver(
+        self, tenant_id: UUID, destination: Destination, row: store.Due, done: NotifyRound
+    ) -> None:
         try:
-            self.sender.send(encoded(self._notice(row), self.config.format))
+            self._sender(destination).send(encoded(self._notice(row), destination.format))
         except ResolveFlowError as exc:  # the webhook's failure, in our words
             self._failed(tenant_id, row, exc.message, done)
             return

@@ -124,6 +124,8 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.MAILBOX_GRANTED: "mailbox granted",
     AuditEvent.MAILBOX_REVOKED: "mailbox grant taken away",
     AuditEvent.MAILBOX_CREDENTIAL_SET: "mailbox secret stored",
+    AuditEvent.NOTIFY_WEBHOOK_SET: "notification webhook set",
+    AuditEvent.NOTIFY_WEBHOOK_REMOVED: "notification webhook removed",
 }
 
 LINK_EVENT: dict[LinkEvent, str] = {

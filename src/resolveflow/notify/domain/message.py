@@ -146,3 +146,13 @@ def encoded(notice: Notice, fmt: NotifyFormat) -> bytes:
 def retry_after(attempts: int, base_seconds: float, cap_seconds: float) -> float:
     """The wait before the next attempt, doubling from ``base_seconds`` after each failed one."""
     return min(cap_seconds, base_seconds * float(2 ** max(attempts - 1, 0)))
+
+
+def trial_body(tenant: str, fmt: NotifyFormat) -> bytes:
+    """What ``notify test`` sends: says which tenant the hook is for and that nothing waits."""
+    line = (
+        f"ResolveFlow: proposals of {_slack_escape(tenant)} that wait for a decision are told here"
+    )
+    if fmt is NotifyFormat.SLACK:
+        return json.dumps({"text": f"{line} (a test: nothing waits)."}).encode()
+    return json.dumps({"type": "resolveflow.test", "tenant": tenant}).encode()

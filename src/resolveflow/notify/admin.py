@@ -1,0 +1,139 @@
+"""An operator's commands on a tenant's own notification webhook (``resolveflow notify``): set,
+show, remove and a test message. The URL and the HMAC key are stored encrypted
+(``notify/store/webhooks.py``); what is shown of a URL is its scheme and host only, and the audit
+names the format, never the URL or the key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from resolveflow.accounts.admin import find_tenant, operator_actor
+from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.errors import ConfigError
+from resolveflow.notify.domain.destination import Destination, destination
+from resolveflow.notify.domain.message import NotifyFormat, trial_body
+from resolveflow.notify.notifier import Sender
+from resolveflow.notify.store import webhooks as store
+from resolveflow.store import audit
+from resolveflow.store.database import Database
+from resolveflow.store.token_cipher import TokenCipher
+
+
+@dataclass(frozen=True)
+class WebhookView:
+    """Where a tenant's notifications go, as it may be shown."""
+
+    tenant: str
+    source: str  # "tenant" (its own), "process" (RESOLVEFLOW_NOTIFY_URL) or "none"
+    url: str | None  # scheme and host only
+    format: NotifyFormat | None
+    signed: bool
+    updated_at: datetime | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "source": self.source,
+            "url": self.url,
+            "format": self.format.value if self.format else None,
+            "signed": self.signed,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+        }
+
+
+def set_webhook(
+    db: Database,
+    cipher: TokenCipher,
+    tenant_name: str,
+    fmt: NotifyFormat,
+    url: str,
+    secret: str | None,
+) -> WebhookView:
+    """Store (or replace) the tenant's own webhook, encrypted."""
+    checked = destination(url, fmt, secret)
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        store.save_webhook(conn, cipher, tenant.id, checked)
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event=AuditEvent.NOTIFY_WEBHOOK_SET,
+            subject_type="tenant",
+            subject_id=tenant.name,
+            details={"format": fmt.value, "signed": checked.secret is not None},
+        )
+    return _view(tenant.name, "tenant", checked)
+
+
+def remove_webhook(db: Database, tenant_name: str) -> bool:
+    """Whether the tenant had a webhook of its own; it is told through the process's from now."""
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        removed = store.remove_webhook(conn, tenant.id)
+        if removed:
+            audit.record(
+                conn,
+                tenant_id=tenant.id,
+                actor=operator_actor(),
+                event=AuditEvent.NOTIFY_WEBHOOK_REMOVED,
+                subject_type="tenant",
+                subject_id=tenant.name,
+                details={},
+            )
+    return removed
+
+
+def webhook_of(
+    db: Database, cipher: TokenCipher | None, tenant_name: str, default: Destination | None
+) -> WebhookView:
+    found, _ = _resolve(db, cipher, tenant_name, default)
+    return found
+
+
+def send_test(
+    db: Database,
+    cipher: TokenCipher | None,
+    tenant_name: str,
+    default: Destination | None,
+    make_sender: Callable[[Destination], Sender],
+) -> WebhookView:
+    """Send one test message where the tenant's notifications go; raises the sender's error
+    (in our words) when it does not arrive."""
+    view, where = _resolve(db, cipher, tenant_name, default)
+    if where is None:
+        raise ConfigError(
+            f"tenant {tenant_name} has no notification webhook: `resolveflow notify set` "
+            "or RESOLVEFLOW_NOTIFY_URL"
+        )
+    sender: Sender = make_sender(where)
+    try:
+        sender.send(trial_body(view.tenant, where.format))
+    finally:
+        sender.close()
+    return view
+
+
+def _resolve(
+    db: Database, cipher: TokenCipher | None, tenant_name: str, default: Destination | None
+) -> tuple[WebhookView, Destination | None]:
+    tenant = find_tenant(db, tenant_name)
+    own = None
+    if cipher is not None:
+        with db.tenant(tenant.id) as conn:
+            own = store.tenant_webhook(conn, cipher, tenant.id)
+    if own is not None:
+        return _view(tenant.name, "tenant", own.destination, own.updated_at), own.destination
+    if default is not None:
+        return _view(tenant.name, "process", default), default
+    return WebhookView(tenant.name, "none", None, None, False), None
+
+
+def _view(
+    tenant: str, source: str, where: Destination, updated_at: datetime | None = None
+) -> WebhookView:
+    return WebhookView(
+        tenant, source, where.shown, where.format, where.secret is not None, updated_at
+    )
