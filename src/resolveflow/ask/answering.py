@@ -216,8 +216,8 @@ def _features(
     state: IndexState | None,
 ) -> tuple[AnswerFeatures, dict[UUID, list[str]]]:
     """The features of the top page (its ``relation`` is read against the calibration by the
-    caller), and the question's words each shown page holds (rarest first, for a tentative
-    answer's reasons)."""
+    caller), and the question's words each shown page holds (rarest first, as the question
+    wrote them, for a tentative answer's reasons)."""
     top = ranked[0]
     terms = store.question_terms(conn, tenant_id, asked.search_text)
     chunks = state.chunk_count if state else 0
@@ -225,8 +225,11 @@ def _features(
     idfs = {t.lexeme: math.log(1 + (chunks - t.chunks + 0.5) / (t.chunks + 0.5)) for t in terms}
     shown = [r.hit.document_id for r in ranked[:SHOWN]]
     covered = store.term_cover(conn, tenant_id, list(idfs), shown)
+    # Rarest first, each as the question wrote it (the index's stems are no words to show).
+    said = {t.lexeme: t.word for t in terms}
     shared = {
-        doc: sorted(words, key=lambda w: (-idfs.get(w, 0.0), w)) for doc, words in covered.items()
+        doc: [said.get(w, w) for w in sorted(words, key=lambda w: (-idfs.get(w, 0.0), w))]
+        for doc, words in covered.items()
     }
     unseen = sum(1 for t in terms if t.chunks == 0) / len(terms) if terms else 0.0
     known = store.known_names(conn, tenant_id, list(asked.names))

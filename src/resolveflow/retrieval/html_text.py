@@ -27,6 +27,10 @@ _DROPPED_TAGS = (
 )  # fmt: skip
 
 
+# What a heading's permalink shows when it is only a mark (Sphinx ¶, Docusaurus #, MkDocs §).
+_PERMALINK_MARKS = frozenset({"", "¶", "#", "§", "🔗", "⚓"})
+
+
 class _TooDeep(UnreadableDocument):
     """Raised from inside the parser (caught, reported with the path and the bound)."""
 
@@ -58,6 +62,7 @@ def html_text(path: str, data: bytes, limits: TextLimits) -> tuple[str, str]:
         tag.decompose()
     main = soup.find("main") or soup.find("article") or soup.find(True, attrs={"role": "main"})
     root: Any = main or soup.body or soup
+    _unlink_anchors(root)
     heading = root.find("h1")
     title = heading.get_text(" ", strip=True) if heading else page_title
     converter = MarkdownConverter(
@@ -73,6 +78,20 @@ def html_text(path: str, data: bytes, limits: TextLimits) -> tuple[str, str]:
     except RecursionError:  # the depth bound keeps it away; this is a second guard
         raise _too_deep(path, limits) from None
     return title, body
+
+
+def _unlink_anchors(root: Any) -> None:
+    """Links to a place on the same page (a heading's own anchor, as mdBook, Sphinx and most
+    site generators write them) lead nowhere once the page is quoted elsewhere: their text is
+    kept, the link dropped; a permalink mark that is only a symbol (Sphinx's ``¶``) is dropped
+    whole, so a quoted heading reads as the heading."""
+    for link in root.find_all("a", href=True):
+        if not str(link["href"]).startswith("#"):
+            continue
+        if link.get_text(strip=True) in _PERMALINK_MARKS:
+            link.decompose()
+        else:
+            link.unwrap()
 
 
 def _too_deep(path: str, limits: TextLimits) -> UnreadableDocument:

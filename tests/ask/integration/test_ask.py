@@ -304,6 +304,20 @@ def test_a_question_that_relates_but_no_page_answers_for_sure_lists_candidates_a
     assert answer.text == TENTATIVE_TEXT
     assert answer.related[0].path == "general/TargetDown.md"
     assert "prometheus" in answer.related[0].why and "scrape" in answer.related[0].why
+    shown = answer.related[0].why.split("shares the words ", 1)[1].split(", ")
+    assert all(word in question.lower() for word in shown), shown  # its words, not stems
+
+
+def test_the_words_shown_are_the_questions_own_not_the_index_stems(db: Database) -> None:
+    tenant = _tenant(db)
+    with db.tenant(tenant) as conn:
+        terms = answers_store.question_terms(
+            conn, tenant, "Which Packages are publishing? Operators restarted 24h ago, Operators!"
+        )
+    said = {t.lexeme: t.word for t in terms}
+    assert said["packag"] == "packages" and said["oper"] == "operators"
+    assert said["restart"] == "restarted" and said["hour"] == "hours"  # durations read as words
+    assert {t.lexeme for t in terms} >= {"publish", "24"}
 
 
 def test_coverage_counts_the_words_the_index_has_never_seen(db: Database) -> None:

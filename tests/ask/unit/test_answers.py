@@ -55,7 +55,11 @@ A, T, N = AnswerOutcome.ANSWERED, AnswerOutcome.TENTATIVE, AnswerOutcome.ABSTAIN
 @pytest.mark.parametrize(
     ("features", "expected"),
     [
-        (_features(0.9, 0.01), N),  # no closer than off-topic questions: nothing relates
+        (_features(0.3, 0.01), N),  # no closer than off-topic questions: nothing relates
+        # Most of its words on the page, all known here: the words relate, meaning or not.
+        (_features(0.9, 0.01), T),
+        (_features(0.9, 0.01, unseen=0.5), N),  # ... not when most are unknown here
+        (_features(0.5, 0.01), N),  # ... nor when the page holds only half of them
         (_features(0.10, 0.30), N),  # barely closer and few of its words
         (_features(0.10, 0.30, name=1.0), T),  # ... but it names what the page is about
         (_features(0.10, 0.30, known=2), T),  # ... or names things the index holds
@@ -65,6 +69,8 @@ A, T, N = AnswerOutcome.ANSWERED, AnswerOutcome.TENTATIVE, AnswerOutcome.ABSTAIN
         (_features(0.30, 0.30), T),  # related, not an answer for sure
         (_features(0.10, 0.60), T),  # close, few words, no name
         (_features(0.40, 0.30), A),  # most of the question's words
+        (_features(0.40, 0.20), A),
+        (_features(0.90, 0.15), T),  # shared words alone, barely closer than off-topic
         (_features(0.10, 0.95), A),  # as close as a page's own title
         (_features(0.10, 0.50, name=1.0), A),  # names the page's subject and is close
         (_features(0.10, 0.50, name=0.3), T),  # only the pasted code calls that name

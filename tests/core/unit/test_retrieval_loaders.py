@@ -49,6 +49,22 @@ def test_wiki_html_keeps_structure_and_drops_page_chrome() -> None:
     ]
 
 
+def test_links_to_the_same_page_keep_their_text_and_permalink_marks_go() -> None:
+    # mdBook writes a heading as its own anchor; Sphinx adds a pilcrow link after it.
+    page = (
+        b'<main><h1><a class="header" href="#reading-a-file">Reading a File</a></h1>'
+        b'<h2>Usage<a class="headerlink" href="#usage" title="Link">\xc2\xb6</a></h2>'
+        b'<p>See <a href="#usage">the usage</a> and <a href="https://doc.example/x">the guide</a>.'
+        b"</p></main>"
+    )
+    doc = load("book/ch12.html", page)
+    assert doc.title == "Reading a File"
+    assert "# Reading a File\n" in doc.body and "## Usage\n" in doc.body
+    assert "See the usage and [the guide](https://doc.example/x)." in doc.body
+    assert "#reading-a-file" not in doc.body and "\u00b6" not in doc.body
+    assert [s.heading for s in doc.sections] == ["Reading a File", "Usage"]
+
+
 def test_html_title_falls_back_to_the_title_element_then_the_file_name() -> None:
     page = b"<html><head><title>Wiki : Restarts</title></head><body><p>Restart it.</p></body>"
     assert load("a.html", page).title == "Wiki : Restarts"

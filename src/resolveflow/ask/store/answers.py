@@ -151,6 +151,7 @@ MAX_HEADINGS = 400  # a settings reference has one heading per setting
 @dataclass(frozen=True)
 class QuestionTerm:
     lexeme: str
+    word: str  # the question's own word it was read from, as shown to people
     chunks: int  # 0: the index has never seen it
 
 

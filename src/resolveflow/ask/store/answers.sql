@@ -69,10 +69,16 @@ WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 -- name: question_terms
 -- Every word of the question as the index reads it (stemmed, durations expanded) and in how many
 -- of the tenant's chunks it occurs: 0 for a word the index has never seen, which answerability
--- counts with the highest weight (an off-topic question is mostly such words).
-SELECT q.lexeme, coalesce(s.chunks, 0)::bigint AS chunks
+-- counts with the highest weight (an off-topic question is mostly such words). With each, the
+-- question's own word it came from (its first), which is what a person is shown: "packages", not
+-- the stem "packag". ts_debug reads the text as to_tsvector does, token by token.
+SELECT q.lexeme, q.word, coalesce(s.chunks, 0)::bigint AS chunks
 FROM (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', rf_lexical_text(%(question)s)))
+    SELECT DISTINCT ON (lexeme) lexeme, lower(d.token) AS word
+    FROM ts_debug('english', rf_lexical_text(%(question)s))
+        WITH ORDINALITY AS d(alias, description, token, dictionaries, dictionary, lexemes, n),
+        unnest(d.lexemes) AS lexeme
+    ORDER BY lexeme, d.n
 ) AS q
 LEFT JOIN term_stats s ON s.tenant_id = %(tenant_id)s AND s.lexeme = q.lexeme
 ORDER BY q.lexeme
