@@ -311,6 +311,25 @@ def db(database_url: str) -> Iterator[Database]:
         yield database
 
 
+def tables_containing(conn: psycopg.Connection[Any], text: str) -> list[str]:
+    """Every table of the schema in which some row, read as text, contains ``text``: a secret
+    given to the product must be in none of them in clear."""
+    names = [
+        row[0]
+        for row in conn.execute(
+            "SELECT quote_ident(table_name) FROM information_schema.tables "
+            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+        ).fetchall()
+    ]
+    found = []
+    for name in names:
+        query = f"SELECT count(*) FROM {name} AS r WHERE r::text LIKE %s"  # names from the catalog
+        row = conn.execute(query, [f"%{text}%"]).fetchone()  # type: ignore[arg-type]
+        if row and row[0]:
+            found.append(str(name))
+    return found
+
+
 @pytest.fixture
 def superuser(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
     """A superuser connection, for tests that tamper with rows the application may not change."""

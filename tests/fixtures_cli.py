@@ -43,13 +43,31 @@ class Cli:
         return json.loads(self.run(*args, "--json", token=token).stdout)
 
     def fails(self, *args: str, token: str | None = None, match: str) -> str:
-        result = self.run(*args, token=token, ok=False)
-        assert result.returncode != 0
-        assert "Traceback" not in result.stderr
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1, result.stderr
-        assert match in lines[0], lines[0]
-        return lines[0]
+        return one_line_error(self.run(*args, token=token, ok=False), match)
+
+    def with_stdin(
+        self, *args: str, stdin: str = "", **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """A command in a real process, ``stdin`` on its standard input, ``env`` added to the
+        CLI's (a secret is given on stdin, never as an argument)."""
+        return subprocess.run(
+            [sys.executable, "-m", "resolveflow", *args],
+            env={**self.env, **env},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], match: str) -> str:
+    """The command failed with exactly one line on stderr, naming ``match``, and no traceback."""
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert match in lines[0], lines[0]
+    return lines[0]
 
 
 class InProcessCli(Cli):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from resolveflow.accounts.admin import find_tenant, operator_actor
+from resolveflow.domain.records import Tenant
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ConfigError
 from resolveflow.notify.domain.destination import Destination, destination
@@ -17,7 +18,7 @@ from resolveflow.notify.domain.message import NotifyFormat, trial_body
 from resolveflow.notify.notifier import Sender
 from resolveflow.notify.store import webhooks as store
 from resolveflow.store import audit
-from resolveflow.store.database import Database
+from resolveflow.store.database import Connection, Database
 from resolveflow.store.token_cipher import TokenCipher
 
 
@@ -56,15 +57,8 @@ def set_webhook(
     tenant = find_tenant(db, tenant_name)
     with db.tenant(tenant.id) as conn:
         store.save_webhook(conn, cipher, tenant.id, checked)
-        audit.record(
-            conn,
-            tenant_id=tenant.id,
-            actor=operator_actor(),
-            event=AuditEvent.NOTIFY_WEBHOOK_SET,
-            subject_type="tenant",
-            subject_id=tenant.name,
-            details={"format": fmt.value, "signed": checked.secret is not None},
-        )
+        details: dict[str, object] = {"format": fmt.value, "signed": checked.secret is not None}
+        _audit(conn, tenant, AuditEvent.NOTIFY_WEBHOOK_SET, details)
     return _view(tenant.name, "tenant", checked)
 
 
@@ -74,16 +68,21 @@ def remove_webhook(db: Database, tenant_name: str) -> bool:
     with db.tenant(tenant.id) as conn:
         removed = store.remove_webhook(conn, tenant.id)
         if removed:
-            audit.record(
-                conn,
-                tenant_id=tenant.id,
-                actor=operator_actor(),
-                event=AuditEvent.NOTIFY_WEBHOOK_REMOVED,
-                subject_type="tenant",
-                subject_id=tenant.name,
-                details={},
-            )
+            _audit(conn, tenant, AuditEvent.NOTIFY_WEBHOOK_REMOVED, {})
     return removed
+
+
+def _audit(conn: Connection, tenant: Tenant, event: AuditEvent, details: dict[str, object]) -> None:
+    """What an operator did to the tenant's webhook: never its URL or key."""
+    audit.record(
+        conn,
+        tenant_id=tenant.id,
+        actor=operator_actor(),
+        event=event,
+        subject_type="tenant",
+        subject_id=tenant.name,
+        details=details,
+    )
 
 
 def webhook_of(

@@ -8,8 +8,6 @@ message where the tenant's notifications go."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +15,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import World, make_world
-from fixtures_cli import Cli
+from conftest import World, make_world, tables_containing
+from fixtures_cli import Cli, one_line_error
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
 from resolveflow.domain.records import Proposal
@@ -66,21 +64,6 @@ def _propose(db: Database, world: World, issue: int) -> Proposal:
         comment="Looking into it.",
         labels=["bug"],
     )
-
-
-def tables_containing(conn: psycopg.Connection[Any], text: str) -> list[str]:
-    """Every table in which some row, read as text, contains ``text``."""
-    names = conn.execute(
-        "SELECT quote_ident(table_name) FROM information_schema.tables "
-        "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
-    ).fetchall()
-    found = []
-    for (name,) in names:
-        query = f"SELECT count(*) FROM {name} AS r WHERE r::text LIKE %s"  # names from the catalog
-        row = conn.execute(query, [f"%{text}%"]).fetchone()  # type: ignore[arg-type]
-        if row and row[0]:
-            found.append(str(name))
-    return found
 
 
 def test_each_tenant_is_told_through_its_own_webhook_and_only_there(
@@ -198,23 +181,6 @@ def test_bad_webhooks_are_refused_in_one_line_and_nothing_is_stored(
         admin.send_test(db, cipher, "acme", None, lambda where: pytest.fail("nothing to send"))
 
 
-def _run(cli: Cli, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "resolveflow", *args],
-        env={**cli.env, **env},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _one_line_error(result: subprocess.CompletedProcess[str], match: str) -> None:
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and match in lines[0], result.stderr
-
-
 def test_cli_sets_shows_tests_and_removes_a_webhook_without_printing_it(
     cli: Cli,
     db: Database,
@@ -227,12 +193,12 @@ def test_cli_sets_shows_tests_and_removes_a_webhook_without_printing_it(
     env = {"RESOLVEFLOW_TOKEN_ENCRYPTION_KEY": KEY, "RESOLVEFLOW_NOTIFY_URL": process.url}
     url = f"{globex_hook.url}?key={URL_SECRET}"
 
-    shown = _run(cli, "notify", "show", "--json", **env)
+    shown = cli.with_stdin("notify", "show", "--json", **env)
     assert shown.returncode == 0, shown.stderr
     assert '"source": "process"' in shown.stdout and "/[redacted]" in shown.stdout
 
-    stored = _run(
-        cli, "notify", "set", "--format", "json", "--stdin", stdin=f"{url}\n{HMAC_KEY}\n", **env
+    stored = cli.with_stdin(
+        "notify", "set", "--format", "json", "--stdin", stdin=f"{url}\n{HMAC_KEY}\n", **env
     )
     assert stored.returncode == 0, stored.stderr
     assert "stored: tenant acme: its own webhook, http://127.0.0.1:" in stored.stdout
@@ -241,28 +207,30 @@ def test_cli_sets_shows_tests_and_removes_a_webhook_without_printing_it(
         assert text not in stored.stdout + stored.stderr
         assert tables_containing(superuser, text) == []
 
-    tested = _run(cli, "notify", "test", **env)
+    tested = cli.with_stdin("notify", "test", **env)
     assert tested.returncode == 0, tested.stderr
     assert "test message delivered" in tested.stdout
     (delivery,) = globex_hook.deliveries
     assert delivery.body == {"type": "resolveflow.test", "tenant": "acme"}
     assert delivery.verified is True and process.deliveries == []
 
-    removed = _run(cli, "notify", "remove", "--json", **env)
+    removed = cli.with_stdin("notify", "remove", "--json", **env)
     assert removed.returncode == 0 and '"removed": true' in removed.stdout
-    tested = _run(cli, "notify", "test", **env)
+    tested = cli.with_stdin("notify", "test", **env)
     assert tested.returncode == 0 and "the process's webhook" in tested.stdout
     assert "a test: nothing waits" in process.deliveries[0].body["text"]
 
-    _one_line_error(_run(cli, "notify", "set", **env), "--stdin")
-    _one_line_error(
-        _run(cli, "notify", "set", "--stdin", stdin="https://x.example/h\n"),
+    one_line_error(cli.with_stdin("notify", "set", **env), "--stdin")
+    one_line_error(
+        cli.with_stdin("notify", "set", "--stdin", stdin="https://x.example/h\n"),
         "RESOLVEFLOW_TOKEN_ENCRYPTION_KEY",
     )
-    _one_line_error(
-        _run(cli, "notify", "set", "--format", "json", "--stdin", stdin=url + "\n", **env),
+    one_line_error(
+        cli.with_stdin("notify", "set", "--format", "json", "--stdin", stdin=url + "\n", **env),
         "HMAC key",
     )
     globex_hook.fail_next(1, 503)
-    _run(cli, "notify", "set", "--format", "json", "--stdin", stdin=f"{url}\n{HMAC_KEY}\n", **env)
-    _one_line_error(_run(cli, "notify", "test", **env), "answered HTTP 503")
+    cli.with_stdin(
+        "notify", "set", "--format", "json", "--stdin", stdin=f"{url}\n{HMAC_KEY}\n", **env
+    )
+    one_line_error(cli.with_stdin("notify", "test", **env), "answered HTTP 503")

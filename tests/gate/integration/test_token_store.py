@@ -9,8 +9,6 @@ with the service token. Rows are read and tampered with through the superuser co
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +17,13 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from conftest import World, attempt_outcomes, execution_state, propose_and_approve
+from conftest import (
+    World,
+    attempt_outcomes,
+    execution_state,
+    propose_and_approve,
+    tables_containing,
+)
 from fixtures_cli import Cli
 from fixtures_github import SERVICE_LOGIN
 from resolveflow.accounts import admin, sessions
@@ -49,39 +53,8 @@ def app_with(db: Database, github_client: Any, keys: str | None) -> App:
     )
 
 
-def tables_containing(conn: psycopg.Connection[Any], text: str) -> list[str]:
-    """Every table of the schema in which some row, read as text, contains ``text``."""
-    names = [
-        row[0]
-        for row in conn.execute(
-            "SELECT quote_ident(table_name) FROM information_schema.tables "
-            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
-        ).fetchall()
-    ]
-    found = []
-    for name in names:
-        query = f"SELECT count(*) FROM {name} AS r WHERE r::text LIKE %s"  # names from the catalog
-        row = conn.execute(query, [f"%{text}%"]).fetchone()  # type: ignore[arg-type]
-        if row and row[0]:
-            found.append(name)
-    return found
-
-
-def cli_with_stdin(
-    cli: Cli, stdin: str, *args: str, **env: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "resolveflow", *args],
-        env={**cli.env, **env},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def cli_json(cli: Cli, *args: str, **env: str) -> Any:
-    result = cli_with_stdin(cli, "", *args, "--json", **env)
+    result = cli.with_stdin(*args, "--json", **env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -112,11 +85,10 @@ def test_a_token_given_on_the_cli_is_stored_encrypted_and_never_in_clear_text(
 ) -> None:
     token = "ghp_cli_given_" + uuid.uuid4().hex
     cli.run("tenants", "add", "acme")
-    added = cli_with_stdin(
-        cli,
-        token + "\n",
+    added = cli.with_stdin(
         *("principals", "add", "--subject", "olga", "--role", "approver"),
         *("--github-token-stdin", "--json"),
+        stdin=token + "\n",
         RESOLVEFLOW_TOKEN_ENCRYPTION_KEY=KEY,
     )
     assert added.returncode == 0, added.stderr
@@ -136,10 +108,9 @@ def test_without_a_key_github_token_stdin_is_refused_in_one_line_and_nothing_is_
     cli: Cli, superuser: psycopg.Connection[Any]
 ) -> None:
     cli.run("tenants", "add", "acme")
-    refused = cli_with_stdin(
-        cli,
-        "ghp_never_stored\n",
+    refused = cli.with_stdin(
         *("principals", "add", "--subject", "olga", "--role", "approver", "--github-token-stdin"),
+        stdin="ghp_never_stored\n",
     )
     lines = [line for line in refused.stderr.splitlines() if line.strip()]
     assert refused.returncode == 7, refused.stderr  # configuration

@@ -5,16 +5,14 @@ does not configure, in one line."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from conftest import World, execution_state, make_world
-from fixtures_cli import Cli
+from conftest import World, execution_state, make_world, tables_containing
+from fixtures_cli import Cli, one_line_error
 from fixtures_mail import MAILBOX, approve, email_action, executor, mailbox_toml, make_mail, propose
 from resolveflow.domain.records import ExecutionState
 from resolveflow.errors import InvalidInput
@@ -28,24 +26,6 @@ from resolveflow.store.token_cipher import TokenCipher, TokenUnreadable
 
 SECRET = "pw-7c1e5d0a-never-in-clear"
 OTHER = "other@acme.example"
-
-
-def tables_containing(conn: psycopg.Connection[Any], text: str) -> list[str]:
-    """Every table of the schema in which some row, read as text, contains ``text``."""
-    names = [
-        row[0]
-        for row in conn.execute(
-            "SELECT quote_ident(table_name) FROM information_schema.tables "
-            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
-        ).fetchall()
-    ]
-    found = []
-    for name in names:
-        query = f"SELECT count(*) FROM {name} AS r WHERE r::text LIKE %s"  # names from the catalog
-        row = conn.execute(query, [f"%{text}%"]).fetchone()  # type: ignore[arg-type]
-        if row and row[0]:
-            found.append(name)
-    return found
 
 
 def test_a_ciphertext_copied_to_another_tenant_or_mailbox_does_not_decrypt(
@@ -138,23 +118,6 @@ def test_grants_are_per_tenant_principal_and_configured_mailbox(db: Database, wo
         assert mail_grants.granted_mailboxes(conn, world.tenant.id, alex.id) == frozenset()
 
 
-def _run(cli: Cli, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "resolveflow", *args],
-        env={**cli.env, **env},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _one_line_error(result: subprocess.CompletedProcess[str], match: str) -> None:
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and match in lines[0], result.stderr
-
-
 def test_cli_grants_and_stores_a_secret_without_printing_it(
     cli: Cli, db: Database, tmp_path: Path, superuser: psycopg.Connection[Any]
 ) -> None:
@@ -165,15 +128,16 @@ def test_cli_grants_and_stores_a_secret_without_printing_it(
         "RESOLVEFLOW_TOKEN_ENCRYPTION_KEY": TokenCipher.generate_key(),
     }
     make_world(db)  # in process: only the commands under test run as processes
-    granted = _run(cli, "principals", "grant", "--subject", "alex", "--mailbox", MAILBOX, **env)
+    granted = cli.with_stdin(
+        "principals", "grant", "--subject", "alex", "--mailbox", MAILBOX, **env
+    )
     assert granted.returncode == 0, granted.stderr
     assert f"{MAILBOX} granted for alex" in granted.stdout
-    _one_line_error(
-        _run(cli, "principals", "grant", "--subject", "alex", "--mailbox", OTHER, **env),
+    one_line_error(
+        cli.with_stdin("principals", "grant", "--subject", "alex", "--mailbox", OTHER, **env),
         "not a mailbox of tenant acme",
     )
-    stored = _run(
-        cli,
+    stored = cli.with_stdin(
         "mail",
         "credentials",
         "set",
@@ -188,9 +152,13 @@ def test_cli_grants_and_stores_a_secret_without_printing_it(
     assert tables_containing(superuser, SECRET) == []
     row = superuser.execute("SELECT kind, ciphertext FROM mailbox_credentials").fetchone()
     assert row is not None and row[0] == "password" and row[1].startswith("v1.")
-    _one_line_error(_run(cli, "mail", "credentials", "set", "--mailbox", MAILBOX, **env), "--stdin")
-    _one_line_error(
-        _run(cli, "mail", "credentials", "set", "--mailbox", OTHER, "--stdin", stdin="x", **env),
+    one_line_error(
+        cli.with_stdin("mail", "credentials", "set", "--mailbox", MAILBOX, **env), "--stdin"
+    )
+    one_line_error(
+        cli.with_stdin(
+            "mail", "credentials", "set", "--mailbox", OTHER, "--stdin", stdin="x", **env
+        ),
         "not a mailbox of tenant acme",
     )
 
