@@ -86,7 +86,10 @@ def _unlink_anchors(root: Any) -> None:
     kept, the link dropped; a permalink mark that is only a symbol (Sphinx's ``¶``) is dropped
     whole, so a quoted heading reads as the heading."""
     for link in root.find_all("a", href=True):
-        if not str(link["href"]).startswith("#"):
+        # A link inside one dropped just before went with it (links nest in broken markup).
+        if link.decomposed or link.parent is None:
+            continue
+        if not str(link.get("href", "")).startswith("#"):
             continue
         if link.get_text(strip=True) in _PERMALINK_MARKS:
             link.decompose()

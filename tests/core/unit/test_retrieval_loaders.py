@@ -65,6 +65,18 @@ def test_links_to_the_same_page_keep_their_text_and_permalink_marks_go() -> None
     assert [s.heading for s in doc.sections] == ["Reading a File", "Usage"]
 
 
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        (b'<h1><a href="#a"><a href="#b">\xc2\xb6</a></a>Title</h1>', "# Title"),
+        (b'<a href="#"><a href="#"></a></a><p>x</p>', "x"),
+        (b'<p><a href="#a">out<a href="#b">in</a></a> end</p>', "outin end"),
+    ],
+)
+def test_links_nested_in_broken_markup_are_read_without_error(page: bytes, text: str) -> None:
+    assert load("nested.html", page).body.strip() == text
+
+
 def test_html_title_falls_back_to_the_title_element_then_the_file_name() -> None:
     page = b"<html><head><title>Wiki : Restarts</title></head><body><p>Restart it.</p></body>"
     assert load("a.html", page).title == "Wiki : Restarts"
