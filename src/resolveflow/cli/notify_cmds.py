@@ -14,7 +14,7 @@ from resolveflow.cli import common
 from resolveflow.cli.output import console, emit
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.notify import admin
-from resolveflow.notify.admin import WebhookView
+from resolveflow.notify.admin import WebhookSource, WebhookView
 from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.store.token_cipher import KEY_SETTING
 
@@ -97,10 +97,12 @@ def test(tenant: str | None = common.TenantOption, as_json: bool = common.JsonOp
 
 def _print(view: WebhookView, as_json: bool, done: str | None) -> None:
     def words() -> None:
-        if view.source == "none":
+        if view.source is WebhookSource.NONE:
             console.print(f"tenant {view.tenant}: no notification webhook (nothing is sent)")
             return
-        whose = "its own webhook" if view.source == "tenant" else "the process's webhook"
+        whose = (
+            "its own webhook" if view.source is WebhookSource.TENANT else "the process's webhook"
+        )
         signed = ", signed" if view.signed else ""
         prefix = f"{done}: " if done else ""
         console.print(f"{prefix}tenant {view.tenant}: {whose}, {view.url} ({view.format}{signed})")

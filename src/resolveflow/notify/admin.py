@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from resolveflow.accounts.admin import find_tenant, operator_actor
 from resolveflow.domain.records import Tenant
@@ -22,12 +23,18 @@ from resolveflow.store.database import Connection, Database
 from resolveflow.store.token_cipher import TokenCipher
 
 
+class WebhookSource(StrEnum):
+    TENANT = "tenant"  # its own webhook
+    PROCESS = "process"  # RESOLVEFLOW_NOTIFY_URL
+    NONE = "none"  # nowhere: nothing is sent
+
+
 @dataclass(frozen=True)
 class WebhookView:
     """Where a tenant's notifications go, as it may be shown."""
 
     tenant: str
-    source: str  # "tenant" (its own), "process" (RESOLVEFLOW_NOTIFY_URL) or "none"
+    source: WebhookSource
     url: str | None  # scheme and host only
     format: NotifyFormat | None
     signed: bool
@@ -36,7 +43,7 @@ class WebhookView:
     def as_json(self) -> dict[str, object]:
         return {
             "tenant": self.tenant,
-            "source": self.source,
+            "source": self.source.value,
             "url": self.url,
             "format": self.format.value if self.format else None,
             "signed": self.signed,
@@ -59,7 +66,7 @@ def set_webhook(
         store.save_webhook(conn, cipher, tenant.id, checked)
         details: dict[str, object] = {"format": fmt.value, "signed": checked.secret is not None}
         _audit(conn, tenant, AuditEvent.NOTIFY_WEBHOOK_SET, details)
-    return _view(tenant.name, "tenant", checked)
+    return _view(tenant.name, WebhookSource.TENANT, checked)
 
 
 def remove_webhook(db: Database, tenant_name: str) -> bool:
@@ -119,19 +126,20 @@ def _resolve(
     db: Database, cipher: TokenCipher | None, tenant_name: str, default: Destination | None
 ) -> tuple[WebhookView, Destination | None]:
     tenant = find_tenant(db, tenant_name)
-    own = None
-    if cipher is not None:
-        with db.tenant(tenant.id) as conn:
-            own = store.tenant_webhook(conn, cipher, tenant.id)
-    if own is not None:
-        return _view(tenant.name, "tenant", own.destination, own.updated_at), own.destination
-    if default is not None:
-        return _view(tenant.name, "process", default), default
-    return WebhookView(tenant.name, "none", None, None, False), None
+    with db.tenant(tenant.id) as conn:
+        own, where = store.destination_for(conn, cipher, tenant.id, default)
+    if where is None:
+        return WebhookView(tenant.name, WebhookSource.NONE, None, None, False), None
+    if own is None:
+        return _view(tenant.name, WebhookSource.PROCESS, where), where
+    return _view(tenant.name, WebhookSource.TENANT, where, own.updated_at), where
 
 
 def _view(
-    tenant: str, source: str, where: Destination, updated_at: datetime | None = None
+    tenant: str,
+    source: WebhookSource,
+    where: Destination,
+    updated_at: datetime | None = None,
 ) -> WebhookView:
     return WebhookView(
         tenant, source, where.shown, where.format, where.secret is not None, updated_at

@@ -27,7 +27,7 @@ from resolveflow.metrics import NOTIFICATION_DELIVERIES
 from resolveflow.notify.domain.destination import Destination
 from resolveflow.notify.domain.message import Notice, describe, encoded, retry_after
 from resolveflow.notify.store import notifications as store
-from resolveflow.notify.store.webhooks import tenant_webhook
+from resolveflow.notify.store.webhooks import destination_for
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher, TokenUnreadable
@@ -94,32 +94,39 @@ class Notifier:
 
     def _destination(self, conn: Any, tenant_id: UUID) -> Destination | None:
         """The tenant's own webhook, else the process's; None: nobody to tell."""
-        if self.cipher is None:
-            return self.default
         try:
-            own = tenant_webhook(conn, self.cipher, tenant_id)
+            _, where = destination_for(conn, self.cipher, tenant_id, self.default)
         except TokenUnreadable as exc:
             logger.warning(
                 "notifications skipped: %s", exc.message, extra={"tenant": str(tenant_id)}
             )
             return None
-        return own.destination if own is not None else self.default
+        return where
 
     def run(self) -> NotifyRound:
         """One round over every tenant."""
         done = NotifyRound()
         with self.db.unscoped() as conn:
             tenants = [tenant.id for tenant in tenant_store.list_tenants(conn)]
+        used: set[Destination] = set()
         for tenant_id in tenants:
-            self._tenant_round(tenant_id, done)
+            self._tenant_round(tenant_id, done, used)
+        self._close_unused(used)
         return done
 
-    def _tenant_round(self, tenant_id: UUID, done: NotifyRound) -> None:
+    def _close_unused(self, used: set[Destination]) -> None:
+        """A webhook no tenant is told through any more (replaced, removed) loses its client: a
+        long-running worker keeps one per destination in use, not one per destination ever."""
+        for destination in set(self._senders) - used:
+            self._senders.pop(destination).close()
+
+    def _tenant_round(self, tenant_id: UUID, done: NotifyRound, used: set[Destination]) -> None:
         config = self.config
         with self.db.tenant(tenant_id) as conn:
             destination = self._destination(conn, tenant_id)
             if destination is None:
                 return
+            used.add(destination)
             done.queued += store.enqueue(
                 conn,
                 tenant_id,

@@ -98,6 +98,14 @@ def test_each_tenant_is_told_through_its_own_webhook_and_only_there(
     assert Jobs(app).notify()["sent"] == 1
     assert len(acme_hook.deliveries) == 1
     assert _slack_tenants(process) == ["initech", "acme"]
+    # A worker runs for months: the client of acme's removed hook is closed after the round, so
+    # only the destinations in use keep one (a filter on httpx's logger and a connection pool).
+    notifier = app.notifier()
+    assert notifier is not None
+    assert {d.url for d in notifier._senders} == {
+        process.url + f"?key={URL_SECRET}",
+        globex_hook.url,
+    }
 
 
 def _slack_tenants(receiver: NotifyReceiver) -> list[str]:

@@ -85,3 +85,13 @@ def tenant_webhook(conn: Connection, cipher: TokenCipher, tenant_id: UUID) -> St
 def remove_webhook(conn: Connection, tenant_id: UUID) -> bool:
     """Whether the tenant had a webhook of its own (now gone)."""
     return conn.execute(q(_Q, "remove_webhook"), {"tenant_id": tenant_id}).rowcount > 0
+
+
+def destination_for(
+    conn: Connection, cipher: TokenCipher | None, tenant_id: UUID, default: Destination | None
+) -> tuple[StoredWebhook | None, Destination | None]:
+    """The tenant's own webhook (None without one, or without a cipher to read it with) and where
+    its notifications go: its own, else the process's ``default``, else nowhere (None).
+    ``TokenUnreadable`` when its own does not decrypt: never the default in its place."""
+    own = tenant_webhook(conn, cipher, tenant_id) if cipher is not None else None
+    return own, own.destination if own is not None else default
