@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import numpy as np
@@ -112,8 +112,9 @@ def main() -> None:
         for label, depth in (("rank 60", 60), ("rank 100", 100), ("today", answering.DEPTH)):
             _print(label, {c.name: _pipeline(db, embedder, c, depth) for c in corpora})
         for c in corpora:
-            _rerank(db, embedder, c)
-            _vector(db, embedder, c)
+            pages = _pages(db, c.tenant_id)  # read once, for both
+            _rerank(db, embedder, c, pages)
+            _vector(db, embedder, c, pages)
     finally:
         db.close()
 
@@ -203,9 +204,19 @@ def _pages(db: Database, tenant_id: UUID) -> _Pages:
     )
 
 
-def _rerank(db: Database, embedder: OnnxMiniLM, corpus: Corpus) -> None:
+class _Reranked(NamedTuple):
+    """One of the forty pages an ask ranked: its scores as recorded, and MaxSim's two readings."""
+
+    path: str
+    score: float  # today's rank score
+    cosine: float
+    fused: float
+    maxsim_idf: float
+    maxsim: float
+
+
+def _rerank(db: Database, embedder: OnnxMiniLM, corpus: Corpus, pages: _Pages) -> None:
     """The forty pages each ask ranked, ordered again: RRF of cosine and words; MaxSim added."""
-    pages = _pages(db, corpus.tenant_id)
     with db.owner_connection() as conn:
         ids = {
             str(r["id"]): r["external_id"]
@@ -221,7 +232,7 @@ def _rerank(db: Database, embedder: OnnxMiniLM, corpus: Corpus) -> None:
     ranking = {r["question"]: r["retrieved"] for r in records}
     answerable = [q for q in corpus.questions if q.answers]
     tokens = _TokenReader(embedder, pages)
-    rows: list[list[tuple[str, float, float, float, float, float]]] = []
+    rows: list[list[_Reranked]] = []
     for question in answerable:
         asked = read_question(question.question)
         query_ids, query_tokens = tokens.read(query_text(asked.search_text))
@@ -232,25 +243,29 @@ def _rerank(db: Database, embedder: OnnxMiniLM, corpus: Corpus) -> None:
             best = (query_tokens @ tokens.page(path).T).max(axis=1)
             weighted = float((best * idf).sum() / idf.sum())
             row.append(
-                (path, hit["score"], hit["cosine"], hit["fused"], weighted, float(best.mean()))
+                _Reranked(
+                    path, hit["score"], hit["cosine"], hit["fused"], weighted, float(best.mean())
+                )
             )
         rows.append(row)
     answers = [q.answers for q in answerable]
 
-    def by(key: Callable[[tuple[str, float, float, float, float, float]], float]) -> float:
-        return _mrr([[r[0] for r in sorted(row, key=key, reverse=True)] for row in rows], answers)
+    def by(key: Callable[[_Reranked], float]) -> float:
+        return _mrr([[r.path for r in sorted(row, key=key, reverse=True)] for row in rows], answers)
 
-    def rrf(row: list[tuple[str, float, float, float, float, float]]) -> list[str]:
-        by_cosine = sorted(row, key=lambda r: -r[2])
-        by_fused = sorted(row, key=lambda r: -r[3])
-        score = {r[0]: 1 / (60 + by_cosine.index(r)) + 1 / (60 + by_fused.index(r)) for r in row}
+    def rrf(row: list[_Reranked]) -> list[str]:
+        by_cosine = sorted(row, key=lambda r: -r.cosine)
+        by_fused = sorted(row, key=lambda r: -r.fused)
+        score = {r.path: 1 / (60 + by_cosine.index(r)) + 1 / (60 + by_fused.index(r)) for r in row}
         return sorted(score, key=lambda p: -score[p])
 
     print(
-        f"{corpus.name}: rerank  today {by(lambda r: r[1])}, "
+        f"{corpus.name}: rerank  today {by(lambda r: r.score)}, "
         f"rrf {_mrr([rrf(row) for row in rows], answers)}, "
-        f"maxsim alone idf {by(lambda r: r[4])} plain {by(lambda r: r[5])}, "
-        + ", ".join(f"today + {b} maxsim {by(lambda r, b=b: r[1] + b * r[5])}" for b in (0.5, 1.0))
+        f"maxsim alone idf {by(lambda r: r.maxsim_idf)} plain {by(lambda r: r.maxsim)}, "
+        + ", ".join(
+            f"today + {b} maxsim {by(lambda r, b=b: r.score + b * r.maxsim)}" for b in (0.5, 1.0)
+        )
         + "  (today + b x plain MaxSim)",
         flush=True,
     )
@@ -263,6 +278,9 @@ class _TokenReader:
         self.loaded = embedder._load()  # the runner's own tokenizer and session
         self.pages = pages
         self.cache: dict[str, np.ndarray] = {}
+        self.chunks_of: dict[str, list[int]] = defaultdict(list)
+        for i, path in enumerate(pages.paths):
+            self.chunks_of[path].append(i)
         df: Counter[int] = Counter()
         for text in pages.texts:
             df.update(set(self.loaded.tokenizer.encode(text, add_special_tokens=False).ids))
@@ -291,7 +309,7 @@ class _TokenReader:
     def page(self, path: str) -> np.ndarray:
         if path not in self.cache:
             pages = self.pages
-            chunks = [i for i, p in enumerate(pages.paths) if p == path]
+            chunks = self.chunks_of[path]
             self.cache[path] = np.concatenate(
                 [
                     self.read(embedding_text(pages.titles[i], pages.sections[i], pages.texts[i]))[1]
@@ -301,9 +319,8 @@ class _TokenReader:
         return self.cache[path]
 
 
-def _vector(db: Database, embedder: OnnxMiniLM, corpus: Corpus) -> None:
+def _vector(db: Database, embedder: OnnxMiniLM, corpus: Corpus, pages: _Pages) -> None:
     """Every page ranked by meaning only, and the variants of the query and the page."""
-    pages = _pages(db, corpus.tenant_id)
     docs = sorted(set(pages.paths))
     index = {d: i for i, d in enumerate(docs)}
     owner = np.array([index[p] for p in pages.paths])
