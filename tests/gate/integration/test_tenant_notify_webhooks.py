@@ -17,6 +17,7 @@ import pytest
 
 from conftest import World, make_world, tables_containing
 from fixtures_cli import Cli, one_line_error
+from hostile_http import HostileReceiver, not_http, status
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
 from resolveflow.domain.records import Proposal
@@ -248,3 +249,39 @@ def test_cli_sets_shows_tests_and_removes_a_webhook_without_printing_it(
         "notify", "set", "--format", "json", "--stdin", stdin=f"{url}\n{HMAC_KEY}\n", **env
     )
     one_line_error(cli.with_stdin("notify", "test", **env), "was not delivered")
+
+
+def test_cli_refuses_inward_webhooks_and_never_tells_what_answered(
+    cli: Cli, db: Database, superuser: psycopg.Connection[Any]
+) -> None:
+    """``notify set`` refuses internal destinations in one line and stores nothing; a webhook
+    stored while its host was allowed is refused when sent once it is not; and ``notify test``
+    says the same line whatever answered (a 401, another protocol, a closed port), so it scans
+    no ports."""
+    make_world(db)
+    env = {"RESOLVEFLOW_TOKEN_ENCRYPTION_KEY": KEY, "RESOLVEFLOW_NOTIFY_TIMEOUT_SECONDS": "2"}
+    for url in ("http://169.254.169.254/latest/", "http://2130706433:6379/", "http://[fd00::1]/"):
+        refused = cli.with_stdin("notify", "set", "--stdin", stdin=url + "\n", **env)
+        one_line_error(refused, "RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS")
+    assert superuser.execute("SELECT count(*) FROM tenant_notify_webhooks").fetchone() == (0,)
+
+    said = set()
+    with (
+        HostileReceiver(status(401)) as unauthorised,
+        HostileReceiver(not_http) as other_protocol,
+        HostileReceiver(status(200)) as closed,
+    ):
+        closed_url = closed.url
+    cipher = TokenCipher(KEY)
+    with HostileReceiver(status(200)) as stored_earlier:
+        admin.set_webhook(
+            db, cipher, "acme", NotifyFormat.SLACK, stored_earlier.url, None, LOOPBACK
+        )
+        one_line_error(cli.with_stdin("notify", "test", **env), "127.0.0.1 is a loopback")
+        assert stored_earlier.connections == 0
+
+    allowed = {**env, "RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS": "127.0.0.1"}
+    for receiver_url in (unauthorised.url, other_protocol.url, closed_url):
+        admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, receiver_url, None, LOOPBACK)
+        said.add(one_line_error(cli.with_stdin("notify", "test", **allowed), "not delivered"))
+    assert said == {"error: the notification was not delivered (no 2xx answer within 2 s)"}

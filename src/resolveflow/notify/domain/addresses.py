@@ -173,7 +173,7 @@ def _allowed_host(entry: str) -> AllowedHost:
 
 def _port(entry: str, text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"{entry!r}: the port must be a number from 1 to 65535")
+        raise ValueError(f"{entry!r} is not host or host:port (a port is 1 to 65535)")
     return int(text)
 
 
