@@ -40,10 +40,10 @@ from resolveflow.config_systems import (
     SettingsGroup,
     http_url,
 )
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.errors import ConfigError
 from resolveflow.gate.domain.quiet import QuietRules
 from resolveflow.gate.lease import GateSettings
-from resolveflow.notify.domain.addresses import AddressPolicy
 from resolveflow.retrieval import loaders
 from resolveflow.retrieval.document_bounds import TextLimits as _Text
 from resolveflow.retrieval.extraction import ExtractionLimits as _Ex

@@ -43,8 +43,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from resolveflow.domain.network_addresses import Address, AddressPolicy, DestinationRefused
 from resolveflow.errors import ProviderUnavailable
-from resolveflow.notify.domain.addresses import Address, AddressPolicy, DestinationRefused
 
 SIGNATURE_HEADER = "X-ResolveFlow-Signature"
 TIMESTAMP_HEADER = "X-ResolveFlow-Timestamp"

@@ -11,10 +11,10 @@ from datetime import datetime
 from enum import StrEnum
 
 from resolveflow.accounts.admin import find_tenant, operator_actor
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.domain.records import Tenant
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ConfigError
-from resolveflow.notify.domain.addresses import AddressPolicy
 from resolveflow.notify.domain.destination import Destination, destination
 from resolveflow.notify.domain.message import NotifyFormat, trial_body
 from resolveflow.notify.notifier import Sender

@@ -27,8 +27,8 @@ from resolveflow.adapters.notify_webhook import (
     WebhookSender,
     refuse_inward,
 )
-from resolveflow.notify.domain.addresses import Address, AddressPolicy, DestinationRefused
-from resolveflow.notify.domain.addresses import host_address as parse
+from resolveflow.domain.network_addresses import Address, AddressPolicy, DestinationRefused
+from resolveflow.domain.network_addresses import host_address as parse
 
 LOOPBACK = AddressPolicy.parse("127.0.0.1")
 PUBLIC_ONLY = AddressPolicy()

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from resolveflow.adapters.notify_webhook import WebhookSender
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.errors import ProviderUnavailable
-from resolveflow.notify.domain.addresses import AddressPolicy
 
 LOOPBACK = AddressPolicy.parse("127.0.0.1")
 
@@ -30,7 +30,9 @@ def test_the_receiver_as_a_process_checks_and_prints_each_delivery() -> None:
     try:
         assert process.stdout is not None
         url = json.loads(process.stdout.readline())["url"]
-        WebhookSender(url, timeout_seconds=10, policy=LOOPBACK, secret=b"k3y").send(b'{"type": "x"}')
+        WebhookSender(url, timeout_seconds=10, policy=LOOPBACK, secret=b"k3y").send(
+            b'{"type": "x"}'
+        )
         assert json.loads(process.stdout.readline()) == {
             "answered": 200,
             "verified": True,

@@ -8,13 +8,13 @@ import ipaddress
 
 import pytest
 
-from resolveflow.errors import InvalidInput
-from resolveflow.notify.domain.addresses import (
+from resolveflow.domain.network_addresses import (
     AddressPolicy,
     DestinationRefused,
     host_address,
     is_public,
 )
+from resolveflow.errors import InvalidInput
 from resolveflow.notify.domain.destination import destination
 from resolveflow.notify.domain.message import NotifyFormat
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.errors import InvalidInput
-from resolveflow.notify.domain.addresses import AddressPolicy
 from resolveflow.notify.domain.destination import Destination, destination
 from resolveflow.notify.domain.message import NotifyFormat, trial_body
 

@@ -19,11 +19,11 @@ from conftest import World, make_world
 from hostile_http import Behaviour, HostileReceiver, flood, status, trickle_status
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.domain.records import Proposal
 from resolveflow.domain.vocabulary import NotificationState as S
 from resolveflow.gate import proposals
 from resolveflow.notify import admin
-from resolveflow.notify.domain.addresses import AddressPolicy
 from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.notify.notifier import Notifier
 from resolveflow.notify.store import notifications as store

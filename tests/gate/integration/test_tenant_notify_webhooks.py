@@ -20,11 +20,11 @@ from fixtures_cli import Cli, one_line_error
 from hostile_http import HostileReceiver, not_http, status
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.domain.records import Proposal
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.gate import proposals
 from resolveflow.notify import admin
-from resolveflow.notify.domain.addresses import AddressPolicy
 from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.notify.store import webhooks as store
 from resolveflow.sandbox.notify_receiver import NotifyReceiver

@@ -17,9 +17,9 @@ from conftest import make_world
 from fixtures_web import REPO, Web, web_settings
 from hostile_http import HostileReceiver, trickle_status
 from resolveflow.bootstrap.app import open_app
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.notify import admin as notify_admin
-from resolveflow.notify.domain.addresses import AddressPolicy
 from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.store import queue
 from resolveflow.web import create_app

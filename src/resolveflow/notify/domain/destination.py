@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from resolveflow.domain.network_addresses import AddressPolicy, url_port
 from resolveflow.errors import InvalidInput
-from resolveflow.notify.domain.addresses import AddressPolicy, url_port
 from resolveflow.notify.domain.message import NotifyFormat
 
 MAX_URL_CHARS = 2048
