@@ -8,6 +8,7 @@ message where the tenant's notifications go."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 
 from conftest import World, make_world, tables_containing
 from fixtures_cli import Cli, one_line_error
-from hostile_http import HostileReceiver, not_http, status
+from hostile_http import HostileReceiver, not_http, status, trickle_status
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
 from resolveflow.domain.network_addresses import AddressPolicy
@@ -285,3 +286,12 @@ def test_cli_refuses_inward_webhooks_and_never_tells_what_answered(
         admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, receiver_url, None, LOOPBACK)
         said.add(one_line_error(cli.with_stdin("notify", "test", **allowed), "not delivered"))
     assert said == {"error: the notification was not delivered (no 2xx answer within 2 s)"}
+
+    # A receiver that trickles its status line for a minute holds `notify test` for its deadline
+    # only, and is not reported delivered.
+    with HostileReceiver(trickle_status(0.2, 60)) as trickling:
+        admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, trickling.url, None, LOOPBACK)
+        started = time.monotonic()
+        one_line_error(cli.with_stdin("notify", "test", **allowed), "not delivered")
+        held = time.monotonic() - started
+    assert held < 40, f"notify test held {held:.0f} s by a receiver that trickles for 60 s"
