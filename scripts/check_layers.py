@@ -40,6 +40,8 @@ DOMAIN_ALLOWED = {
     "fractions",
     "functools",
     "hashlib",
+    # parses and classifies IP addresses (loopback, private...) with no lookup: sockets stay out
+    "ipaddress",
     "itertools",
     "json",
     "math",

@@ -40,6 +40,7 @@ from resolveflow.config_systems import (
     SettingsGroup,
     http_url,
 )
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.errors import ConfigError
 from resolveflow.gate.domain.quiet import QuietRules
 from resolveflow.gate.lease import GateSettings
@@ -215,6 +216,10 @@ class NotifySettings(SettingsGroup):
     max_attempts: int = Field(default=5, ge=1, le=50)
     retry_base_seconds: float = Field(default=60.0, ge=0, le=86_400)
     retry_max_seconds: float = Field(default=3600.0, ge=0, le=7 * 86_400)
+    # Hosts (host or host:port, comma-separated) a webhook may reach though they are loopback,
+    # private, link-local or metadata addresses: an on-premises chat server, the sandbox
+    # receiver. Every other such destination is refused, when set and when sent to.
+    allowed_hosts: str = ""
 
     @field_validator("url")
     @classmethod
@@ -222,6 +227,15 @@ class NotifySettings(SettingsGroup):
         if value is not None:
             http_url(value.get_secret_value())
         return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, value: str) -> str:
+        AddressPolicy.parse(value)  # a bad entry is a ValueError that names it
+        return value
+
+    def address_policy(self) -> AddressPolicy:
+        return AddressPolicy.parse(self.allowed_hosts)
 
     @field_validator("secret")
     @classmethod

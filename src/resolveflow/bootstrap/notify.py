@@ -4,13 +4,16 @@ webhooks are stored encrypted): no notifier, and the worker's round does nothing
 
 from __future__ import annotations
 
-from resolveflow.adapters.notify_webhook import WebhookSender
+from resolveflow.adapters.notify_webhook import WebhookSender, refuse_inward
 from resolveflow.config import Settings
-from resolveflow.notify.domain.destination import Destination
+from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.notify.domain.destination import Destination, check_host
 from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.notify.notifier import Notifier, NotifyConfig, Sender
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
+
+__all__ = ["build_notifier", "process_destination", "refuse_inward", "sender_for"]
 
 NOTIFY_BATCH = 20  # messages per tenant per round (a round a minute)
 _EVERYWHERE = {"0.0.0.0", "::", ""}  # noqa: S104 - read, not bound to
@@ -35,26 +38,35 @@ def notify_config(settings: Settings) -> NotifyConfig:
         max_attempts=notify.max_attempts,
         retry_base_seconds=notify.retry_base_seconds,
         retry_max_seconds=max(notify.retry_max_seconds, notify.retry_base_seconds),
-        # A round's rows are leased together: the lease outlasts the whole batch timing out, so
-        # that the next round (a minute later, maybe in another worker) never sends one again.
         batch=NOTIFY_BATCH,
-        lease_seconds=notify.timeout_seconds * NOTIFY_BATCH + 60,
+        # A message's lease outlasts its send, which its deadline ends: no other round (a
+        # minute later, maybe in another worker) sends it again while it is in flight.
+        lease_seconds=notify.timeout_seconds + 60,
     )
 
 
 def process_destination(settings: Settings) -> Destination | None:
-    """``RESOLVEFLOW_NOTIFY_URL`` (with its format and key), for tenants without their own."""
+    """``RESOLVEFLOW_NOTIFY_URL`` (with its format and key), for tenants without their own,
+    held to the same destination policy as a tenant's (a ``ConfigError`` naming the setting)."""
     notify = settings.notify
     if notify.url is None:
         return None
     secret = notify.secret.get_secret_value() if notify.secret else None
-    return Destination(notify.url.get_secret_value(), NotifyFormat(notify.format), secret)
+    url = notify.url.get_secret_value()
+    try:
+        check_host(url, notify.address_policy())
+    except InvalidInput as exc:
+        raise ConfigError(f"RESOLVEFLOW_NOTIFY_URL: {exc.message}") from None
+    return Destination(url, NotifyFormat(notify.format), secret)
 
 
-def sender_for(settings: Settings, destination: Destination) -> Sender:
-    secret = destination.secret.encode() if destination.secret else None
+def sender_for(settings: Settings, where: Destination) -> Sender:
+    secret = where.secret.encode() if where.secret else None
     return WebhookSender(
-        destination.url, timeout_seconds=settings.notify.timeout_seconds, secret=secret
+        where.url,
+        timeout_seconds=settings.notify.timeout_seconds,
+        policy=settings.notify.address_policy(),
+        secret=secret,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from resolveflow.bootstrap.notify import process_destination, sender_for
+from resolveflow.bootstrap.notify import process_destination, refuse_inward, sender_for
 from resolveflow.cli import common
 from resolveflow.cli.output import console, emit
 from resolveflow.errors import ConfigError, InvalidInput
@@ -48,7 +48,17 @@ def set_webhook(
         lines = typer.get_text_stream("stdin").read().splitlines()
         url = lines[0] if lines else ""
         secret = lines[1] if len(lines) > 1 and lines[1].strip() else None
-        view = admin.set_webhook(opened.db, cipher, name, fmt, url, secret)
+        policy = opened.settings.notify.address_policy()
+        view = admin.set_webhook(
+            opened.db,
+            cipher,
+            name,
+            fmt,
+            url,
+            secret,
+            policy,
+            lambda where: refuse_inward(where.url, policy, opened.settings.notify.timeout_seconds),
+        )
     _print(view, as_json, "stored")
 
 

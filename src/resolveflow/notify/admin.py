@@ -11,6 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from resolveflow.accounts.admin import find_tenant, operator_actor
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.domain.records import Tenant
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import ConfigError
@@ -58,9 +59,15 @@ def set_webhook(
     fmt: NotifyFormat,
     url: str,
     secret: str | None,
+    policy: AddressPolicy,
+    resolves_inward: Callable[[Destination], None] | None = None,
 ) -> WebhookView:
-    """Store (or replace) the tenant's own webhook, encrypted."""
-    checked = destination(url, fmt, secret)
+    """Store (or replace) the tenant's own webhook, encrypted. A host internal by its spelling
+    is refused; ``resolves_inward`` (the adapter's DNS check) refuses one whose name resolves
+    inward now; wherever it resolves later is checked again when a message is sent."""
+    checked = destination(url, fmt, secret, policy)
+    if resolves_inward is not None:
+        resolves_inward(checked)
     tenant = find_tenant(db, tenant_name)
     with db.tenant(tenant.id) as conn:
         store.save_webhook(conn, cipher, tenant.id, checked)

@@ -15,6 +15,7 @@ whose own webhook does not decrypt is skipped (with a warning), never told throu
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -50,10 +51,13 @@ class NotifyConfig:
     max_attempts: int = 5
     retry_base_seconds: float = 60.0
     retry_max_seconds: float = 3600.0
-    # Rows claimed per tenant per round, all leased at once: the lease must outlast sending the
-    # whole batch, every send timing out (bootstrap/notify.py sizes it so).
-    batch: int = 20
-    lease_seconds: float = 260.0
+    batch: int = 20  # messages per tenant per round, claimed one at a time
+    # Each claimed message's lease: longer than one send's deadline (bootstrap/notify.py sizes
+    # it from the timeout), so a send never outlives the claim it was made under.
+    lease_seconds: float = 70.0
+    # A round stops starting tenants after this long (the rest wait a minute for the next), so
+    # that rounds, a minute apart, never pile up behind slow webhooks.
+    round_seconds: float = 45.0
 
 
 @dataclass
@@ -63,6 +67,7 @@ class NotifyRound:
     retrying: int = 0
     failed: int = 0  # gave up on
     dropped: int = 0
+    deferred_tenants: int = 0  # not reached before the round's time ran out
 
 
 class Notifier:
@@ -74,6 +79,7 @@ class Notifier:
         *,
         default: Destination | None = None,
         cipher: TokenCipher | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.db = db
         self.config = config
@@ -81,6 +87,8 @@ class Notifier:
         self.default = default  # the process's webhook, for tenants without their own
         self.cipher = cipher  # None: no tenant can have its own (they are stored encrypted)
         self._senders: dict[Destination, Sender] = {}
+        self._failing: set[UUID] = set()  # tenants whose webhook failed in their last turn
+        self._monotonic = monotonic
 
     def close(self) -> None:
         for sender in self._senders.values():
@@ -104,14 +112,25 @@ class Notifier:
         return where
 
     def run(self) -> NotifyRound:
-        """One round over every tenant."""
+        """One round over every tenant, within ``round_seconds``: tenants whose webhook failed
+        last round go last, so one bad receiver delays nobody else's messages."""
         done = NotifyRound()
         with self.db.unscoped() as conn:
             tenants = [tenant.id for tenant in tenant_store.list_tenants(conn)]
+        tenants.sort(key=lambda tenant_id: tenant_id in self._failing)
+        ends_at = self._monotonic() + self.config.round_seconds
         used: set[Destination] = set()
         for tenant_id in tenants:
-            self._tenant_round(tenant_id, done, used)
+            if self._monotonic() >= ends_at:
+                done.deferred_tenants += 1  # its messages wait for the next round
+                continue
+            self._tenant_round(tenant_id, done, used, ends_at)
         self._close_unused(used)
+        if done.deferred_tenants:
+            logger.warning(
+                "notification round out of time: %d tenant(s) wait for the next round",
+                done.deferred_tenants,
+            )
         return done
 
     def _close_unused(self, used: set[Destination]) -> None:
@@ -120,13 +139,38 @@ class Notifier:
         for destination in set(self._senders) - used:
             self._senders.pop(destination).close()
 
-    def _tenant_round(self, tenant_id: UUID, done: NotifyRound, used: set[Destination]) -> None:
+    def _tenant_round(
+        self, tenant_id: UUID, done: NotifyRound, used: set[Destination], ends_at: float
+    ) -> None:
+        destination = self._queue(tenant_id, done)
+        if destination is None:
+            return
+        used.add(destination)
+        self._failing.discard(tenant_id)
+        # One message claimed at a time, each under a lease that outlasts its send's deadline:
+        # a claimed message is never held past its lease, so no other round sends it again.
+        # The first failure ends the tenant's turn: its webhook is not tried again this round.
+        for _ in range(self.config.batch):
+            if self._monotonic() >= ends_at:
+                return
+            with self.db.tenant(tenant_id) as conn:
+                due = store.claim_due(
+                    conn, tenant_id, limit=1, lease_seconds=self.config.lease_seconds
+                )
+            if not due:
+                return
+            if not self._deliver(tenant_id, destination, due[0], done):
+                self._failing.add(tenant_id)
+                return
+
+    def _queue(self, tenant_id: UUID, done: NotifyRound) -> Destination | None:
+        """Queue what is newly due for the tenant and drop what no longer waits; where its
+        messages go (None: nowhere, and nothing is queued)."""
         config = self.config
         with self.db.tenant(tenant_id) as conn:
             destination = self._destination(conn, tenant_id)
             if destination is None:
-                return
-            used.add(destination)
+                return None
             done.queued += store.enqueue(
                 conn,
                 tenant_id,
@@ -143,11 +187,7 @@ class Notifier:
                     remind_before_seconds=config.remind_before_seconds,
                 )
             done.dropped += store.drop_settled(conn, tenant_id, config.ttl_seconds)
-            due = store.claim_due(
-                conn, tenant_id, limit=config.batch, lease_seconds=config.lease_seconds
-            )
-        for row in due:
-            self._deliver(tenant_id, destination, row, done)
+        return destination
 
     def _notice(self, row: store.Due) -> Notice:
         return Notice(
@@ -162,16 +202,18 @@ class Notifier:
 
     def _deliver(
         self, tenant_id: UUID, destination: Destination, row: store.Due, done: NotifyRound
-    ) -> None:
+    ) -> bool:
+        """Whether the message arrived (its outcome recorded either way)."""
         try:
             self._sender(destination).send(encoded(self._notice(row), destination.format))
         except ResolveFlowError as exc:  # the webhook's failure, in our words
             self._failed(tenant_id, row, exc.message, done)
-            return
+            return False
         with self.db.tenant(tenant_id) as conn:
             store.record_sent(conn, tenant_id, row.id)
         done.sent += 1
         NOTIFICATION_DELIVERIES.labels("sent").inc()
+        return True
 
     def _failed(self, tenant_id: UUID, row: store.Due, why: str, done: NotifyRound) -> None:
         config = self.config

@@ -26,6 +26,9 @@ from resolveflow.telemetry import carrier
 logger = logging.getLogger(__name__)
 
 QUEUE = "resolveflow"
+# The notification round's own queue, worked by a one-slot worker beside the main one
+# (worker/__init__.py): whatever a webhook does, it never holds a slot of QUEUE.
+NOTIFY_QUEUE = "resolveflow.notifications"
 _SETUP_LOCK = 0x52465155455545  # "RFQUEUE": concurrent setups install the schema once
 
 # Task names: the worker registers functions under these; everyone else defers by name.
@@ -127,10 +130,14 @@ def requeue_stalled_jobs(conn: Connection, seconds_since_heartbeat: float) -> in
     (killed, or their machine gone), with procrastinate's own queries. Returns how many."""
     from procrastinate import sql
 
-    stalled = conn.execute(
-        sql.queries["select_stalled_jobs_by_heartbeat"],
-        {"queue": QUEUE, "task_name": None, "seconds_since_heartbeat": seconds_since_heartbeat},
-    ).fetchall()
+    stalled = [
+        job
+        for lane in (QUEUE, NOTIFY_QUEUE)
+        for job in conn.execute(
+            sql.queries["select_stalled_jobs_by_heartbeat"],
+            {"queue": lane, "task_name": None, "seconds_since_heartbeat": seconds_since_heartbeat},
+        ).fetchall()
+    ]
     for job in stalled:
         conn.execute(
             sql.queries["retry_job"],

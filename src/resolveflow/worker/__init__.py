@@ -16,7 +16,7 @@ import procrastinate
 
 from resolveflow.bootstrap.app import App
 from resolveflow.bootstrap.health import WorkerStatus
-from resolveflow.store.queue import QUEUE, setup_queue
+from resolveflow.store.queue import NOTIFY_QUEUE, QUEUE, setup_queue
 from resolveflow.worker.jobs import Jobs, build_queue
 from resolveflow.worker.report import WorkReport
 from resolveflow.worker.supervise import Backoff, Supervisor, connection_probe
@@ -33,18 +33,25 @@ def prepare_queue(app: App) -> None:
 
 
 async def _work(proc: procrastinate.App, *, concurrency: int, wait: bool) -> None:
-    async with proc.open_async():
-        await proc.run_worker_async(
-            queues=[QUEUE],
-            concurrency=concurrency,
-            wait=wait,
-            # Stopping is the caller's: cancelling the task (WorkerThread.stop, or the signal
-            # handlers of run_worker), which procrastinate turns into its graceful stop.
-            install_signal_handlers=False,
-            listen_notify=wait,
-            fetch_job_polling_interval=1.0,
-            delete_jobs="successful",
-        )
+    """The jobs' worker and the notification lane's, side by side; one failing stops both (the
+    supervisor then starts them again together)."""
+    async with proc.open_async(), asyncio.TaskGroup() as lanes:
+        for queue, slots in ((QUEUE, concurrency), (NOTIFY_QUEUE, 1)):
+            lanes.create_task(
+                proc.run_worker_async(
+                    queues=[queue],
+                    name=queue,
+                    concurrency=slots,
+                    wait=wait,
+                    # Stopping is the caller's: cancelling the task (WorkerThread.stop, or the
+                    # signal handlers of run_worker), which procrastinate turns into its
+                    # graceful stop.
+                    install_signal_handlers=False,
+                    listen_notify=wait,
+                    fetch_job_polling_interval=1.0,
+                    delete_jobs="successful",
+                )
+            )
 
 
 def supervisor(app: App, status: WorkerStatus, jobs: Jobs | None = None) -> Supervisor:

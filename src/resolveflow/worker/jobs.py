@@ -18,9 +18,10 @@
   maintenance sends it once the setting is there.
 - ``maintenance`` (periodic): reconciles ``unknown`` and expired-lease executions, drains due
   executions, resumes stalled runs, prunes old webhook deliveries (and nothing else).
-- ``notify`` (periodic, every minute): messages about waiting proposals to the configured
-  webhook (``notify/notifier.py``); its own task, so that a slow webhook never holds up
-  maintenance. Nothing to do without ``RESOLVEFLOW_NOTIFY_URL``.
+- ``notify`` (periodic, every minute): messages about waiting proposals to each tenant's
+  webhook (``notify/notifier.py``), on a queue of its own that one slot works, so that a slow
+  or hostile webhook never holds up approvals, runs or maintenance. Nothing to do without a
+  webhook (``RESOLVEFLOW_NOTIFY_URL`` or a tenant's own).
 
 No job ever resends an ``unknown`` action: that is the executor gate's rule, and only
 reconciliation (reading GitHub) or a person settles one.
@@ -325,14 +326,17 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
     connector = queue.QueueConnector(
         conninfo=app.db.url,
         min_size=1,
-        max_size=app.settings.worker.concurrency + 2,
+        # The jobs' slots, the notification lane's one, and each worker's listener and beat.
+        max_size=app.settings.worker.concurrency + 4,
         timeout=connect_timeout,
         configure=_as_runtime_role,
         kwargs={"connect_timeout": max(1, int(connect_timeout))},
     )
     proc = procrastinate.App(connector=connector)
 
-    def task(name: str, retry: procrastinate.RetryStrategy | None = None) -> Any:
+    def task(
+        name: str, retry: procrastinate.RetryStrategy | None = None, lane: str = queue.QUEUE
+    ) -> Any:
         def register(job: Callable[..., Any]) -> Any:
             @functools.wraps(job)
             def run(*args: Any, **kwargs: Any) -> Any:
@@ -347,7 +351,7 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
                         body.job_failed(name, exc)
                         raise
 
-            return proc.task(name=name, queue=queue.QUEUE, retry=retry or False)(run)
+            return proc.task(name=name, queue=lane, retry=retry or False)(run)
 
         return register
 
@@ -368,5 +372,9 @@ def build_queue(app: App, jobs: Jobs | None = None) -> procrastinate.App:
     def notify(timestamp: int) -> dict[str, int]:
         return body.notify()
 
-    proc.periodic(cron=NOTIFY_CRON, periodic_id="notify")(task(queue.NOTIFY)(notify))
+    # Its own lane (queue), worked by a worker of its own with one slot: a slow webhook never
+    # takes a slot from approvals and runs, and rounds never run side by side in one process.
+    proc.periodic(cron=NOTIFY_CRON, periodic_id="notify")(
+        task(queue.NOTIFY, lane=queue.NOTIFY_QUEUE)(notify)
+    )
     return proc

@@ -6,12 +6,15 @@ import json
 
 import pytest
 
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.errors import InvalidInput
 from resolveflow.notify.domain.destination import Destination, destination
 from resolveflow.notify.domain.message import NotifyFormat, trial_body
 
 SLACK = NotifyFormat.SLACK
 KEY = "k" * 16
+PUBLIC_ONLY = AddressPolicy()
+LOCAL = AddressPolicy.parse("127.0.0.1,::1")  # the cases below name two local receivers
 
 
 @pytest.mark.parametrize(
@@ -25,7 +28,7 @@ KEY = "k" * 16
     ],
 )
 def test_a_destination_shows_its_scheme_and_host_only(url: str, shown: str) -> None:
-    found = destination(url, SLACK, None)
+    found = destination(url, SLACK, None, LOCAL)
     assert found.shown == shown
     assert url.strip() not in repr(found) and "s3cret" not in repr(found)
 
@@ -48,14 +51,14 @@ def test_a_bad_destination_is_refused_in_one_line_without_the_url(
     url: str, fmt: NotifyFormat, secret: str | None, words: str
 ) -> None:
     with pytest.raises(InvalidInput, match=words) as refused:
-        destination(url, fmt, secret)
+        destination(url, fmt, secret, PUBLIC_ONLY)
     assert "\n" not in refused.value.message and "chat.example/x" not in refused.value.message
 
 
 def test_a_json_destination_keeps_its_key_and_slack_drops_an_empty_one() -> None:
-    signed = destination("https://chat.example/x", NotifyFormat.JSON, KEY + "\n")
+    signed = destination("https://chat.example/x", NotifyFormat.JSON, KEY + "\n", PUBLIC_ONLY)
     assert signed.secret == KEY and KEY not in repr(signed)
-    assert destination("https://chat.example/x", SLACK, "").secret is None
+    assert destination("https://chat.example/x", SLACK, "", PUBLIC_ONLY).secret is None
     assert Destination("not a url", SLACK).shown == "[redacted]"
 
 

@@ -8,6 +8,7 @@ message where the tenant's notifications go."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ import pytest
 
 from conftest import World, make_world, tables_containing
 from fixtures_cli import Cli, one_line_error
+from hostile_http import HostileReceiver, not_http, status, trickle_status
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
+from resolveflow.domain.network_addresses import AddressPolicy
 from resolveflow.domain.records import Proposal
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.gate import proposals
@@ -33,6 +36,7 @@ from resolveflow.worker.jobs import Jobs
 HMAC_KEY = "globex-hmac-key-never-logged"
 URL_SECRET = "url-secret-never-logged"
 KEY = TokenCipher.generate_key()
+LOOPBACK = AddressPolicy.parse("127.0.0.1")  # the sandbox receivers listen there
 
 
 @pytest.fixture
@@ -48,7 +52,7 @@ def hooks() -> Iterator[tuple[NotifyReceiver, NotifyReceiver, NotifyReceiver]]:
 
 def _app(db: Database, process_url: str | None) -> App:
     settings = Settings(
-        notify=NotifySettings(url=process_url, retry_base_seconds=0),
+        notify=NotifySettings(url=process_url, retry_base_seconds=0, allowed_hosts="127.0.0.1"),
         approval=ApprovalSettings(ttl_seconds=3600),
         web=WebSettings(public_url="https://rf.example", token_encryption_key=KEY),
     )
@@ -75,8 +79,8 @@ def test_each_tenant_is_told_through_its_own_webhook_and_only_there(
     app = _app(db, f"{process.url}?key={URL_SECRET}")
     cipher = app.token_cipher()
     assert cipher is not None
-    admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, acme_hook.url, None)
-    admin.set_webhook(db, cipher, "globex", NotifyFormat.JSON, globex_hook.url, HMAC_KEY)
+    admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, acme_hook.url, None, LOOPBACK)
+    admin.set_webhook(db, cipher, "globex", NotifyFormat.JSON, globex_hook.url, HMAC_KEY, LOOPBACK)
     told = {_propose(db, w, 1).id: w.tenant.name for w in (world, globex, initech)}
 
     assert Jobs(app).notify()["sent"] == 3
@@ -124,7 +128,7 @@ def test_without_a_process_webhook_only_tenants_with_their_own_are_scanned(
     app = _app(db, None)
     cipher = app.token_cipher()
     assert cipher is not None
-    admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, acme_hook.url, None)
+    admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, acme_hook.url, None, LOOPBACK)
     _propose(db, world, 1)
     _propose(db, globex, 1)
 
@@ -148,7 +152,7 @@ def test_a_webhook_copied_to_another_tenant_does_not_decrypt_and_tells_nobody(
     cipher = app.token_cipher()
     assert cipher is not None
     admin.set_webhook(
-        db, cipher, "acme", NotifyFormat.SLACK, f"{acme_hook.url}?k={URL_SECRET}", None
+        db, cipher, "acme", NotifyFormat.SLACK, f"{acme_hook.url}?k={URL_SECRET}", None, LOOPBACK
     )
     superuser.execute(  # an operator's mistake, or an attack on the table: acme's row for globex
         "INSERT INTO tenant_notify_webhooks (tenant_id, format, url_ciphertext) "
@@ -180,7 +184,7 @@ def test_bad_webhooks_are_refused_in_one_line_and_nothing_is_stored(
     ]
     for url, fmt, secret, words in cases:
         with pytest.raises(InvalidInput, match=words) as refused:
-            admin.set_webhook(db, cipher, "acme", fmt, url, secret)
+            admin.set_webhook(db, cipher, "acme", fmt, url, secret, LOOPBACK)
         assert "\n" not in refused.value.message
         assert "hooks.example/x" not in refused.value.message  # never the URL
     with db.tenant(world.tenant.id) as conn:
@@ -198,7 +202,11 @@ def test_cli_sets_shows_tests_and_removes_a_webhook_without_printing_it(
 ) -> None:
     process, _, globex_hook = hooks
     make_world(db)
-    env = {"RESOLVEFLOW_TOKEN_ENCRYPTION_KEY": KEY, "RESOLVEFLOW_NOTIFY_URL": process.url}
+    env = {
+        "RESOLVEFLOW_TOKEN_ENCRYPTION_KEY": KEY,
+        "RESOLVEFLOW_NOTIFY_URL": process.url,
+        "RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS": "127.0.0.1",
+    }
     url = f"{globex_hook.url}?key={URL_SECRET}"
 
     shown = cli.with_stdin("notify", "show", "--json", **env)
@@ -241,4 +249,49 @@ def test_cli_sets_shows_tests_and_removes_a_webhook_without_printing_it(
     cli.with_stdin(
         "notify", "set", "--format", "json", "--stdin", stdin=f"{url}\n{HMAC_KEY}\n", **env
     )
-    one_line_error(cli.with_stdin("notify", "test", **env), "answered HTTP 503")
+    one_line_error(cli.with_stdin("notify", "test", **env), "was not delivered")
+
+
+def test_cli_refuses_inward_webhooks_and_never_tells_what_answered(
+    cli: Cli, db: Database, superuser: psycopg.Connection[Any]
+) -> None:
+    """``notify set`` refuses internal destinations in one line and stores nothing; a webhook
+    stored while its host was allowed is refused when sent once it is not; and ``notify test``
+    says the same line whatever answered (a 401, another protocol, a closed port), so it scans
+    no ports."""
+    make_world(db)
+    env = {"RESOLVEFLOW_TOKEN_ENCRYPTION_KEY": KEY, "RESOLVEFLOW_NOTIFY_TIMEOUT_SECONDS": "2"}
+    for url in ("http://169.254.169.254/latest/", "http://2130706433:6379/", "http://[fd00::1]/"):
+        refused = cli.with_stdin("notify", "set", "--stdin", stdin=url + "\n", **env)
+        one_line_error(refused, "RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS")
+    assert superuser.execute("SELECT count(*) FROM tenant_notify_webhooks").fetchone() == (0,)
+
+    said = set()
+    with (
+        HostileReceiver(status(401)) as unauthorised,
+        HostileReceiver(not_http) as other_protocol,
+        HostileReceiver(status(200)) as closed,
+    ):
+        closed_url = closed.url
+    cipher = TokenCipher(KEY)
+    with HostileReceiver(status(200)) as stored_earlier:
+        admin.set_webhook(
+            db, cipher, "acme", NotifyFormat.SLACK, stored_earlier.url, None, LOOPBACK
+        )
+        one_line_error(cli.with_stdin("notify", "test", **env), "127.0.0.1 is a loopback")
+        assert stored_earlier.connections == 0
+
+    allowed = {**env, "RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS": "127.0.0.1"}
+    for receiver_url in (unauthorised.url, other_protocol.url, closed_url):
+        admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, receiver_url, None, LOOPBACK)
+        said.add(one_line_error(cli.with_stdin("notify", "test", **allowed), "not delivered"))
+    assert said == {"error: the notification was not delivered (no 2xx answer within 2 s)"}
+
+    # A receiver that trickles its status line for a minute holds `notify test` for its deadline
+    # only, and is not reported delivered.
+    with HostileReceiver(trickle_status(0.2, 60)) as trickling:
+        admin.set_webhook(db, cipher, "acme", NotifyFormat.SLACK, trickling.url, None, LOOPBACK)
+        started = time.monotonic()
+        one_line_error(cli.with_stdin("notify", "test", **allowed), "not delivered")
+        held = time.monotonic() - started
+    assert held < 40, f"notify test held {held:.0f} s by a receiver that trickles for 60 s"

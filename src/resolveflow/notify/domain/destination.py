@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from resolveflow.domain.network_addresses import AddressPolicy, url_port
 from resolveflow.errors import InvalidInput
 from resolveflow.notify.domain.message import NotifyFormat
 
@@ -39,9 +40,21 @@ class Destination:
         return f"{scheme}://{host}{port or ''}/[redacted]"
 
 
-def destination(url: str, format: NotifyFormat, secret: str | None) -> Destination:
+def check_host(url: str, policy: AddressPolicy) -> None:
+    """Refuse a URL that names no host, or one that is internal by its spelling alone."""
+    match = _URL.match(url)
+    if match is None:
+        raise InvalidInput("the webhook URL must start with http:// or https:// and name a host")
+    scheme, host, port = match.groups()
+    policy.check_host(host, url_port(scheme, port[1:] if port else None))
+
+
+def destination(
+    url: str, format: NotifyFormat, secret: str | None, policy: AddressPolicy
+) -> Destination:
     """A checked destination, or ``InvalidInput`` saying in one line what is wrong (never the
-    URL itself: it may be a credential)."""
+    URL itself: it may be a credential). A host that is internal by its spelling is refused
+    here; what it resolves to is checked when a message is sent."""
     url = url.strip()
     if not url:
         raise InvalidInput("the webhook URL is empty")
@@ -49,8 +62,7 @@ def destination(url: str, format: NotifyFormat, secret: str | None) -> Destinati
         raise InvalidInput(
             f"the webhook URL must be one line of at most {MAX_URL_CHARS} characters, no spaces"
         )
-    if _URL.match(url) is None:
-        raise InvalidInput("the webhook URL must start with http:// or https:// and name a host")
+    check_host(url, policy)
     if secret is not None and not secret.strip():
         secret = None  # an empty key is no key
     if secret is not None:
