@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 CACHED_FILES = 256  # distinct file versions kept parsed per process
 MERGE_TAG = "tag:yaml.org,2002:merge"
+SHOWN_PROBLEMS = 20  # lines a run keeps of one file's problems
 
 
 @dataclass(frozen=True)
@@ -120,13 +121,26 @@ def load(github: GitHub, cache: ConfigCache, repo: str, policy: PolicyFile) -> C
         return ConfigRead(None, None, (line,))
     if found is None:
         return ConfigRead(None, None)
-    parsed = cache.parsed(found.sha, found.content)
+    return checked(found.sha, found.content, cache, repo, policy)
+
+
+def checked(
+    sha: str, content: bytes, cache: ConfigCache, repo: str, policy: PolicyFile
+) -> ConfigRead:
+    """What a run makes of the file's bytes (``load`` after the read): never raises. At most
+    ``SHOWN_PROBLEMS`` lines, then one saying how many more (a file of 20,000 bad labels would
+    otherwise put 20,000 lines in the run's detail)."""
+    parsed = cache.parsed(sha, content)
     problems = list(parsed.problems)
     if parsed.config is not None:
         problems += narrowing_problems(parsed.config, policy, repo)
-    if problems:
-        return ConfigRead(found.sha, None, tuple(parsed.placed(p).text() for p in problems))
-    return ConfigRead(found.sha, parsed.config)
+    if not problems:
+        return ConfigRead(sha, parsed.config)
+    lines = [parsed.placed(p).text() for p in problems[:SHOWN_PROBLEMS]]
+    if len(problems) > SHOWN_PROBLEMS:
+        more = len(problems) - SHOWN_PROBLEMS
+        lines.append(f"`{CONFIG_PATH}`: {more} more problem{'s' if more > 1 else ''} not shown")
+    return ConfigRead(sha, None, tuple(lines))
 
 
 def effective_policy(

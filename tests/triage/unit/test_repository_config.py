@@ -19,7 +19,13 @@ from resolveflow.triage.domain.repository_config import (
     narrowed,
     narrowing_problems,
 )
-from resolveflow.triage.repository_config import ConfigCache, ConfigRead, effective_policy, parse
+from resolveflow.triage.repository_config import (
+    ConfigCache,
+    ConfigRead,
+    checked,
+    effective_policy,
+    parse,
+)
 
 REPO = "acme/widgets"
 POLICY = parse_policy(
@@ -406,3 +412,13 @@ def test_a_refused_file_is_parsed_once_per_sha() -> None:
     again = cache.parsed("deep", FLOW_DEEP.encode())
     assert first is again and cache.parses == 1
     assert first.config is None and first.problems[0].message == "nested deeper than 6 levels"
+
+
+def test_a_run_keeps_at_most_twenty_problem_lines() -> None:
+    text = "labels: [" + ", ".join(f"nope{i}" for i in range(30)) + "]\n"
+    read = checked("sha", text.encode(), ConfigCache(), REPO, POLICY)
+    assert read.config is None and len(read.errors) == 21
+    assert read.errors[0].endswith(
+        "labels.0: 'nope0' is not allowed for acme/widgets by the tenant's policy"
+    )
+    assert read.errors[-1] == "`.github/resolveflow.yml`: 10 more problems not shown"
