@@ -191,6 +191,8 @@ def parse_policy(
             policy.for_repository(name)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{source}: not valid TOML: nested too deeply") from None
     except ValidationError as exc:
         raise ConfigError(_message(source, where, exc)) from None
     policy._source = source

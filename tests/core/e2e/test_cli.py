@@ -216,3 +216,9 @@ def test_policy_check_accepts_the_documented_example_and_names_errors(
     bad = tmp_path / "bad.toml"
     bad.write_text('[defaults]\nci_lable = "x"\n')
     cli.fails("policy", "check", str(bad), match="defaults.ci_lable")
+
+
+def test_policy_check_names_a_policy_nested_too_deeply(cli: Cli, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.toml"  # tomllib recursed out of stack: "unexpected RecursionError"
+    deep.write_text("[defaults]\nx = " + "[" * 3000 + "]" * 3000 + "\n")
+    cli.fails("policy", "check", str(deep), match="deep.toml: not valid TOML: nested too deeply")

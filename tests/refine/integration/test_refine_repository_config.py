@@ -4,6 +4,7 @@ them is not applied at all. The file comes from the sandbox forge through the re
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,25 @@ def test_the_repository_file_narrows_refine_and_a_widening_one_is_not_applied(
     fake_github.put_file(REPO, PATH, 'refine:\n  include: ["**"]\n')  # wider than the tenant's
     widened = policy(_doc()).file_rules()
     assert widened.include == ("web/**", "server/**")  # the tenant's policy alone
+
+
+def test_a_nested_file_is_not_applied_and_refine_says_why(
+    fake_github: FakeGitHubServer,
+    github_client: GitHubKitClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(POLICY)
+    monkeypatch.setenv("RESOLVEFLOW_POLICY_FILE", str(policy_file))
+    policy = refine_policy(Settings(), lambda: github_client)
+    # 64 KB nested 32,000 deep: refine (and the MCP refine tool) raised RecursionError
+    fake_github.put_file(REPO, PATH, "[" * 32_000 + "]" * 32_000)
+    with caplog.at_level(logging.WARNING, logger="resolveflow.bootstrap.refine"):
+        rules = policy(_doc()).file_rules()
+    assert rules.include == ("web/**", "server/**")  # the tenant's policy alone
+    (record,) = [r for r in caplog.records if r.getMessage() == "repository config not applied"]
+    assert record.__dict__["problem"] == (
+        "`.github/resolveflow.yml` line 1: 0.0.0.0.0.0.0: nested deeper than 6 levels"
+    )

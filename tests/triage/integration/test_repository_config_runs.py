@@ -178,3 +178,55 @@ def test_runs_show_prints_the_config_error(cli: Cli, fake_github: FakeGitHubServ
     assert "the tenant's policy alone held" in shown
     as_json = inline.json("runs", "show", str(uuid.UUID(started["run_id"])), token=alex)
     assert len(as_json["detail"]["config_errors"]) == 1
+
+
+# --- a hostile file: ignored with its reason, the run goes on -------------------------------
+
+NESTED = "[" * 32_000 + "]" * 32_000  # 64 KB; PyYAML's recursive composer ran out of stack
+NESTED_ERROR = "`.github/resolveflow.yml` line 1: 0.0.0.0.0.0.0: nested deeper than 6 levels"
+
+
+def _page(web: Web, run_id: str) -> str:
+    page = web.client.get(
+        f"/runs/{run_id}", headers={"Accept": "text/html", **web.api(web.world.approver_token)}
+    )
+    assert page.status_code == 200
+    return html.unescape(page.text)
+
+
+def test_a_nested_file_is_ignored_with_its_reason_through_the_api(web: Web) -> None:
+    web.fake.put_file(REPO, PATH, NESTED)
+    response = web.client.post(
+        "/api/v1/runs", json={"issue": f"{REPO}#1"}, headers=web.api(web.world.requester_token)
+    )
+    assert response.status_code == 201, response.text  # was 500: RecursionError
+    view = run_service.describe_run(
+        web.db, web.world.approver(web.db), uuid.UUID(response.json()["run_id"])
+    )
+    assert view["status"] == "awaiting_approval"
+    assert view["detail"]["config_errors"] == [NESTED_ERROR]
+    assert labels(view) == ["needs-triage"]  # the built-in policy's
+    assert NESTED_ERROR in _page(web, response.json()["run_id"])
+
+
+def test_a_nested_file_is_ignored_in_a_webhook_run(web: Web) -> None:
+    from fixtures_web import issue_payload  # after pytest loaded it as a plugin (see above)
+
+    web.fake.put_file(REPO, PATH, NESTED)
+    assert web.webhook("issues", issue_payload(1)).status_code == 202
+    web.work()
+    (run,) = run_service.list_runs(web.db, web.world.approver(web.db))
+    assert run["status"] == "awaiting_approval"  # was failed: RecursionError
+    view = run_service.describe_run(web.db, web.world.approver(web.db), uuid.UUID(run["run_id"]))
+    assert view["detail"]["config_errors"] == [NESTED_ERROR]
+
+
+def test_a_nested_file_is_parsed_once_and_each_run_says_why(runs: Runs) -> None:
+    runs.fake.put_file(REPO, PATH, NESTED)
+    first = runs.run()
+    runs.fake.add_issue(REPO, 2, "Widget crashes again", "Same crash.", user="octocat")
+    second = runs.run(2)
+    for view in (first, second):
+        assert view["detail"]["config_errors"] == [NESTED_ERROR]
+        assert labels(view) == ["bug", "needs-triage"]  # the tenant's policy alone
+    assert runs.cache.parses == 1  # the refusal is cached like a good file

@@ -3,6 +3,8 @@ every error line (triage/domain/repository_config.py, triage/repository_config.p
 
 from __future__ import annotations
 
+import inspect
+import sys
 from datetime import UTC, datetime, time
 
 import pytest
@@ -17,7 +19,13 @@ from resolveflow.triage.domain.repository_config import (
     narrowed,
     narrowing_problems,
 )
-from resolveflow.triage.repository_config import ConfigCache, ConfigRead, effective_policy, parse
+from resolveflow.triage.repository_config import (
+    ConfigCache,
+    ConfigRead,
+    checked,
+    effective_policy,
+    parse,
+)
 
 REPO = "acme/widgets"
 POLICY = parse_policy(
@@ -315,3 +323,102 @@ def test_other_repositories_are_untouched() -> None:
     assert isinstance(policy, PolicyFile)
     other = policy.for_repository("acme/other")
     assert other.labels_for(Classification.HUMAN_REVIEW) == {"needs-triage"}
+
+
+# --- hostile files: refused before they are built, never raised -------------------------------
+
+FLOW_DEEP = "[" * 32_000 + "]" * 32_000  # 64 KB: PyYAML's recursive composer ran out of stack
+BLOCK_DEEP = "- " * 30_000 + "x\n"  # the same depth in block style, on one line
+MAPPING_DEEP = "".join(" " * i + f"k{i}:\n" for i in range(300)) + " " * 300 + "v\n"
+
+
+@pytest.mark.parametrize(
+    "text", [FLOW_DEEP, BLOCK_DEEP, MAPPING_DEEP], ids=["flow", "block", "map"]
+)
+def test_deep_nesting_is_refused_before_the_tree_is_built(text: str) -> None:
+    # Composing a node per level takes a few frames: a stack of 150 frames more than the test's
+    # own is room for the allowed depth, not for 30,000 levels (the old parse needed ~100,000).
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 150)
+    try:
+        parsed = parse(text.encode())
+    finally:
+        sys.setrecursionlimit(limit)
+    (problem,) = parsed.problems
+    assert parsed.config is None
+    assert problem.message == "nested deeper than 6 levels", problem
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "labels: [bug]\nsuggestions: {label: off}\nlabels: [security]\n",
+            "`.github/resolveflow.yml` line 3: labels: the key 'labels' is given twice (first on"
+            " line 1)",
+        ),
+        (
+            "rules:\n  - name: docs\n    when_label: docs\n    when_label: x\n"
+            "    classification: human_review\n",
+            "`.github/resolveflow.yml` line 4: rules.0.when_label: the key 'when_label' is given"
+            " twice (first on line 3)",
+        ),
+        (  # two spellings of one key once read: YAML 1.1's on and yes are both true
+            "suggestions: {on: off, yes: digest}\n",
+            "`.github/resolveflow.yml` line 1: suggestions.yes: the key 'yes' is given twice"
+            " (first on line 1)",
+        ),
+        (
+            "<<: {labels: [bug]}\nlabels: [security]\n",
+            "`.github/resolveflow.yml` line 1: merge keys (<<) are not allowed",
+        ),
+    ],
+)
+def test_a_key_given_twice_is_refused_naming_it_and_its_line(text: str, expected: str) -> None:
+    assert lines(text) == [expected]
+
+
+@pytest.mark.parametrize("prefix", ['""', "''"])
+def test_a_rule_with_an_empty_title_prefix_is_refused(prefix: str) -> None:
+    text = f"rules:\n  - name: all\n    when_title_prefix: {prefix}\n    classification: deterministic\n"
+    assert lines(text) == [
+        "`.github/resolveflow.yml` line 3: rules.0.when_title_prefix: an empty prefix matches"
+        " every title; name the prefix the rule is for"
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "labels: [" + "9" * 5000 + "]\n",  # past Python's digits for int(): ValueError
+        "labels: [2024-13-45]\n",  # a timestamp no calendar has: ValueError
+        "labels: [!!binary 'not base64 at all!']\n",
+        "labels: [!!float 'x']\n",
+        "? [[a]]\n: b\n",  # a list as a key
+        "labels: *nowhere\n",
+        "labels: [bug]\n---\nlabels: [x]\n",
+        "\ufeff\x00labels: [bug]\n",
+    ],
+)
+def test_whatever_the_parser_raises_is_the_files_problem(text: str) -> None:
+    parsed = parse(text.encode("utf-8", "surrogatepass"))
+    assert parsed.config is None and len(parsed.problems) == 1
+    assert "\n" not in parsed.placed(parsed.problems[0]).text()
+
+
+def test_a_refused_file_is_parsed_once_per_sha() -> None:
+    cache = ConfigCache()
+    first = cache.parsed("deep", FLOW_DEEP.encode())
+    again = cache.parsed("deep", FLOW_DEEP.encode())
+    assert first is again and cache.parses == 1
+    assert first.config is None and first.problems[0].message == "nested deeper than 6 levels"
+
+
+def test_a_run_keeps_at_most_twenty_problem_lines() -> None:
+    text = "labels: [" + ", ".join(f"nope{i}" for i in range(30)) + "]\n"
+    read = checked("sha", text.encode(), ConfigCache(), REPO, POLICY)
+    assert read.config is None and len(read.errors) == 21
+    assert read.errors[0].endswith(
+        "labels.0: 'nope0' is not allowed for acme/widgets by the tenant's policy"
+    )
+    assert read.errors[-1] == "`.github/resolveflow.yml`: 10 more problems not shown"

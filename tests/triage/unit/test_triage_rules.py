@@ -204,6 +204,26 @@ def test_invalid_policies_give_clear_errors(text: str, message: str) -> None:
         parse_policy(text, "policy.toml")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[defaults]\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+        "[defaults]\nx = " + "{ a = " * 5000 + "1" + " }" * 5000 + "\n",
+    ],
+    ids=["arrays", "inline-tables"],
+)
+def test_a_policy_nested_past_the_parsers_stack_is_one_clear_error(text: str) -> None:
+    # tomllib recurses once per level: the stack ran out (RecursionError, no file named).
+    with pytest.raises(ConfigError) as raised:
+        parse_policy(text, "policy.toml")
+    assert str(raised.value) == "policy.toml: not valid TOML: nested too deeply"
+
+
+def test_a_key_given_twice_in_a_policy_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"^policy\.toml: not valid TOML: .*line 3"):
+        parse_policy('[defaults]\nci_label = "a"\nci_label = "b"\n', "policy.toml")
+
+
 def test_linked_runs_only_for_this_repository_and_bounded() -> None:
     from resolveflow.adapters.github.protocol import RepoName
     from resolveflow.triage.evidence import MAX_LINKED_RUNS, linked_runs

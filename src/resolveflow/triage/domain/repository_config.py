@@ -150,6 +150,19 @@ def schema_problems(exc: ValidationError) -> list[Problem]:
     return found
 
 
+def rule_problems(config: RepositoryConfig) -> list[Problem]:
+    """Rules that would decide every issue: an empty title prefix starts every title, so the
+    repository's rule would take the place of the built-in classification for all of them."""
+    return [
+        Problem(
+            ("rules", i, "when_title_prefix"),
+            "an empty prefix matches every title; name the prefix the rule is for",
+        )
+        for i, rule in enumerate(config.rules)
+        if rule.when_title_prefix == ""
+    ]
+
+
 # --- the checks against the tenant's policy ---------------------------------------------------
 
 
