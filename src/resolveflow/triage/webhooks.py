@@ -31,6 +31,7 @@ from uuid import UUID
 
 from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.accounts.limits import LimitExceeded, LimitKind, consume
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.vocabulary import WEBHOOK_SUBJECT, AuditEvent
@@ -384,7 +385,7 @@ def index_issue(
     indexer: Indexer, github: GitHub, tenant_id: UUID, repository: str, number: int
 ) -> bool:
     """Re-read the issue and its comments from GitHub and upsert it; False if it is gone."""
-    repo = RepoName.parse(repository)
+    repo, github = RepoName.parse(repository), acting_for(github, tenant_id)
     try:
         issue = github.get_issue(repo, number)
         comments = github.list_issue_comments(repo, number)
