@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from conftest import make_world, propose_and_approve
 from fixtures_cli import one_line_error
 from fixtures_github import REPO_LABELS
-from fixtures_web import REPO, TOKEN_KEY, issue_payload, web_settings
+from fixtures_web import REPO, TOKEN_KEY, WEBHOOK_SECRET, issue_payload, web_settings
 from resolveflow.accounts import admin, github_app
 from resolveflow.accounts.admin import find_tenant
 from resolveflow.adapters.github.app_auth import GitHubAppApi
@@ -437,6 +437,62 @@ def test_an_app_write_goes_out_only_through_an_installation_of_the_tenant(
         with pytest.raises(AppInstallationRefused, match="named none"):
             app.github.get_issue(RepoName.parse(REPO), 1)
         assert acting_for(app.github, acme.tenant.id).get_issue(RepoName.parse(REPO), 1).number == 1
+
+
+# --- one event through two webhooks --------------------------------------------------------------
+
+
+def _hook_signed(event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """As the repository's own webhook sends it: the global secret, no installation."""
+    body = json.dumps(payload).encode()
+    mac = hmac.new(WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256=" + mac,
+        "Content-Type": "application/json",
+    }
+    return {"content": body, "headers": headers}
+
+
+def test_one_event_through_the_app_and_the_repository_hook_starts_one_run(
+    queue_ready: str, forge: FakeGitHubWithApp
+) -> None:
+    from resolveflow.worker import run_once
+
+    forge.add_issue(REPO, 2, "Second", "Also crashes.", user="octocat")
+    settings = web_settings(queue_ready, forge.url, github_token=None)  # the global secret too
+    with open_app(settings, auto_migrate=False) as app:
+        world = make_world(app.db)
+        with TestClient(create_app(app), base_url="https://testserver") as client:
+            _create_app(client, forge, app)
+            installation = forge.install_app("acme", [REPO])
+            via_app = {"installation": {"id": installation}}
+            # A delivery is GitHub's word that the installation exists: mapped without --force.
+            unmapped = _signed(forge, "issues", issue_payload(1) | via_app)
+            first = client.post("/webhooks/github", **unmapped)
+            assert "mapped to no tenant" in first.json()["ignored"]
+            github_app.map_installation(app.db, installation, "acme")
+
+            # Through the App, then the repository's hook, before the worker runs.
+            opened = issue_payload(1)
+            for sent in (
+                _signed(forge, "issues", opened | via_app),
+                _hook_signed("issues", opened),
+            ):
+                answer = client.post("/webhooks/github", **sent)
+                assert answer.status_code == 202 and answer.json()["queued"], answer.text
+            run_once(app)
+            # Through the repository's hook, the worker, then the App.
+            opened = issue_payload(2)
+            answer = client.post("/webhooks/github", **_hook_signed("issues", opened))
+            assert answer.json()["queued"], answer.text
+            run_once(app)
+            answer = client.post("/webhooks/github", **_signed(forge, "issues", opened | via_app))
+            assert "the same event through another webhook" in answer.json()["ignored"]
+            run_once(app)
+        runs = run_service.list_runs(app.db, world.approver(app.db))
+        assert sorted(r["target"] for r in runs) == [f"{REPO}#1", f"{REPO}#2"]
 
 
 # --- install-map: a move or an id never seen takes --force -------------------------------------
