@@ -145,6 +145,10 @@ class PolicyViolation(Forbidden):
     """The action is no longer allowed by the current policy."""
 
 
+class AppInstallationRefused(Forbidden):
+    """The GitHub App does not act for this tenant in that repository; nothing was read or written."""
+
+
 # --- approvals ---------------------------------------------------------------------------
 
 

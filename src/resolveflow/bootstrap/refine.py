@@ -12,6 +12,7 @@ from uuid import UUID
 
 from resolveflow.accounts import admin
 from resolveflow.accounts.model_budget import BudgetedModel, ModelCallBudget
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.bootstrap.app import App, load_policy
 from resolveflow.config import Settings
@@ -77,7 +78,7 @@ def step_deps(
         return tenant["id"]
 
     histories: dict[str, RepositoryHistory] = {}
-    policy = refine_policy(app.settings, lambda: app.github)
+    policy = refine_policy(app.settings, lambda: acting_for(app.github, tenant_id()))
 
     def changes(doc: RefineDocument) -> ChangesDeps:
         from resolveflow.refine.changes import ChangesDeps
@@ -91,7 +92,7 @@ def step_deps(
                            files=policy(doc).file_rules())  # fmt: skip
 
     readers = TicketReaders(
-        github=lambda: app.github,
+        github=lambda: acting_for(app.github, tenant_id()),
         gitlab=lambda: app.gitlab().client_for(tenant_id()),
         stdin=stdin,
     )

@@ -48,15 +48,31 @@ def manifest(
 def install_map(
     installation: int = typer.Option(..., "--installation", help="The installation's id."),
     tenant: str = typer.Option(..., "--tenant", help="The tenant its deliveries belong to."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Move it from the tenant it belongs to, or map an id no event has shown.",
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Map an installation of the App to a tenant: its webhooks start runs there."""
+    """Map an installation of the App to a tenant: its webhooks start runs there, and the App
+    reads and writes through it for that tenant only."""
     with common.app() as opened:
-        row = github_app.map_installation(opened.db, installation, tenant)
+        mapped = github_app.map_installation(opened.db, installation, tenant, force=force)
+    row = mapped.row
+    notes = [f"moved from {mapped.moved_from}"] if mapped.moved_from else []
+    notes += ["never seen in an event or delivery"] if mapped.never_seen else []
+    said = f" ({'; '.join(notes)})" if notes else ""
     emit(
-        {"installation": row.installation_id, "account": row.account, "tenant": tenant},
+        {
+            "installation": row.installation_id,
+            "account": row.account,
+            "tenant": tenant,
+            "moved_from": mapped.moved_from,
+            "never_seen": mapped.never_seen,
+        },
         as_json,
-        lambda: console.print(f"installation {row.installation_id} now belongs to {tenant}"),
+        lambda: console.print(f"installation {row.installation_id} now belongs to {tenant}{said}"),
     )
 
 

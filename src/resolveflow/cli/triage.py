@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import typer
 from rich.text import Text
@@ -118,15 +119,18 @@ def _yes_no(value: Any) -> str:
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
-def _failure(opened: App, view: dict[str, Any], repository: str, number: int) -> Exception:
+def _failure(
+    opened: App, tenant_id: UUID, view: dict[str, Any], repository: str, number: int
+) -> Exception:
     """A failed run as an error: not found when GitHub has no such issue (asked once more, as the
     run keeps only its reason's words), otherwise unavailable (GitHub, the model or the
     database failed it; docs/cli.md)."""
+    from resolveflow.adapters.github.app_client import acting_for
     from resolveflow.adapters.github.protocol import RepoName
 
     message = f"run {view['run_id']} failed: {view['detail'].get('error') or 'no reason recorded'}"
     try:
-        opened.github.get_issue(RepoName.parse(repository), number)
+        acting_for(opened.github, tenant_id).get_issue(RepoName.parse(repository), number)
     except ProviderRejected as exc:
         if exc.status == 404:
             return NotFound(
@@ -157,7 +161,7 @@ def triage(
                 time.sleep(1.0)
                 view = run_service.describe_run(opened.db, actor, run_id)
         if view["status"] == "failed":
-            raise _failure(opened, view, repository, number)
+            raise _failure(opened, actor.tenant_id, view, repository, number)
     emit(view, as_json, lambda: _render_run(view))
 
 

@@ -106,6 +106,10 @@ class AuditEvent(StrEnum):
     NOTIFY_WEBHOOK_REMOVED = "notify.webhook_removed"
     REPOSITORY_ALLOWED = "repository.allowed"
     REPOSITORY_REMOVED = "repository.removed"
+    # an operator's `github-app install-map`: the App's installation now serves this tenant
+    # (in the tenant it left, ..._moved_away)
+    APP_INSTALLATION_MAPPED = "github_app.installation_mapped"
+    APP_INSTALLATION_MOVED_AWAY = "github_app.installation_moved_away"
     SESSION_STARTED = "session.started"
     SESSION_ENDED = "session.ended"
     WEBHOOK_RUN_REFUSED = "webhook.run_refused"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from uuid import UUID
 
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Approval, Execution, Principal, Proposal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent, Decision, ExecutionState
@@ -62,10 +63,13 @@ class RepositoryLabels:
         self._github = github
         self._read: dict[str, frozenset[str] | ResolveFlowError] = {}
 
-    def of(self, repository: str) -> frozenset[str]:
+    def of(self, repository: str, tenant_id: UUID) -> frozenset[str]:
+        """The labels as ``tenant_id`` may read them (a GitHub App's installation serves one
+        tenant); an object serves one viewer, so its reads are that tenant's."""
         if repository not in self._read:
             try:
-                names = self._github.list_repository_labels(RepoName.parse(repository))
+                github = acting_for(self._github, tenant_id)
+                names = github.list_repository_labels(RepoName.parse(repository))
                 self._read[repository] = frozenset(names)
             except ResolveFlowError as exc:  # said by the check, and not asked again
                 self._read[repository] = exc
@@ -113,7 +117,7 @@ def read_labels(
     if not action.labels or action.kind == "gitlab.issue_create":
         return LabelsRead()  # GitLab labels: the alias's list, then the executor's read
     try:
-        return LabelsRead(labels=source.of(action.repository))
+        return LabelsRead(labels=source.of(action.repository, viewer.tenant_id))
     except ResolveFlowError as exc:
         return LabelsRead(unreadable=exc.message)
 

@@ -18,11 +18,16 @@ import time
 from collections.abc import Callable, Sequence
 from uuid import UUID
 
-from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.adapters.github.app_client import check_app_may_act
+from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Execution
-from resolveflow.errors import NotAuthorized, ResolveFlowError
+from resolveflow.errors import AppInstallationRefused, NotAuthorized, ResolveFlowError
 from resolveflow.gate.credentials import ApproverTokenLookup, approver_token
-from resolveflow.gate.domain.policy import check_approval_still_valid, check_repository_allowed
+from resolveflow.gate.domain.policy import (
+    check_approval_still_valid,
+    check_repository_allowed,
+    github_repository,
+)
 from resolveflow.gate.kinds import KindRegistry
 from resolveflow.gate.kinds.base import KindExecutor, KindOffer, Prepared, Verified
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
@@ -117,7 +122,7 @@ class Executor:
     def _prepare(self, conn: Connection, claimed: Execution, begun: float) -> Prepared | Execution:
         try:
             verified = self._verify(conn, claimed)
-            kind: KindExecutor = self.kinds.for_action(verified.action)
+            kind: KindExecutor = self.kinds.for_action(verified.action, claimed.tenant_id)
         except ResolveFlowError as exc:
             return self.record.refused_in(conn, claimed, exc)
         prior = tuple(execution_store.prior_uncertain(conn, claimed))
@@ -146,9 +151,28 @@ class Executor:
     def _continue(self, prepared: Prepared | Execution) -> Execution:
         if isinstance(prepared, Execution):
             return prepared  # refused before sending
-        action = prepared.verified.action
+        refused = self._app_refusal(prepared)
+        if refused is not None:
+            return refused
+        action, tenant_id = prepared.verified.action, prepared.execution.tenant_id
         with span("execution.send", kind=action.kind, execution_id=str(prepared.execution.id)):
-            return self.kinds.for_action(action).send(prepared)
+            return self.kinds.for_action(action, tenant_id).send(prepared)
+
+    def _app_refusal(self, prepared: Prepared) -> Execution | None:
+        """A write without the approver's own token goes out as the GitHub App, when there is
+        one: the installation covering the repository must be this tenant's. Asked here, after
+        the claim's commit (finding the installation may ask GitHub) and before any request."""
+        execution, verified = prepared.execution, prepared.verified
+        repository = github_repository(verified.action)
+        if verified.token is not None or repository is None:
+            return None
+        try:
+            check_app_may_act(self.github, execution.tenant_id, RepoName.parse(repository))
+        except AppInstallationRefused as exc:
+            if prepared.attempt is not None:  # started with the claim; it sends nothing
+                return self.record.rejected(execution, prepared.attempt.id, exc)
+            return self.record.refused(execution, exc)
+        return None
 
     def _verify(self, conn: Connection, execution: Execution) -> Verified:
         """Re-read approval, proposal, approver and policy from the database, as they are now."""

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 from uuid import UUID
 
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Approval, Principal, Proposal, Role, actor_of
 from resolveflow.domain.vocabulary import AuditEvent
@@ -108,6 +109,7 @@ def create_close_duplicate_proposal(
     action = build_close_duplicate(repository, issue, original, grace_hours, comment)
     with db.tenant(principal.tenant_id) as conn:
         _check_allowed(conn, principal.tenant_id, action.repository)
+    github = acting_for(github, principal.tenant_id)
     target = github.get_issue(RepoName.parse(action.repository), issue)
     if target.state == "closed" or target.is_pull_request:
         what = "a pull request" if target.is_pull_request else "already closed"

@@ -133,7 +133,8 @@ class Reconciler:
         if not evidence.attempted:
             return self.requeue(evidence.execution, "no request had left; returned to the queue")
         try:
-            return self.kinds.for_action(evidence.action).reconcile(evidence, self)
+            kind = self.kinds.for_action(evidence.action, evidence.execution.tenant_id)
+            return kind.reconcile(evidence, self)
         except ProviderError as exc:
             return self.leave_unknown(
                 evidence.execution, f"could not check the outside system: {exc.message}"
@@ -150,7 +151,7 @@ class Reconciler:
             context = execution_context(conn, execution)
             steps = store.attempt_summary(conn, execution)
             action = parse_action(context.proposal.action)
-            marker_step = self.kinds.for_action(action).spec.steps[0]
+            marker_step = self.kinds.for_action(action, tenant_id).spec.steps[0]
             sent = steps[marker_step].sent_with if marker_step in steps else None
             token, check_author = self._reading_credential(conn, context, sent)
         return Evidence(

@@ -15,6 +15,7 @@ from uuid import UUID
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptOutcome, AttemptStep, AuditEvent
 from resolveflow.errors import (
+    AppInstallationRefused,
     InvalidInput,
     ProviderError,
     ProviderRateLimited,
@@ -248,7 +249,10 @@ class Recorder:
         )
 
     def rejected(
-        self, execution: Execution, attempt_id: UUID, exc: ProviderRejected | InvalidInput
+        self,
+        execution: Execution,
+        attempt_id: UUID,
+        exc: ProviderRejected | InvalidInput | AppInstallationRefused,
     ) -> Execution:
         # A comment that already went out stays out: the labels failing makes it partial.
         state = ExecutionState.PARTIAL if wrote_something(execution) else ExecutionState.FAILED

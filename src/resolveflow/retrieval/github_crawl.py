@@ -20,6 +20,7 @@ from functools import partial
 from typing import TypeVar
 from uuid import UUID
 
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, IssueData, RepoName
 from resolveflow.errors import ProviderRateLimited
 from resolveflow.retrieval.chunking import CommentText
@@ -129,7 +130,7 @@ class GitHubCrawler:
             page = self._patiently(
                 stats,
                 partial(
-                    self.github.list_issues_page,
+                    acting_for(self.github, tenant_id).list_issues_page,
                     repo,
                     state=state,
                     since=cursor.since,
@@ -172,7 +173,8 @@ class GitHubCrawler:
                 stats.skipped_unchanged += 1
                 continue
             comments = self._patiently(
-                stats, partial(self.github.list_issue_comments, repo, item.number)
+                stats,
+                partial(acting_for(self.github, tenant_id).list_issue_comments, repo, item.number),
             )
             documents.append(
                 issue_document(repo, item, [CommentText(c.author, c.body) for c in comments])

@@ -52,6 +52,16 @@ class InstallationRow:
 
 
 @dataclass(frozen=True)
+class Covering:
+    """The installation covering a repository: whose it is (``tenant_id`` None: no tenant's) and
+    whether it is suspended (None: the installation itself was never recorded)."""
+
+    installation_id: int
+    tenant_id: UUID | None
+    suspended: bool | None
+
+
+@dataclass(frozen=True)
 class CachedToken:
     ciphertext: str | None
     expires_at: datetime | None
@@ -71,6 +81,14 @@ def stored_app(conn: Connection) -> StoredApp | None:
 def record_installation(conn: Connection, installation_id: int, account: str) -> None:
     conn.execute(
         q("github_app", "record_installation"),
+        {"installation_id": installation_id, "account": account},
+    )
+
+
+def note_installation(conn: Connection, installation_id: int, account: str) -> None:
+    """Record an installation first seen in a delivery; one recorded already is left as it is."""
+    conn.execute(
+        q("github_app", "note_installation"),
         {"installation_id": installation_id, "account": account},
     )
 
@@ -97,6 +115,14 @@ def installation(conn: Connection, installation_id: int) -> InstallationRow | No
     return None if row is None else InstallationRow(**row)
 
 
+def lock_installation(conn: Connection, installation_id: int) -> InstallationRow | None:
+    """The installation with its tenant's name, locked until the transaction ends."""
+    row = conn.execute(
+        q("github_app", "lock_installation"), {"installation_id": installation_id}
+    ).fetchone()
+    return None if row is None else InstallationRow(**row)
+
+
 def installations(conn: Connection) -> list[InstallationRow]:
     return [InstallationRow(**row) for row in conn.execute(q("github_app", "installations"))]
 
@@ -108,11 +134,12 @@ def remember_repository(conn: Connection, full_name: str, installation_id: int) 
     )
 
 
-def repository_installation(conn: Connection, full_name: str) -> int | None:
+def covering_installation(conn: Connection, full_name: str) -> Covering | None:
+    """The installation remembered as covering ``full_name``; None when none is."""
     row = conn.execute(
-        q("github_app", "repository_installation"), {"full_name": full_name}
+        q("github_app", "covering_installation"), {"full_name": full_name}
     ).fetchone()
-    return None if row is None else int(row["installation_id"])
+    return None if row is None else Covering(**row)
 
 
 def proposal_installation(conn: Connection, tenant_id: UUID, proposal_id: UUID) -> int | None:

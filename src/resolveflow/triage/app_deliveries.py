@@ -6,7 +6,8 @@ An ``installation`` event records the installation (created, unsuspended) or mar
 event belongs to the tenant the installation is mapped to (``resolveflow github-app
 install-map``) and is then handled as a delivery of that tenant's own secret is today: the
 tenant's allowlist still decides which repositories start runs. An installation mapped to no
-tenant starts nothing; the delivery is recorded as ignored with the command that fixes it.
+tenant starts nothing; the delivery is recorded as ignored with the command that fixes it (and
+an installation not recorded before is recorded, mapped to none, so that command takes it as seen).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def app_delivery(db: Database, delivery_id: str | None, event: str | None, body:
     if parsed.event == "installation":
         _record_installation(db, installation_id, account, parsed.action, payload)
         return replace(parsed, ignored=f"installation {installation_id} recorded")
-    tenant_id = github_app.installation_tenant(db, installation_id)
+    tenant_id = github_app.delivery_tenant(db, installation_id, account)
     if tenant_id is None:
         return replace(
             parsed,

@@ -20,6 +20,7 @@ daily run cap applies to that principal's runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -31,6 +32,7 @@ from uuid import UUID
 
 from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.accounts.limits import LimitExceeded, LimitKind, consume
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.vocabulary import WEBHOOK_SUBJECT, AuditEvent
@@ -146,7 +148,8 @@ def _record(db: Database, delivery: Delivery, retention_days: int) -> Receipt:
         ):
             earlier = webhook_store.event_claimed_by(conn, key)
             ignored = (
-                f"already processed under delivery {earlier}: a replay starts nothing"
+                f"already processed under delivery {earlier} (a replay, or the same event "
+                "through another webhook): it starts nothing"
                 if earlier
                 else f"updated_at is not within the last {retention_days} days "
                 "(RESOLVEFLOW_WEBHOOK_RETENTION_DAYS): it cannot be told apart from a replay"
@@ -214,6 +217,7 @@ def fan_out(
     auto_triage: bool,
     tenant_id: UUID | None = None,
     refine_new: Callable[[str], bool] | None = None,
+    retention_days: int,
 ) -> int:
     """Queue the per-tenant work of one delivery; returns how many jobs were queued.
 
@@ -221,6 +225,11 @@ def fan_out(
     to retry: a second triage or refine job for the same (delivery, tenant) finds its claim, and
     an index update already waiting for the same issue is not queued twice. ``refine_new`` says
     whether a repository's policy refines its new issues (``refine.on_new_issues``).
+
+    One event reaches a tenant once, whichever hooks brought it: a delivery of the global hook
+    claims its event again in each tenant's scope (``claim_in_tenant``), where the GitHub App's
+    and the tenant's own hook claim theirs; a tenant whose claim another delivery holds is left
+    to that delivery.
     """
     with _scope(db, tenant_id) as conn:
         row = webhook_store.delivery_by_id(conn, delivery_id)
@@ -239,6 +248,13 @@ def fan_out(
     queued = 0
     for tenant in tenants:
         with db.tenant(tenant) as conn:
+            handled_by = claim_in_tenant(conn, row, tenant, retention_days)
+            if handled_by is not None:
+                logger.info(
+                    "event already handled in this tenant",
+                    extra={"delivery": delivery_id, "handled_by": handled_by},
+                )
+                continue
             if triage and auto_triage:
                 queue.defer(
                     conn, queue.START_WEBHOOK_RUN, delivery_id=delivery_id, tenant_id=str(tenant)
@@ -263,6 +279,27 @@ def fan_out(
             )
             queued += job is not None
     return queued
+
+
+def claim_in_tenant(
+    conn: Connection,
+    delivery: webhook_store.RecordedDelivery,
+    tenant_id: UUID,
+    retention_days: int,
+) -> str | None:
+    """None when ``delivery`` acts on its event in ``tenant_id``; otherwise the delivery that
+    does (or why none can). The claim is a row of the events acted on in the tenant's scope, the
+    same row the App's or the tenant's own hook claims on receipt, so the database keeps one."""
+    key = webhook_store.event_of_delivery(conn, delivery.delivery_id, delivery.tenant_id)
+    if key is None or key.tenant_id == tenant_id:
+        return None  # claimed in this tenant on receipt, or a delivery from before claims
+    mine = dataclasses.replace(key, tenant_id=tenant_id)
+    if webhook_store.claim_event(conn, mine, delivery.delivery_id, retention_days):
+        return None
+    earlier = webhook_store.event_claimed_by(conn, mine)
+    if earlier == delivery.delivery_id:
+        return None  # this job's earlier attempt claimed it
+    return earlier or f"updated_at is not within the last {retention_days} days"
 
 
 def webhook_principal(db: Database, tenant_id: UUID) -> Principal:
@@ -384,7 +421,7 @@ def index_issue(
     indexer: Indexer, github: GitHub, tenant_id: UUID, repository: str, number: int
 ) -> bool:
     """Re-read the issue and its comments from GitHub and upsert it; False if it is gone."""
-    repo = RepoName.parse(repository)
+    repo, github = RepoName.parse(repository), acting_for(github, tenant_id)
     try:
         issue = github.get_issue(repo, number)
         comments = github.list_issue_comments(repo, number)

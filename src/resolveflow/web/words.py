@@ -86,6 +86,8 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.PRINCIPAL_ROLES_SET: "roles changed",
     AuditEvent.REPOSITORY_ALLOWED: "repository allowed",
     AuditEvent.REPOSITORY_REMOVED: "repository removed",
+    AuditEvent.APP_INSTALLATION_MAPPED: "GitHub App installation mapped here",
+    AuditEvent.APP_INSTALLATION_MOVED_AWAY: "GitHub App installation moved away",
     AuditEvent.SESSION_STARTED: "signed in",
     AuditEvent.SESSION_ENDED: "signed out",
     AuditEvent.WEBHOOK_RUN_REFUSED: "webhook run refused",

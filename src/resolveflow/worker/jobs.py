@@ -95,6 +95,7 @@ class Jobs:
             auto_triage=self.app.settings.webhooks.auto_triage,
             tenant_id=UUID(tenant_id) if tenant_id else None,
             refine_new=self.refines_new_issues,
+            retention_days=self.app.settings.webhooks.retention_days,
         )
 
     def refines_new_issues(self, repository: str) -> bool:

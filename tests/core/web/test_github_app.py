@@ -7,6 +7,7 @@ refused with a clear error."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -22,15 +23,19 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import make_world, propose_and_approve
+from fixtures_cli import one_line_error
 from fixtures_github import REPO_LABELS
-from fixtures_web import REPO, TOKEN_KEY, issue_payload, web_settings
-from resolveflow.accounts import github_app
+from fixtures_web import REPO, TOKEN_KEY, WEBHOOK_SECRET, issue_payload, web_settings
+from resolveflow.accounts import admin, github_app
+from resolveflow.accounts.admin import find_tenant
 from resolveflow.adapters.github.app_auth import GitHubAppApi
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.app_manifest import app_manifest
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.bootstrap.app import App, open_app
 from resolveflow.bootstrap.github_app import app_github, configured_app
-from resolveflow.errors import InvalidInput, ProviderRejected
+from resolveflow.errors import AppInstallationRefused, InvalidInput, ProviderRejected
+from resolveflow.gate import executions as execution_service
 from resolveflow.sandbox.forge.app import FakeGitHubWithApp
 from resolveflow.store.token_cipher import TokenCipher
 from resolveflow.triage import runs as run_service
@@ -206,7 +211,12 @@ def installed(queue_ready: str, forge: FakeGitHubWithApp) -> Iterator[tuple[App,
         with TestClient(create_app(app), base_url="https://testserver") as client:
             _create_app(client, forge, app)
         installation = forge.install_app("acme", [REPO])
+        github_app.map_installation(app.db, installation, "acme", force=True)  # never seen here
         yield app, installation
+
+
+def _acme(app: App) -> uuid.UUID:
+    return find_tenant(app.db, "acme").id
 
 
 def test_two_processes_share_one_cached_token_and_mint_once(
@@ -221,7 +231,7 @@ def test_two_processes_share_one_cached_token_and_mint_once(
 
     def take(tokens: Any) -> None:
         barrier.wait()
-        got.append(tokens.token_for(repo))
+        got.append(tokens.token_for(repo, _acme(app)))
 
     workers = [threading.Thread(target=take, args=(t,)) for t in (first, second)]
     for worker in workers:
@@ -233,8 +243,8 @@ def test_two_processes_share_one_cached_token_and_mint_once(
     # within five minutes of expiry either one refreshes, once, and the other reuses it
     clock.offset += timedelta(minutes=56)
     forge.advance(56 * 60)
-    renewed = second.token_for(repo)
-    assert renewed != got[0] and first.token_for(repo) == renewed
+    renewed = second.token_for(repo, _acme(app))
+    assert renewed != got[0] and first.token_for(repo, _acme(app)) == renewed
     assert forge.tokens_minted == 2
 
 
@@ -250,7 +260,7 @@ def test_a_token_the_forge_refuses_is_minted_again_once_then_a_clear_error(
         app.token_cipher(),
         configured_app(app.settings, app.db, app.token_cipher(), clock),  # type: ignore[arg-type]
         clock,
-    )
+    ).for_tenant(_acme(app))
     repo = RepoName.parse(REPO)
     assert client.get_issue(repo, 1).number == 1
     forge.expire_installation_tokens()  # still fresh by our clock: GitHub answers 401
@@ -344,3 +354,186 @@ def test_a_cipher_of_another_key_cannot_read_the_stored_app(installed: tuple[App
     with pytest.raises(ConfigError, match="do not decrypt"):
         github_app.stored_app(app.db, TokenCipher(TokenCipher.generate_key()))
     assert github_app.stored_app(app.db, TokenCipher(TOKEN_KEY)) is not None
+
+
+# --- an installation serves its own tenant only ------------------------------------------------
+
+SECRET = "globex/secret"  # installed for the account globex, mapped to the tenant globex-corp
+STRAY = "hooli/stray"  # installed, its installation mapped to no tenant
+
+
+def _record_installation(
+    client: TestClient, forge: FakeGitHubWithApp, installation: int, repos: list[str]
+) -> None:
+    created = {
+        "action": "created",
+        "installation": forge.installation_payload(installation),
+        "repositories": [{"full_name": r} for r in repos],
+        "sender": {"login": "octocat"},
+    }
+    answer = client.post("/webhooks/github", **_signed(forge, "installation", created))
+    assert answer.json()["ignored"] == f"installation {installation} recorded", answer.text
+
+
+def _bodies(forge: FakeGitHubWithApp, repo: str) -> list[str]:
+    return [c["body"].split("\n\n")[0] for c in forge.comments(repo, 1)]
+
+
+def test_an_app_write_goes_out_only_through_an_installation_of_the_tenant(
+    queue_ready: str, forge: FakeGitHubWithApp
+) -> None:
+    for repo in (SECRET, STRAY):
+        forge.add_repo(repo, REPO_LABELS)
+        forge.add_issue(repo, 1, "Private", "Not acme's to read.", user="octocat")
+    with open_app(_settings(queue_ready, forge), auto_migrate=False) as app:
+        acme = make_world(app.db)
+        globex = make_world(app.db, "globex-corp", SECRET)
+        with TestClient(create_app(app), base_url="https://testserver") as client:
+            _create_app(client, forge, app)
+            ours = forge.install_app("acme", [REPO])
+            theirs = forge.install_app("globex", [SECRET])
+            stray = forge.install_app("hooli", [STRAY])
+            for installation, repos in ((ours, [REPO]), (theirs, [SECRET]), (stray, [STRAY])):
+                _record_installation(client, forge, installation, repos)
+        github_app.map_installation(app.db, ours, "acme")
+        github_app.map_installation(app.db, theirs, "globex-corp")
+        # The operator also allows globex's repository, and the unmapped one, for acme.
+        admin.add_repository(app.db, "acme", SECRET)
+        admin.add_repository(app.db, "acme", STRAY)
+        _, crossing = propose_and_approve(
+            app.db, dataclasses.replace(acme, repository=SECRET), comment="acme on globex's"
+        )
+        _, unmapped = propose_and_approve(
+            app.db, dataclasses.replace(acme, repository=STRAY), comment="acme on hooli's"
+        )
+        propose_and_approve(app.db, acme, comment="acme on its own")
+        propose_and_approve(app.db, globex, comment="globex on its own")
+
+        assert app.executor().run_due() == 4
+        # Each tenant's own write went out as the App's bot; acme's wrote nothing elsewhere.
+        assert _bodies(forge, REPO) == ["acme on its own"]
+        assert _bodies(forge, SECRET) == ["globex on its own"]
+        assert _bodies(forge, STRAY) == []
+        assert {c["user"]["login"] for r in (REPO, SECRET) for c in forge.comments(r, 1)} == {BOT}
+        viewer = acme.approver(app.db)
+        refused = execution_service.show_execution(app.db, viewer, crossing.execution.id)
+        assert (refused["state"], refused["detail"]) == (
+            "failed",
+            f"refused before sending: the GitHub App's installation covering {SECRET} is mapped "
+            "to another tenant: the App does not read or write there for this one",
+        )
+        assert "globex-corp" not in json.dumps(refused, default=str)
+        stray_refused = execution_service.show_execution(app.db, viewer, unmapped.execution.id)
+        assert stray_refused["state"] == "failed"
+        assert f"install-map --installation {stray} --tenant NAME" in stray_refused["detail"]
+
+        # Reads too: acme's run on globex's repository reads nothing and says why; the
+        # process-wide client, acting for no tenant, reads nothing either.
+        run_id = app.run_controller().start(acme.requester(app.db), SECRET, 1)
+        run = run_service.describe_run(app.db, acme.requester(app.db), run_id)
+        assert run["status"] == "failed" and "mapped to another tenant" in run["detail"]["error"]
+        with pytest.raises(AppInstallationRefused, match="another tenant"):
+            acting_for(app.github, acme.tenant.id).get_issue(RepoName.parse(SECRET), 1)
+        with pytest.raises(AppInstallationRefused, match="named none"):
+            app.github.get_issue(RepoName.parse(REPO), 1)
+        assert acting_for(app.github, acme.tenant.id).get_issue(RepoName.parse(REPO), 1).number == 1
+
+
+# --- one event through two webhooks --------------------------------------------------------------
+
+
+def _hook_signed(event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """As the repository's own webhook sends it: the global secret, no installation."""
+    body = json.dumps(payload).encode()
+    mac = hmac.new(WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256=" + mac,
+        "Content-Type": "application/json",
+    }
+    return {"content": body, "headers": headers}
+
+
+def test_one_event_through_the_app_and_the_repository_hook_starts_one_run(
+    queue_ready: str, forge: FakeGitHubWithApp
+) -> None:
+    from resolveflow.worker import run_once
+
+    forge.add_issue(REPO, 2, "Second", "Also crashes.", user="octocat")
+    settings = web_settings(queue_ready, forge.url, github_token=None)  # the global secret too
+    with open_app(settings, auto_migrate=False) as app:
+        world = make_world(app.db)
+        with TestClient(create_app(app), base_url="https://testserver") as client:
+            _create_app(client, forge, app)
+            installation = forge.install_app("acme", [REPO])
+            via_app = {"installation": {"id": installation}}
+            # A delivery is GitHub's word that the installation exists: mapped without --force.
+            unmapped = _signed(forge, "issues", issue_payload(1) | via_app)
+            first = client.post("/webhooks/github", **unmapped)
+            assert "mapped to no tenant" in first.json()["ignored"]
+            github_app.map_installation(app.db, installation, "acme")
+
+            # Through the App, then the repository's hook, before the worker runs.
+            opened = issue_payload(1)
+            for sent in (
+                _signed(forge, "issues", opened | via_app),
+                _hook_signed("issues", opened),
+            ):
+                answer = client.post("/webhooks/github", **sent)
+                assert answer.status_code == 202 and answer.json()["queued"], answer.text
+            run_once(app)
+            # Through the repository's hook, the worker, then the App.
+            opened = issue_payload(2)
+            answer = client.post("/webhooks/github", **_hook_signed("issues", opened))
+            assert answer.json()["queued"], answer.text
+            run_once(app)
+            answer = client.post("/webhooks/github", **_signed(forge, "issues", opened | via_app))
+            assert "the same event through another webhook" in answer.json()["ignored"]
+            run_once(app)
+        runs = run_service.list_runs(app.db, world.approver(app.db))
+        assert sorted(r["target"] for r in runs) == [f"{REPO}#1", f"{REPO}#2"]
+
+
+# --- install-map: a move or an id never seen takes --force -------------------------------------
+
+
+def test_install_map_asks_force_to_move_or_to_map_an_id_never_seen(
+    cli: Any, database_url: str
+) -> None:
+    import psycopg
+
+    cli.json("tenants", "add", "acme")
+    cli.json("tenants", "add", "globex")
+    mapping = ("github-app", "install-map", "--installation", "41001")
+    unseen = cli.run(*mapping, "--tenant", "acme", ok=False)
+    assert unseen.returncode == 3  # not found
+    line = one_line_error(unseen, "installation 41001 was never seen")
+    assert "--force" in line
+    assert cli.json("github-app", "installations") == []
+
+    first = cli.json(*mapping, "--tenant", "acme", "--force")
+    assert (first["tenant"], first["never_seen"], first["moved_from"]) == ("acme", True, None)
+    again = cli.json(*mapping, "--tenant", "acme")  # seen now, and already acme's
+    assert (again["never_seen"], again["moved_from"]) == (False, None)
+
+    moving = cli.run(*mapping, "--tenant", "globex", ok=False)
+    assert moving.returncode == 5  # conflict
+    line = one_line_error(moving, "installation 41001 belongs to tenant acme")
+    assert "moves its deliveries and writes there" in line and "--force" in line
+    assert [i["tenant"] for i in cli.json("github-app", "installations")] == ["acme"]
+    text = cli.run(*mapping, "--tenant", "globex", "--force").stdout
+    assert "installation 41001 now belongs to globex (moved from acme)" in text
+    assert [i["tenant"] for i in cli.json("github-app", "installations")] == ["globex"]
+
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT t.name, a.event, a.details FROM audit_events a JOIN tenants t"
+            " ON t.id = a.tenant_id WHERE a.subject_type = 'github_app_installation' ORDER BY a.id"
+        ).fetchall()
+    assert [(name, event, d["moved"], d["forced"]) for name, event, d in rows] == [
+        ("acme", "github_app.installation_mapped", False, True),
+        ("globex", "github_app.installation_mapped", True, True),
+        ("acme", "github_app.installation_moved_away", True, True),
+    ]
+    assert all("globex" not in json.dumps(d) and "acme" not in json.dumps(d) for *_, d in rows)

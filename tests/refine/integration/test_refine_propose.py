@@ -280,7 +280,9 @@ def test_a_new_issue_by_webhook_gets_one_refine_proposal(
     assert not _deliver(app, delivery).new  # a redelivery records and queues nothing
     run_once(app)  # fans out, then refines
     # A retried fan-out queues the job again, and the job may run twice: one proposal still.
-    webhooks.fan_out(app.db, delivery, auto_triage=False, refine_new=lambda repo: True)
+    webhooks.fan_out(
+        app.db, delivery, auto_triage=False, refine_new=lambda repo: True, retention_days=30
+    )
     with app.db.tenant(world.tenant.id) as conn:
         queue.defer(conn, queue.REFINE_NEW_ISSUE, delivery_id=delivery,
                     tenant_id=str(world.tenant.id))  # fmt: skip

@@ -12,6 +12,12 @@ reconciliation's author check name the bot.
 A 401 on an installation token means GitHub wrote nothing (the token expired early or was
 revoked): the token is dropped, one new one is minted and the request is sent once more. A second
 401 is a clear error naming the installation.
+
+An installation belongs to one tenant, so the App acts for one tenant at a time: ``acting_for``
+gives the client bound to a tenant, and a call without a token of its own is refused
+(``AppInstallationRefused``, before anything is sent) unless the installation covering the
+repository is mapped to that tenant. The process-wide client, bound to none, is refused every such
+call: a caller that forgot to say for whom it reads or writes fails closed.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol, TypeVar
+from uuid import UUID
 
 from resolveflow.adapters.base import writes
 from resolveflow.adapters.github.protocol import (
@@ -47,8 +54,14 @@ class InstallationTokens(Protocol):
         """``<slug>[bot]``: who an installation token writes as."""
         ...
 
-    def token_for(self, repo: RepoName) -> str:
-        """A token of the installation covering ``repo``, with minutes left before it expires."""
+    def installation_for(self, repo: RepoName, tenant_id: UUID | None) -> int:
+        """The installation covering ``repo``; ``AppInstallationRefused`` unless it is mapped to
+        ``tenant_id``."""
+        ...
+
+    def token_for(self, repo: RepoName, tenant_id: UUID | None) -> str:
+        """A token of the installation covering ``repo``, with minutes left before it expires;
+        refused as ``installation_for`` is."""
         ...
 
     def refused(self, repo: RepoName, token: str) -> None:
@@ -56,12 +69,32 @@ class InstallationTokens(Protocol):
         ...
 
 
-class AppGitHub:
-    """``GitHub`` over ``inner`` (a client without a service token of its own)."""
+def acting_for(github: GitHub, tenant_id: UUID) -> GitHub:
+    """``github`` as it reads and writes for ``tenant_id``: the App's client bound to the tenant;
+    any other client as it is (a service token is not the tenant's to lose)."""
+    return github.for_tenant(tenant_id) if isinstance(github, AppGitHub) else github
 
-    def __init__(self, inner: GitHub, tokens: InstallationTokens) -> None:
+
+def check_app_may_act(github: GitHub, tenant_id: UUID, repo: RepoName) -> None:
+    """``AppInstallationRefused`` when ``github`` is the App's and would be refused in ``repo`` for
+    ``tenant_id``: the executor asks before a write, so nothing is attempted."""
+    if isinstance(github, AppGitHub):
+        github.tokens.installation_for(repo, tenant_id)
+
+
+class AppGitHub:
+    """``GitHub`` over ``inner`` (a client without a service token of its own), acting for
+    ``tenant_id`` (None: for no tenant, so refused every call without a token)."""
+
+    def __init__(
+        self, inner: GitHub, tokens: InstallationTokens, tenant_id: UUID | None = None
+    ) -> None:
         self.inner = inner
         self.tokens = tokens
+        self.tenant_id = tenant_id
+
+    def for_tenant(self, tenant_id: UUID) -> AppGitHub:
+        return AppGitHub(self.inner, self.tokens, tenant_id)
 
     def close(self) -> None:
         close: Callable[[], None] | None = getattr(self.inner, "close", None)
@@ -71,7 +104,7 @@ class AppGitHub:
     def _as_app(self, repo: RepoName, token: str | None, call: Callable[[str], T]) -> T:
         if token is not None:
             return call(token)
-        installation_token = self.tokens.token_for(repo)
+        installation_token = self.tokens.token_for(repo, self.tenant_id)
         try:
             return call(installation_token)
         except ProviderRejected as exc:
@@ -79,7 +112,7 @@ class AppGitHub:
                 raise
             self.tokens.refused(repo, installation_token)
         try:
-            return call(self.tokens.token_for(repo))
+            return call(self.tokens.token_for(repo, self.tenant_id))
         except ProviderRejected as exc:
             if exc.status != 401:
                 raise

@@ -329,11 +329,19 @@ def check_approval_still_valid(
     return action
 
 
-def check_repository_allowed(action: AnyAction, allowed: Iterable[str]) -> None:
+def github_repository(action: AnyAction) -> str | None:
+    """The GitHub repository ``action`` writes to; None for a kind that writes elsewhere."""
     if isinstance(action, GitLabIssueCreateAction | EmailSendAction):
+        return None
+    return action.repository
+
+
+def check_repository_allowed(action: AnyAction, allowed: Iterable[str]) -> None:
+    repository = github_repository(action)
+    if repository is None:
         return  # not a GitHub repository: its executor checks the tenant's aliases or mailboxes
-    if action.repository not in {name.lower() for name in allowed}:
-        raise PolicyViolation(f"repository {action.repository} is not on the allowlist")
+    if repository not in {name.lower() for name in allowed}:
+        raise PolicyViolation(f"repository {repository} is not on the allowlist")
 
 
 def check_labels_exist(action: AnyAction, repository_labels: Iterable[str]) -> None:

@@ -21,6 +21,11 @@ VALUES (%(installation_id)s, %(account)s)
 ON CONFLICT (installation_id) DO UPDATE
 SET account = EXCLUDED.account, suspended = false, updated_at = now()
 
+-- name: note_installation
+INSERT INTO github_app_installations (installation_id, account)
+VALUES (%(installation_id)s, %(account)s)
+ON CONFLICT (installation_id) DO NOTHING
+
 -- name: installation_removed
 UPDATE github_app_installations SET suspended = true, updated_at = now()
 WHERE installation_id = %(installation_id)s
@@ -31,6 +36,14 @@ VALUES (%(installation_id)s, %(account)s, %(tenant_id)s)
 ON CONFLICT (installation_id) DO UPDATE
 SET tenant_id = EXCLUDED.tenant_id, updated_at = now()
 RETURNING installation_id, account, tenant_id, suspended
+
+-- name: lock_installation
+-- The installation and its tenant's name, locked until commit: two mappings of one installation
+-- happen one after the other, the second seeing the first's.
+SELECT i.installation_id, i.account, i.tenant_id, i.suspended, t.name AS tenant
+FROM github_app_installations i LEFT JOIN tenants t ON t.id = i.tenant_id
+WHERE i.installation_id = %(installation_id)s
+FOR UPDATE OF i
 
 -- name: installation
 SELECT installation_id, account, tenant_id, suspended
@@ -47,8 +60,12 @@ VALUES (%(full_name)s, %(installation_id)s)
 ON CONFLICT (full_name) DO UPDATE
 SET installation_id = EXCLUDED.installation_id, seen_at = now()
 
--- name: repository_installation
-SELECT installation_id FROM github_app_repositories WHERE full_name = %(full_name)s
+-- name: covering_installation
+-- The installation covering a repository and whose it is (NULL tenant: mapped to none; NULL
+-- suspended: the installation itself was never recorded).
+SELECT r.installation_id, i.tenant_id, i.suspended
+FROM github_app_repositories r LEFT JOIN github_app_installations i USING (installation_id)
+WHERE r.full_name = %(full_name)s
 
 -- name: proposal_installation
 -- The installation covering a proposal's repository (pacing keys on it); NULL when not known.

@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
+from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.vocabulary import AuditEvent, SuggestionKind, SuggestionMode
 from resolveflow.errors import ResolveFlowError
@@ -130,15 +131,16 @@ def _after_execute(state: TriageState) -> str:
 
 
 def _fetch(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
+    github = acting_for(deps.github, UUID(state["tenant_id"]))  # the run's tenant reads
     try:
-        raw = evidence_service.gather(deps.github, state["repository"], state["issue_number"])
+        raw = evidence_service.gather(github, state["repository"], state["issue_number"])
     except ResolveFlowError as exc:
         return {"error": f"could not read the issue from GitHub: {exc.message}"}
     try:
         policy = deps.policy()
     except ResolveFlowError as exc:
         return {"error": exc.message}
-    config = repository_config.load(deps.github, deps.configs, state["repository"], policy)
+    config = repository_config.load(github, deps.configs, state["repository"], policy)
     kept = config.as_state()
     if config.sha is not None or config.errors:
         steps.record_config(deps.db, state, kept)

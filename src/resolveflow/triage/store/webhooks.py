@@ -85,6 +85,13 @@ def event_claimed_by(conn: Connection, key: EventKey) -> str | None:
     return str(row["delivery_id"]) if row else None
 
 
+def event_of_delivery(conn: Connection, delivery_id: str, scope: UUID | None) -> EventKey | None:
+    """The event ``delivery_id`` claimed when it was recorded in ``scope`` (None: the global
+    hook's); None when it claimed none (ignored, or recorded before events were claimed)."""
+    params = {"delivery_id": delivery_id, "scope": scope}
+    return rows.one(conn, EventKey, q("triage/store/webhooks", "event_of_delivery"), params)
+
+
 def delivery_by_id(conn: Connection, delivery_id: str) -> RecordedDelivery | None:
     params = {"delivery_id": delivery_id}
     return rows.one(conn, RecordedDelivery, q("triage/store/webhooks", "delivery_by_id"), params)

@@ -26,6 +26,13 @@ WHERE tenant_id IS NOT DISTINCT FROM %(tenant_id)s::uuid AND event = %(event)s
   AND repository = %(repository)s AND issue_number = %(issue_number)s AND action = %(action)s
   AND subject = %(subject)s AND updated_at = %(updated_at)s
 
+-- name: event_of_delivery
+-- The event a delivery claimed when it was recorded, in its own scope (its job later claims the
+-- same event in other tenants' scopes under the same delivery id: those rows are not this one).
+SELECT tenant_id, event, repository, issue_number, action, subject, updated_at
+FROM webhook_events
+WHERE delivery_id = %(delivery_id)s AND tenant_id IS NOT DISTINCT FROM %(scope)s::uuid
+
 -- name: delivery_by_id
 SELECT delivery_id, event, action, repository, issue_number, tenant_id, queued, ignored,
        received_at
