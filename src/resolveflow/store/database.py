@@ -41,6 +41,14 @@ _CONSTRAINT_ERRORS: dict[str, type[ResolveFlowError]] = {
     "executions_one_per_approval": domain_errors.AlreadyExecuted,
     "executions_idempotency_key": domain_errors.AlreadyExecuted,
     "proposals_version_unique": domain_errors.SupersededProposal,
+    "close_duplicate_claims_one_in_flight": domain_errors.AlreadyExists,
+}
+# The line a constraint's error says, where its class's own words would not tell what to do.
+_CONSTRAINT_MESSAGES: dict[str, str] = {
+    "close_duplicate_claims_one_in_flight": (
+        "another close-as-duplicate of this issue is in flight (proposals list shows it): "
+        "reject it, or wait until it ends"
+    ),
 }
 
 
@@ -48,7 +56,8 @@ def translate_error(exc: psycopg.Error) -> ResolveFlowError:
     """Turn a database error into the domain error it stands for."""
     diag = exc.diag
     if isinstance(exc, pg_errors.UniqueViolation) and diag.constraint_name in _CONSTRAINT_ERRORS:
-        return _CONSTRAINT_ERRORS[diag.constraint_name]()
+        name = diag.constraint_name
+        return _CONSTRAINT_ERRORS[name](_CONSTRAINT_MESSAGES.get(name))
     if isinstance(exc, pg_errors.ForeignKeyViolation):
         return domain_errors.NotFound(
             f"a referenced record does not exist ({diag.constraint_name})"
