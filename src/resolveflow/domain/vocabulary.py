@@ -99,6 +99,7 @@ class AuditEvent(StrEnum):
     TENANT_CREATED = "tenant.created"
     PRINCIPAL_CREATED = "principal.created"
     PRINCIPAL_ROLES_SET = "principal.roles_set"
+    PRINCIPAL_TOKEN_REVOKED = "principal.token_revoked"  # noqa: S105 - an event name
     MAILBOX_GRANTED = "mailbox.granted"
     MAILBOX_REVOKED = "mailbox.revoked"
     MAILBOX_CREDENTIAL_SET = "mailbox.credential_set"

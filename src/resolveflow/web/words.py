@@ -84,6 +84,7 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.TENANT_CREATED: "tenant created",
     AuditEvent.PRINCIPAL_CREATED: "person added",
     AuditEvent.PRINCIPAL_ROLES_SET: "roles changed",
+    AuditEvent.PRINCIPAL_TOKEN_REVOKED: "API token revoked",
     AuditEvent.REPOSITORY_ALLOWED: "repository allowed",
     AuditEvent.REPOSITORY_REMOVED: "repository removed",
     AuditEvent.SESSION_STARTED: "signed in",
