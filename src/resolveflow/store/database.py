@@ -120,7 +120,18 @@ def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
 
 
 class Database:
-    """The application's view of Postgres: tenant-scoped and global transactions from one pool."""
+    """The application's view of Postgres: tenant-scoped and global transactions from one pool.
+
+    After an outage the pool must find the database again within seconds of its return. psycopg_pool
+    replaces a lost connection in the background, waiting 1 s, then twice as long after each
+    failure, for ``reconnect_timeout`` (5 minutes by default): after a 3-minute outage its next
+    try could come a minute after the database was back, and every request until then waited out
+    the connect timeout and answered 503. ``reconnect_seconds`` (5 s) ends each series of tries
+    early instead; the next request that needs a connection starts a new one at once. So during an
+    outage the database is tried a few times per ``reconnect_seconds`` while requests come, never
+    while none do, and after it the first request (or a try under way, at most a few seconds off)
+    connects.
+    """
 
     def __init__(
         self,
@@ -130,9 +141,11 @@ class Database:
         connect_timeout: float = 10.0,
         statement_timeout_ms: int = 30_000,
         check_idle_seconds: float = 2.0,
+        reconnect_seconds: float = 5.0,
     ) -> None:
         self.url = url
         self._connect_timeout = connect_timeout
+        self._reconnect_seconds = reconnect_seconds
         self._statement_timeout_ms = statement_timeout_ms
         self._idle_check = IdleCheck(check_idle_seconds)
         self._pool = ConnectionPool(
@@ -146,6 +159,7 @@ class Database:
             timeout=connect_timeout,
             open=False,
             name="resolveflow",
+            reconnect_timeout=reconnect_seconds,
         )
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
@@ -228,6 +242,7 @@ class Database:
             timeout=self._connect_timeout,
             open=False,
             name="resolveflow-checkpoints",
+            reconnect_timeout=self._reconnect_seconds,
         )
         pool.open(wait=True, timeout=self._connect_timeout)
         return pool
