@@ -160,6 +160,9 @@ class LinkEvent(StrEnum):
     ISSUED = "sign_in_link.issued"
     USED = "sign_in_link.used"
     REFUSED = "sign_in_link.refused"
+    # Refusals past a limit (per address, per tenant) are not recorded one by one: this, once
+    # per window (accounts/refusal_limits.py).
+    REFUSALS_LIMITED = "sign_in_link.refusals_limited"
 
 
 # The principal that GitHub's webhooks act as in each tenant (``triage/webhooks.py``).

@@ -133,6 +133,7 @@ LINK_EVENT: dict[LinkEvent, str] = {
     LinkEvent.ISSUED: "sign-in link issued",
     LinkEvent.USED: "sign-in link used",
     LinkEvent.REFUSED: "sign-in link refused",
+    LinkEvent.REFUSALS_LIMITED: "sign-in link refused too often: further refusals not recorded",
 }
 
 SUGGESTION_KIND: dict[SuggestionKind, str] = {
