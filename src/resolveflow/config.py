@@ -157,6 +157,11 @@ class WebSettings(SettingsGroup):
     # Any body but a document's or a webhook's (own caps), 413 past it; fits a 2 MB mail twice.
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, le=100 * 1024 * 1024)
     max_json_depth: int = Field(default=32, ge=4, le=500)  # deeper JSON is 400; ours nest 3
+    # Refused sign-in link POSTs per client address and per tenant in a window; past either, 429
+    # and no audit row each (accounts/refusal_limits.py). A valid link always signs in.
+    sign_in_refusals_per_address: int = Field(default=10, ge=1, le=100_000)
+    sign_in_refusals_per_tenant: int = Field(default=50, ge=1, le=1_000_000)
+    sign_in_refusal_window_seconds: int = Field(default=300, ge=1, le=86_400)
 
     @field_validator("public_url")
     @classmethod

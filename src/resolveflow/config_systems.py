@@ -57,6 +57,10 @@ class DatabaseSettings(SettingsGroup):
     pool_max_size: int = Field(default=10, ge=1, le=200)
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     statement_timeout_ms: int = Field(default=30_000, ge=100)
+    # A lost connection is tried again for this long (after 1 s, then doubling: psycopg_pool's
+    # backoff), then left until a request needs one: after an outage the database is tried again
+    # within seconds of its return, and not at all while nothing asks (store/database.py).
+    reconnect_seconds: float = Field(default=5.0, ge=1, le=300)
 
 
 class GitHubSettings(SettingsGroup):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import getpass
 import re
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.domain.records import Principal, Role, Tenant
@@ -145,6 +146,36 @@ def set_roles(db: Database, tenant_name: str, subject: str, roles: list[Role]) -
             details={"roles": [r.value for r in sorted(set(roles))]},
         )
         return tenant_store.principal_by_subject(conn, tenant.id, subject)
+
+
+@dataclass(frozen=True)
+class RevokedToken:
+    principal: Principal
+    revoked_at: datetime
+    changed: bool  # False: it was revoked already, at ``revoked_at``
+
+
+def revoke_token(db: Database, tenant_name: str, subject: str) -> RevokedToken:
+    """Revoke the principal's API token, audited. Every request looks its token up (no cache),
+    so the next one made with it is refused. The principal stays, with its records, its roles and
+    its browser sessions (a sign-in, not the token, made those)."""
+    tenant = find_tenant(db, tenant_name)
+    with db.tenant(tenant.id) as conn:
+        principal = tenant_store.principal_by_subject(conn, tenant.id, subject)
+        revoked_at = tenant_store.revoke_token(conn, tenant.id, principal.id)
+        if revoked_at is None:
+            assert principal.token_revoked_at is not None
+            return RevokedToken(principal, principal.token_revoked_at, changed=False)
+        audit.record(
+            conn,
+            tenant_id=tenant.id,
+            actor=operator_actor(),
+            event=AuditEvent.PRINCIPAL_TOKEN_REVOKED,
+            subject_type="principal",
+            subject_id=principal.id,
+            details={"subject": principal.subject},
+        )
+    return RevokedToken(replace(principal, token_revoked_at=revoked_at), revoked_at, changed=True)
 
 
 def list_principals(db: Database, tenant_name: str) -> list[Principal]:

@@ -22,13 +22,20 @@ from uuid import UUID
 
 from resolveflow.accounts.admin import find_tenant, operator_actor
 from resolveflow.accounts.auth import hash_token
+from resolveflow.accounts.refusal_limits import RefusalLimits, RefusalScope, Verdict
 from resolveflow.accounts.sessions import NewSession, start_session
 from resolveflow.domain.records import actor_of
 from resolveflow.domain.vocabulary import LinkEvent
-from resolveflow.errors import AuthenticationFailed, InvalidInput, NotFound
+from resolveflow.errors import (
+    AuthenticationFailed,
+    InvalidInput,
+    NotFound,
+    ResolveFlowError,
+    Unavailable,
+)
 from resolveflow.store import sign_in_links as link_store
 from resolveflow.store import tenants as tenant_store
-from resolveflow.store.database import Database
+from resolveflow.store.database import Connection, Database
 
 _LINK = re.compile(r"^rfl_([0-9a-f]{32})_([A-Za-z0-9_-]{40,64})$")
 DEFAULT_TTL_MINUTES = 15
@@ -147,10 +154,37 @@ def look(db: Database, token: str) -> LinkFor:
     return LinkFor(tenant, stored.subject, stored.expires_at)
 
 
-def sign_in(db: Database, token: str, session_ttl_seconds: int) -> NewSession:
+@dataclass(frozen=True)
+class Attempt:
+    """Where a POST of a link came from, for the refusal limits (``accounts/refusal_limits.py``)."""
+
+    limits: RefusalLimits
+    address: str | None
+
+
+class TooManyRefusals(Unavailable):
+    """Too many refused sign-in attempts; try again later."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            f"Too many refused sign-in attempts: try again in {retry_after} s. A link that was "
+            "not used and has not expired still works."
+        )
+        self.retry_after = retry_after
+
+
+def sign_in(
+    db: Database, token: str, session_ttl_seconds: int, attempt: Attempt | None = None
+) -> NewSession:
     """Use ``token`` (once) and start a session for its principal; ``LinkRefused`` otherwise.
-    The refusal is audited in its own transaction, which commits before it is raised."""
-    tenant_id = _tenant_of(token)
+    The refusal is audited in its own transaction, which commits before it is raised. With
+    ``attempt``, refusals past its limits raise ``TooManyRefusals`` and are not audited one by
+    one; a valid link is still used, whatever was refused before."""
+    try:
+        tenant_id = _tenant_of(token)
+    except LinkRefused:
+        _refuse(attempt, None)
+        raise
     token_hash = hash_token(token.strip())
     with db.tenant(tenant_id) as conn:
         used = link_store.use_link(conn, tenant_id, token_hash)
@@ -167,16 +201,65 @@ def sign_in(db: Database, token: str, session_ttl_seconds: int) -> NewSession:
                 details={"subject": principal.subject},
             )
             return start_session(conn, principal, session_ttl_seconds, {"via": "sign-in link"})
-        stored = link_store.link_by_hash(conn, tenant_id, token_hash)
-        # Used or expired between the update and this read: either way, refused.
-        why = _refusal(stored) or Refusal.USED
-        if link_store.tenant_name(conn, tenant_id) is not None:  # else nowhere to audit it
-            link_store.record_event(
-                conn,
-                tenant_id=tenant_id,
-                actor="web",
-                event=LinkEvent.REFUSED,
-                subject_id=str(stored.id) if stored else token_hash[:16],
-                details={"reason": why.value},
-            )
-    raise LinkRefused(why)
+        verdict = _refuse(attempt, tenant_id, raising=False)
+        refused: ResolveFlowError
+        if attempt is not None and verdict is not None and verdict.retry_after is not None:
+            _record_limited(conn, tenant_id, verdict, attempt)
+            refused = TooManyRefusals(verdict.retry_after)
+        else:
+            refused = LinkRefused(_record_refusal(conn, tenant_id, token_hash))
+    raise refused
+
+
+def _refuse(
+    attempt: Attempt | None, tenant_id: UUID | None, *, raising: bool = True
+) -> Verdict | None:
+    """Count a refusal of ``attempt``; past a limit, raise ``TooManyRefusals`` (``raising``)."""
+    if attempt is None:
+        return None
+    tenant = str(tenant_id) if tenant_id is not None else None
+    verdict = attempt.limits.refuse(
+        {RefusalScope.ADDRESS: attempt.address, RefusalScope.TENANT: tenant}
+    )
+    if raising and verdict.retry_after is not None:
+        raise TooManyRefusals(verdict.retry_after)
+    return verdict
+
+
+def _record_refusal(conn: Connection, tenant_id: UUID, token_hash: str) -> Refusal:
+    stored = link_store.link_by_hash(conn, tenant_id, token_hash)
+    # Used or expired between the update and this read: either way, refused.
+    why = _refusal(stored) or Refusal.USED
+    if link_store.tenant_name(conn, tenant_id) is not None:  # else nowhere to audit it
+        link_store.record_event(
+            conn,
+            tenant_id=tenant_id,
+            actor="web",
+            event=LinkEvent.REFUSED,
+            subject_id=str(stored.id) if stored else token_hash[:16],
+            details={"reason": why.value},
+        )
+    return why
+
+
+def _record_limited(conn: Connection, tenant_id: UUID, verdict: Verdict, attempt: Attempt) -> None:
+    """The one row that says refusals past a limit are no longer recorded, this window."""
+    scope = verdict.summarised()
+    if scope is None or link_store.tenant_name(conn, tenant_id) is None:
+        return
+    details: dict[str, object] = {
+        "scope": scope.value,
+        "limit": attempt.limits.limits[scope],
+        "window_seconds": attempt.limits.window_seconds,
+    }
+    key = str(tenant_id)
+    if scope is RefusalScope.ADDRESS:
+        key = details["address"] = attempt.address or "unknown"
+    link_store.record_event(
+        conn,
+        tenant_id=tenant_id,
+        actor="web",
+        event=LinkEvent.REFUSALS_LIMITED,
+        subject_id=f"{scope.value}:{key}",
+        details=details,
+    )

@@ -518,6 +518,7 @@ def open_app(settings: Settings, *, auto_migrate: bool = True) -> Iterator[App]:
         max_size=settings.database.pool_max_size,
         connect_timeout=settings.database.connect_timeout_seconds,
         statement_timeout_ms=settings.database.statement_timeout_ms,
+        reconnect_seconds=settings.database.reconnect_seconds,
     )
     with db:
         app = App(settings=settings, db=db)

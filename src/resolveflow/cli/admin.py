@@ -173,6 +173,7 @@ def principals_list(
             "subject": p.subject,
             "roles": sorted(r.value for r in p.roles),
             "own_github_token": p.has_github_token,
+            "token_revoked_at": p.token_revoked_at.isoformat() if p.token_revoked_at else None,
         }
         for p in found
     ]
@@ -181,16 +182,44 @@ def principals_list(
         as_json,
         lambda: table(
             "principals",
-            ["subject", "roles", "own token", whole("id")],
+            ["subject", "roles", "own token", "API token", whole("id")],
             [
                 (
                     p.subject,
                     ", ".join(sorted(r.value for r in p.roles)),
                     "yes" if p.has_github_token else "",
+                    f"revoked {plain.moment(p.token_revoked_at)}" if p.token_revoked_at else "",
                     p.id,
                 )
                 for p in found
             ],
+        ),
+    )
+
+
+@principals_app.command("revoke-token")
+def principals_revoke_token(
+    subject: str = typer.Option(..., "--subject", help="Login of the person or service."),
+    tenant: str | None = common.TenantOption,
+    as_json: bool = common.JsonOption,
+) -> None:
+    """Revoke a principal's API token: refused from the next request on (API, MCP, CLI)."""
+    with common.app() as opened:
+        name = common.tenant_name(opened, tenant)
+        revoked = admin.revoke_token(opened.db, name, subject)
+    at = plain.moment(revoked.revoked_at)
+    emit(
+        {
+            "tenant": name,
+            "subject": revoked.principal.subject,
+            "id": str(revoked.principal.id),
+            "token_revoked_at": revoked.revoked_at.isoformat(),
+            "changed": revoked.changed,
+        },
+        as_json,
+        lambda: console.print(
+            f"API token of {revoked.principal.subject} revoked"
+            + ("" if revoked.changed else f" (no change: revoked already at {at})")
         ),
     )
 

@@ -41,6 +41,7 @@ class Principal:
     subject: str
     roles: frozenset[Role]
     has_github_token: bool = False
+    token_revoked_at: datetime | None = None  # the API token no longer authenticates since
 
     def has(self, role: Role) -> bool:
         return role in self.roles or Role.ADMIN in self.roles

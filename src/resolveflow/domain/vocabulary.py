@@ -99,6 +99,7 @@ class AuditEvent(StrEnum):
     TENANT_CREATED = "tenant.created"
     PRINCIPAL_CREATED = "principal.created"
     PRINCIPAL_ROLES_SET = "principal.roles_set"
+    PRINCIPAL_TOKEN_REVOKED = "principal.token_revoked"  # noqa: S105 - an event name
     MAILBOX_GRANTED = "mailbox.granted"
     MAILBOX_REVOKED = "mailbox.revoked"
     MAILBOX_CREDENTIAL_SET = "mailbox.credential_set"
@@ -163,6 +164,9 @@ class LinkEvent(StrEnum):
     ISSUED = "sign_in_link.issued"
     USED = "sign_in_link.used"
     REFUSED = "sign_in_link.refused"
+    # Refusals past a limit (per address, per tenant) are not recorded one by one: this, once
+    # per window (accounts/refusal_limits.py).
+    REFUSALS_LIMITED = "sign_in_link.refusals_limited"
 
 
 # The principal that GitHub's webhooks act as in each tenant (``triage/webhooks.py``).

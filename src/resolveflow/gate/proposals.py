@@ -30,6 +30,7 @@ from resolveflow.gate.domain.suggestions import suggestion_kind
 from resolveflow.gate.duplicate_checks import check_chain
 from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import digest as digest_store
+from resolveflow.gate.store import duplicate_claims as claims
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
@@ -102,20 +103,29 @@ def create_close_duplicate_proposal(
     comment: str | None = None,
     note: str | None = None,
 ) -> Proposal:
-    """A ``github.issue_close_duplicate`` proposal. The issue must be open and the original
-    one that can be pointed to (no chain, no circle: ``gate/duplicate_checks.py``); both are
-    checked again before the notice and before the close."""
+    """A ``github.issue_close_duplicate`` proposal. The issue must be open, with no other
+    close-as-duplicate in flight (``AlreadyExists`` naming it), and the original one that can be
+    pointed to (no chain, no circle: ``gate/duplicate_checks.py``); both are checked again
+    before the notice and before the close."""
     _require_proposer(principal)
     action = build_close_duplicate(repository, issue, original, grace_hours, comment)
-    with db.tenant(principal.tenant_id) as conn:
-        _check_allowed(conn, principal.tenant_id, action.repository)
-    github = acting_for(github, principal.tenant_id)
-    target = github.get_issue(RepoName.parse(action.repository), issue)
+    tenant_id, repository = principal.tenant_id, action.repository
+    with db.tenant(tenant_id) as conn:
+        _check_allowed(conn, tenant_id, repository)
+        held = claims.holder(conn, tenant_id, repository, issue)
+    if held is not None:  # said before GitHub is asked anything
+        raise claims.in_flight(repository, issue, held)
+    github = acting_for(github, tenant_id)
+    target = github.get_issue(RepoName.parse(repository), issue)
     if target.state == "closed" or target.is_pull_request:
         what = "a pull request" if target.is_pull_request else "already closed"
-        raise PolicyViolation(f"{action.repository}#{issue} is {what}")
-    check_chain(github, db, principal.tenant_id, action)
-    return _insert_first_version(db, principal, action, note, None, "principal", DEFAULT_QUIET)
+        raise PolicyViolation(f"{repository}#{issue} is {what}")
+    check_chain(github, db, tenant_id, action)
+    # The insert claims the issue (migration 0036): of two proposals racing, one is refused here.
+    with db.tenant(tenant_id) as conn, claims.refused_when_held(conn, tenant_id, repository, issue):
+        return _insert_first_version_in(
+            conn, principal, action, note, None, "principal", DEFAULT_QUIET
+        )
 
 
 def create_prepared_proposal(

@@ -41,6 +41,14 @@ _CONSTRAINT_ERRORS: dict[str, type[ResolveFlowError]] = {
     "executions_one_per_approval": domain_errors.AlreadyExecuted,
     "executions_idempotency_key": domain_errors.AlreadyExecuted,
     "proposals_version_unique": domain_errors.SupersededProposal,
+    "close_duplicate_claims_one_in_flight": domain_errors.AlreadyExists,
+}
+# The line a constraint's error says, where its class's own words would not tell what to do.
+_CONSTRAINT_MESSAGES: dict[str, str] = {
+    "close_duplicate_claims_one_in_flight": (
+        "another close-as-duplicate of this issue is in flight (proposals list shows it): "
+        "reject it, or wait until it ends"
+    ),
 }
 
 
@@ -48,7 +56,8 @@ def translate_error(exc: psycopg.Error) -> ResolveFlowError:
     """Turn a database error into the domain error it stands for."""
     diag = exc.diag
     if isinstance(exc, pg_errors.UniqueViolation) and diag.constraint_name in _CONSTRAINT_ERRORS:
-        return _CONSTRAINT_ERRORS[diag.constraint_name]()
+        name = diag.constraint_name
+        return _CONSTRAINT_ERRORS[name](_CONSTRAINT_MESSAGES.get(name))
     if isinstance(exc, pg_errors.ForeignKeyViolation):
         return domain_errors.NotFound(
             f"a referenced record does not exist ({diag.constraint_name})"
@@ -111,7 +120,18 @@ def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
 
 
 class Database:
-    """The application's view of Postgres: tenant-scoped and global transactions from one pool."""
+    """The application's view of Postgres: tenant-scoped and global transactions from one pool.
+
+    After an outage the pool must find the database again within seconds of its return. psycopg_pool
+    replaces a lost connection in the background, waiting 1 s, then twice as long after each
+    failure, for ``reconnect_timeout`` (5 minutes by default): after a 3-minute outage its next
+    try could come a minute after the database was back, and every request until then waited out
+    the connect timeout and answered 503. ``reconnect_seconds`` (5 s) ends each series of tries
+    early instead; the next request that needs a connection starts a new one at once. So during an
+    outage the database is tried a few times per ``reconnect_seconds`` while requests come, never
+    while none do, and after it the first request (or a try under way, at most a few seconds off)
+    connects.
+    """
 
     def __init__(
         self,
@@ -121,9 +141,11 @@ class Database:
         connect_timeout: float = 10.0,
         statement_timeout_ms: int = 30_000,
         check_idle_seconds: float = 2.0,
+        reconnect_seconds: float = 5.0,
     ) -> None:
         self.url = url
         self._connect_timeout = connect_timeout
+        self._reconnect_seconds = reconnect_seconds
         self._statement_timeout_ms = statement_timeout_ms
         self._idle_check = IdleCheck(check_idle_seconds)
         self._pool = ConnectionPool(
@@ -137,6 +159,7 @@ class Database:
             timeout=connect_timeout,
             open=False,
             name="resolveflow",
+            reconnect_timeout=reconnect_seconds,
         )
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
@@ -219,6 +242,7 @@ class Database:
             timeout=self._connect_timeout,
             open=False,
             name="resolveflow-checkpoints",
+            reconnect_timeout=self._reconnect_seconds,
         )
         pool.open(wait=True, timeout=self._connect_timeout)
         return pool

@@ -29,6 +29,7 @@ def _principal(row: dict[str, Any]) -> Principal:
         subject=row["subject"],
         roles=frozenset(Role(role) for role in row["roles"]),
         has_github_token=row["has_github_token"],
+        token_revoked_at=row.get("token_revoked_at"),
     )
 
 
@@ -102,6 +103,14 @@ def set_principal_roles(
     ).fetchone()
     if row is None:
         raise NotFound("no such principal")
+
+
+def revoke_token(conn: Connection, tenant_id: UUID, principal_id: UUID) -> datetime | None:
+    """Revoke the principal's API token now; None when it was revoked already."""
+    row = conn.execute(
+        q("tenants", "revoke_token"), {"tenant_id": tenant_id, "id": principal_id}
+    ).fetchone()
+    return row["token_revoked_at"] if row else None
 
 
 def list_principals(conn: Connection, tenant_id: UUID) -> list[Principal]:

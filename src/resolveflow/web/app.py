@@ -78,6 +78,7 @@ def create_app(wired: App, *, sandbox: str | None = None) -> FastAPI:
         openapi_url="/api/openapi.json",
     )
     app.state.wired = wired
+    app.state.sign_in_refusals = link_sign_in.refusal_limits(wired.settings.web)
     instrument_web(app)  # server spans, when tracing is on
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["markdown"] = render

@@ -5,7 +5,9 @@ previews (a chat unfurling it, a mail scanner) only ever GET, so they cannot use
 posts the token with a nonce that a short-lived cookie scoped to this path also carries; a form
 on another site cannot send that cookie (SameSite=Lax), so nobody can be signed in as someone else
 by a page they did not open. The POST uses the link and sets the session cookie a GitHub sign-in
-sets. A used, expired or unknown link gets a page saying so and signs nobody in.
+sets. A used, expired or unknown link gets a page saying so and signs nobody in. Refused POSTs
+past a limit per client address or per tenant get 429 with Retry-After, and no audit row each
+(``accounts/refusal_limits.py``); a valid link is still used.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from resolveflow.accounts import sign_in_links as links
+from resolveflow.accounts.refusal_limits import RefusalLimits, RefusalScope
+from resolveflow.config import WebSettings
 from resolveflow.web.security import SESSION_COOKIE, clear_cookie, set_cookie, wired
 
 logger = logging.getLogger(__name__)
@@ -41,6 +45,22 @@ def _refused(request: Request, refused: links.LinkRefused) -> Response:
     return _page(request, _STATUS[refused.why], refused=refused.message, link=None)
 
 
+def _address(request: Request) -> str | None:
+    """The peer's address (``serve`` trusts no forwarding header: behind a proxy, the proxy's)."""
+    return request.client.host if request.client else None
+
+
+def refusal_limits(settings: WebSettings) -> RefusalLimits:
+    """One per app: the refusals of every request thread counted together."""
+    return RefusalLimits(
+        {
+            RefusalScope.ADDRESS: settings.sign_in_refusals_per_address,
+            RefusalScope.TENANT: settings.sign_in_refusals_per_tenant,
+        },
+        settings.sign_in_refusal_window_seconds,
+    )
+
+
 @router.get(links.PATH)
 def open_link(request: Request, token: str = "") -> Response:
     try:
@@ -61,8 +81,13 @@ def use_link(request: Request, token: str = Form(""), nonce: str = Form("")) -> 
         return _page(request, 400, refused=message, link=None)
     app = wired(request)
     ttl = app.settings.web.session_ttl_seconds
+    attempt = links.Attempt(request.app.state.sign_in_refusals, _address(request))
     try:
-        session = links.sign_in(app.db, token[:_TOKEN_MAX], ttl)
+        session = links.sign_in(app.db, token[:_TOKEN_MAX], ttl, attempt)
+    except links.TooManyRefusals as many:
+        page = _page(request, 429, refused=many.message, link=None)
+        page.headers["Retry-After"] = str(many.retry_after)
+        return page
     except links.LinkRefused as refused:
         return _refused(request, refused)
     logger.info("signed in with a link", extra={"principal": session.principal.subject})

@@ -84,6 +84,7 @@ AUDIT_EVENT: dict[AuditEvent, str] = {
     AuditEvent.TENANT_CREATED: "tenant created",
     AuditEvent.PRINCIPAL_CREATED: "person added",
     AuditEvent.PRINCIPAL_ROLES_SET: "roles changed",
+    AuditEvent.PRINCIPAL_TOKEN_REVOKED: "API token revoked",
     AuditEvent.REPOSITORY_ALLOWED: "repository allowed",
     AuditEvent.REPOSITORY_REMOVED: "repository removed",
     AuditEvent.APP_INSTALLATION_MAPPED: "GitHub App installation mapped here",
@@ -134,6 +135,7 @@ LINK_EVENT: dict[LinkEvent, str] = {
     LinkEvent.ISSUED: "sign-in link issued",
     LinkEvent.USED: "sign-in link used",
     LinkEvent.REFUSED: "sign-in link refused",
+    LinkEvent.REFUSALS_LIMITED: "sign-in link refused too often: further refusals not recorded",
 }
 
 SUGGESTION_KIND: dict[SuggestionKind, str] = {

@@ -172,7 +172,7 @@ def _mail(world: World, home: Path) -> None:
 # Every command that prints a table, the tables' headers, and the ids it prints whole.
 TABLES_PRINTED: list[tuple[tuple[str, ...], list[str], list[str]]] = [
     (("tenants", "list"), ["name", "id"], ["tenant"]),
-    (("principals", "list"), ["subject", "roles", "own token", "id"], ["principal"]),
+    (("principals", "list"), ["subject", "roles", "own token", "API token", "id"], ["principal"]),
     (("repos", "list"), ["repository"], []),
     (("db", "status"), ["version", "name", "applied at", "note"], []),
     (("proposals", "list"), ["id", "version", "kind", "target", "decision", "execution"],

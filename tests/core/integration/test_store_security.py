@@ -77,6 +77,24 @@ def test_runtime_role_cannot_change_immutable_records(
         conn.execute(statement)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE principals SET token_revoked_at = NULL",
+        "UPDATE principals SET token_revoked_at = clock_timestamp()",
+    ],
+)
+def test_a_revoked_api_token_stays_revoked(statement: str, db: Database, world: World) -> None:
+    from resolveflow.accounts import admin
+
+    admin.revoke_token(db, "acme", "alex")
+    with (
+        pytest.raises(InvalidTransition, match="revoked already"),
+        db.tenant(world.tenant.id) as conn,
+    ):
+        conn.execute(statement + " WHERE subject = 'alex'")  # type: ignore[arg-type]
+
+
 def test_superuser_is_not_how_the_application_connects(
     db: Database, superuser: psycopg.Connection
 ) -> None:

@@ -128,3 +128,68 @@ def test_a_form_from_another_site_cannot_use_a_link(client: TestClient, app: App
     assert forged.status_code == 400 and "did not start on this page" in forged.text
     assert "rf_session" not in client.cookies
     assert _use(client, issued.token).status_code == 303  # still unused: it works here
+
+
+# --- refusals past a limit: 429, and not one audit row each ---------------------------------
+
+
+def _link_rows(app: App) -> dict[str, int]:
+    with psycopg.connect(app.db.url, autocommit=True) as superuser:
+        rows = superuser.execute(
+            "SELECT event, count(*) FROM audit_events WHERE subject_type = 'sign_in_link'"
+            " GROUP BY event"
+        ).fetchall()
+    return {str(event): int(n) for event, n in rows}
+
+
+def _refused_post(client: TestClient, token: str) -> Any:
+    """What a script sends: its own nonce in its own cookie (the nonce stops a page on another
+    site, not a client that sets its cookies itself)."""
+    client.cookies.set("rf_link", "nonce-of-my-own", path="/auth/link")
+    return client.post(
+        "/auth/link", data={"token": token, "nonce": "nonce-of-my-own"}, follow_redirects=False
+    )
+
+
+def _unknown_token(app: App) -> str:
+    tenant = links.find_tenant(app.db, "acme")
+    return f"rfl_{tenant.id.hex}_{'A' * 43}"  # well formed, naming acme: looked up and refused
+
+
+def test_a_flood_of_refused_posts_gets_429s_and_a_bounded_audit_trail(
+    client: TestClient, app: App
+) -> None:
+    statuses = [_refused_post(client, _unknown_token(app)) for _ in range(60)]
+    statuses += [_refused_post(client, "rfl_garbage") for _ in range(5)]  # names no tenant
+    codes = [answer.status_code for answer in statuses]
+    assert codes == [404] * 10 + [429] * 55, codes
+    limited = statuses[-1]
+    assert 1 <= int(limited.headers["retry-after"]) <= 300
+    assert "Too many refused sign-in attempts" in limited.text and "set-cookie" not in {
+        k.lower() for k in limited.headers
+    }
+    rows = _link_rows(app)
+    assert rows == {"sign_in_link.refused": 10, "sign_in_link.refusals_limited": 1}, rows
+
+    # A genuine link still signs in, from the same address, in the same window.
+    issued = links.issue(app.db, "acme", "alex", 15)
+    client.cookies.clear()
+    answer = _use(client, issued.token)
+    assert answer.status_code == 303 and answer.headers["location"] == "/inbox"
+
+
+def test_refusals_spread_over_addresses_are_limited_per_tenant(app: App) -> None:
+    site = create_app(app)  # one app: its limits are shared by every client below
+    token = _unknown_token(app)
+    codes = []
+    for n in range(15):  # 5 refusals each: every address within its own limit of 10
+        with TestClient(site, base_url="https://testserver", client=(f"10.0.0.{n}", 5000)) as c:
+            codes += [_refused_post(c, token).status_code for _ in range(5)]
+    assert codes == [404] * 50 + [429] * 25, codes
+    rows = _link_rows(app)
+    assert rows == {"sign_in_link.refused": 50, "sign_in_link.refusals_limited": 1}, rows
+    with psycopg.connect(app.db.url, autocommit=True) as superuser:
+        [(details,)] = superuser.execute(
+            "SELECT details FROM audit_events WHERE event = 'sign_in_link.refusals_limited'"
+        ).fetchall()
+    assert details == {"scope": "tenant", "limit": 50, "window_seconds": 300}

@@ -4,23 +4,36 @@ close; objections; chains and circles; dropped responses; exactly one notice and
 
 from __future__ import annotations
 
+import threading
+import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from conftest import World, execution_state, make_due, make_executor, make_reconciler
 from fixtures_github import SERVICE_LOGIN
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.adapters.github.protocol import RepoName
+from resolveflow.bootstrap.app import migrate
 from resolveflow.domain.records import ExecutionState
 from resolveflow.domain.vocabulary import AuditEvent
-from resolveflow.errors import InvalidInput, PolicyViolation
+from resolveflow.errors import AlreadyExists, InvalidInput, PolicyViolation
 from resolveflow.gate import approvals, proposals
-from resolveflow.gate.domain.actions import build_close_duplicate, execution_marker
+from resolveflow.gate.domain.actions import (
+    ActionChanges,
+    action_digest,
+    build_close_duplicate,
+    execution_marker,
+)
 from resolveflow.gate.quiet import DEFAULT_QUIET
+from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer, Status
+from resolveflow.store import migrate as migrations
 from resolveflow.store.database import Database
 
 REPO = "acme/widgets"
@@ -345,3 +358,210 @@ def test_a_close_that_never_arrived_is_checked_again_and_sent_once(
     after = execution_state(db, world, waiting.id)
     assert after.state is ExecutionState.SENT
     assert len(closes(issues)) == 1 and len(issues.comments(REPO, 5)) == 1
+
+
+# --- one close-as-duplicate in flight per issue --------------------------------------------
+
+
+def notices(fake: FakeGitHubServer, number: int = 5) -> list[dict[str, Any]]:
+    """The notices on the forge: comments by the executor's account carrying a marker."""
+    return [
+        c
+        for c in fake.comments(REPO, number)
+        if c["user"]["login"] == SERVICE_LOGIN and "<!-- resolveflow:action=" in c["body"]
+    ]
+
+
+def test_a_second_close_as_duplicate_of_one_issue_is_refused_naming_the_first(
+    db: Database,
+    world: World,
+    issues: FakeGitHubServer,
+    github_client: GitHubKitClient,
+    superuser: psycopg.Connection[Any],
+) -> None:
+    first = propose(db, world, github_client, issue=5, of=3)
+    reads = issues.requests_received
+    for of, comment in ((7, None), (3, "Closing: same crash as #3.")):
+        with pytest.raises(AlreadyExists) as refused:
+            propose(db, world, github_client, issue=5, of=of, comment=comment)
+        assert refused.value.message == (
+            f"{REPO}#5 already has a close-as-duplicate in flight: proposal {first.id} "
+            "(as a duplicate of #3); reject it, or wait until it ends, to propose another"
+        )
+    assert issues.requests_received == reads  # refused before GitHub was asked anything
+    propose(db, world, github_client, issue=9, of=3)  # another issue is free
+
+    approve(db, world, first)
+    make_executor(db, github_client).run_due()
+    make_executor(db, github_client).run_due()
+    assert len(notices(issues)) == 1
+
+    # The close withdrawn (an objection): the issue may be proposed again, by a new decision.
+    [notice] = notices(issues)
+    issues.add_reaction(REPO, 5, "-1", user="carol", comment_id=notice["id"])
+    waiting = execution_state(db, world, execution_of(db, world, first))
+    make_due(superuser, waiting.id)
+    make_executor(db, github_client).run_due()
+    assert execution_state(db, world, waiting.id).state is ExecutionState.PARTIAL
+    propose(db, world, github_client, issue=5, of=7)
+
+
+def execution_of(db: Database, world: World, proposal: Any) -> Any:
+    with db.tenant(world.tenant.id) as conn:
+        row = conn.execute(
+            "SELECT id FROM executions WHERE proposal_id = %s", [proposal.id]
+        ).fetchone()
+    assert row is not None
+    return row["id"]
+
+
+def test_a_rejected_close_as_duplicate_lets_the_issue_go_and_an_edit_claims_it_again(
+    db: Database, world: World, issues: FakeGitHubServer, github_client: GitHubKitClient
+) -> None:
+    first = propose(db, world, github_client, issue=5, of=3)
+    approvals.reject(db, world.approver(db), first.id, "not a duplicate")
+    second = propose(db, world, github_client, issue=5, of=7)
+    # Editing the rejected one would put two in flight: the database refuses the new version.
+    with pytest.raises(AlreadyExists, match="another close-as-duplicate of this issue"):
+        proposals.edit_proposal(
+            db, world.requester(db), first.id, ActionChanges(comment="Duplicate of #3, really.")
+        )
+    approve(db, world, second)
+    make_executor(db, github_client).run_due()
+    assert len(notices(issues)) == 1 and "#7" in notices(issues)[0]["body"]
+
+
+def _propose_as_before_the_claims(
+    database_url: str, world: World, requester_id: Any, of: int, comment: str
+) -> Any:
+    """A close-as-duplicate proposal of #5 inserted as a release without the claims did (its
+    trigger off): two such lineages are live for one issue, as data from before could be."""
+    action = build_close_duplicate(REPO, 5, of, 72, comment)
+    proposal_id = uuid.uuid4()
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("SET session_replication_role = replica")
+        return proposal_store.insert_proposal(
+            conn,
+            proposal_id=proposal_id,
+            tenant_id=world.tenant.id,
+            lineage_id=proposal_id,
+            version=1,
+            action=action.canonical(),
+            digest=action_digest(action),
+            author_kind="principal",
+            created_by=requester_id,
+            run_id=None,
+            note=None,
+        )
+
+
+def test_two_executions_at_once_for_one_issue_post_one_notice(
+    db: Database,
+    world: World,
+    issues: FakeGitHubServer,
+    github_client: GitHubKitClient,
+    database_url: str,
+) -> None:
+    requester = world.requester(db)
+    lineages = [
+        _propose_as_before_the_claims(database_url, world, requester.id, of, f"Same as #{of}.")
+        for of in (3, 7)
+    ]
+    executions = [approve(db, world, proposal).execution.id for proposal in lineages]
+    start = threading.Barrier(2)
+
+    def run() -> None:
+        executor = make_executor(db, github_client)
+        start.wait(timeout=30)
+        executor.run_due()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    make_executor(db, github_client).run_due()  # whatever one executor left, the other takes
+
+    assert len(notices(issues)) == 1, notices(issues)
+    after = {e: execution_state(db, world, e) for e in executions}
+    posted = [e for e, x in after.items() if x.comment_id is not None]
+    refused = [x for x in after.values() if x.state is ExecutionState.FAILED]
+    assert len(posted) == 1 and len(refused) == 1, after
+    winner = lineages[executions.index(posted[0])]
+    assert refused[0].detail == (
+        f"refused before sending: {REPO}#5 already has a close-as-duplicate in flight: "
+        f"proposal {winner.id} (as a duplicate of #{winner.action['original']}); reject it, "
+        "or wait until it ends, to propose another"
+    )
+
+
+@pytest.fixture
+def pre_0036_url(pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A database with only the migrations before the claims (0036) applied."""
+    name = f"t_pre36_{uuid.uuid4().hex[:10]}"
+    root = pg_server.get_uri()
+    with psycopg.connect(root, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    url = pg_server.get_uri(name)
+    earlier = [m for m in migrations.available_migrations() if m.version < "0036"]
+    with (
+        monkeypatch.context() as patch,
+        psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn,
+    ):
+        patch.setattr(migrations, "available_migrations", lambda: earlier)
+        migrations.upgrade(conn)
+    yield url
+    with psycopg.connect(root, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+def _old_proposal(owner: psycopg.Connection[Any], tenant: Any, issue: int, of: int) -> Any:
+    action = build_close_duplicate(REPO, issue, of, 72, f"Same as #{of}.")
+    pid = uuid.uuid4()
+    owner.execute(
+        "INSERT INTO proposals (id, tenant_id, lineage_id, version, action, digest, author_kind)"
+        " VALUES (%s, %s, %s, 1, %s, %s, 'principal')",
+        [pid, tenant, pid, Jsonb(action.canonical()), action_digest(action)],
+    )
+    return pid, action_digest(action)
+
+
+def test_the_migration_gives_each_issue_one_claim_the_noticed_lineage_first(
+    pre_0036_url: str,
+) -> None:
+    with psycopg.connect(pre_0036_url, autocommit=True, row_factory=dict_row) as owner:
+        row = owner.execute("INSERT INTO tenants (name) VALUES ('acme') RETURNING id").fetchone()
+        tenant = row["id"]  # type: ignore[index]
+        alex = owner.execute(
+            "INSERT INTO principals (tenant_id, subject, roles, token_hash)"
+            " VALUES (%s, 'alex', '{approver}', %s) RETURNING id",
+            [tenant, "a" * 64],
+        ).fetchone()["id"]  # type: ignore[index]
+        older, _ = _old_proposal(owner, tenant, 5, 3)
+        noticed, digest = _old_proposal(owner, tenant, 5, 7)  # newer, but its notice is out
+        rejected, rejected_digest = _old_proposal(owner, tenant, 9, 3)
+        approval = owner.execute(
+            "INSERT INTO approvals (tenant_id, proposal_id, digest, decision, principal_id,"
+            " expires_at) VALUES (%s, %s, %s, 'approved', %s, now() + interval '1 day')"
+            " RETURNING id",
+            [tenant, noticed, digest, alex],
+        ).fetchone()["id"]  # type: ignore[index]
+        owner.execute(
+            "INSERT INTO executions (tenant_id, proposal_id, approval_id, digest,"
+            " idempotency_key, comment_id) VALUES (%s, %s, %s, %s, %s, 123)",
+            [tenant, noticed, approval, digest, f"{tenant}:{digest}"],
+        )
+        owner.execute(
+            "INSERT INTO approvals (tenant_id, proposal_id, digest, decision, principal_id,"
+            " reason) VALUES (%s, %s, %s, 'rejected', %s, 'no')",
+            [tenant, rejected, rejected_digest, alex],
+        )
+
+    migrate(pre_0036_url)
+    with psycopg.connect(pre_0036_url, autocommit=True, row_factory=dict_row) as owner:
+        claims = owner.execute(
+            "SELECT lineage_id, repository, issue, released_at FROM close_duplicate_claims"
+        ).fetchall()
+    assert claims == [
+        {"lineage_id": noticed, "repository": REPO, "issue": 5, "released_at": None}
+    ], (older, claims)

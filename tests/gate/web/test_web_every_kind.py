@@ -187,3 +187,18 @@ def test_a_bad_close_as_duplicate_request_is_one_line_and_proposes_nothing(site:
         assert "Traceback" not in text and said in text, (body, text)
     listed = site.get("/api/v1/proposals", site.world.approver_token).json()
     assert listed == []
+
+
+def test_a_second_close_as_duplicate_of_one_issue_is_409_naming_the_first(site: Site) -> None:
+    auth = {"Authorization": f"Bearer {site.world.requester_token}"}
+    body = {"issue": f"{REPO}#2", "original": 1}
+    first = site.client.post("/api/v1/proposals/close-duplicate", json=body, headers=auth)
+    assert first.status_code == 201, first.text
+    again = site.client.post("/api/v1/proposals/close-duplicate", json=body, headers=auth)
+    assert again.status_code == 409, again.text
+    assert again.json()["message"] == (
+        f"{REPO}#2 already has a close-as-duplicate in flight: proposal {first.json()['id']} "
+        "(as a duplicate of #1); reject it, or wait until it ends, to propose another"
+    )
+    listed = site.get("/api/v1/proposals", site.world.approver_token).json()
+    assert [p["id"] for p in listed] == [first.json()["id"]]

@@ -2,10 +2,12 @@
 
 Three passes over one execution, each a claim of it:
 
-1. No notice yet: the original is checked (chains, circles), the notice posted with the hidden
-   marker, and the execution goes back to the queue until the notice's time on GitHub plus the
-   grace period (``Recorder.awaiting_grace``). Nothing waits in a process; a restart changes
-   nothing; the notice is never posted twice (its id is recorded with the move).
+1. No notice yet: the execution's lineage claims the issue (one close-as-duplicate in flight per
+   issue, ``gate/store/duplicate_claims.py``), the original is checked (chains, circles), the
+   notice posted with the hidden marker, and the execution goes back to the queue until the
+   notice's time on GitHub plus the grace period (``Recorder.awaiting_grace``). Nothing waits in
+   a process; a restart changes nothing; the notice is never posted twice (its id is recorded
+   with the move).
 2. A notice found by reconciliation (or posted by an earlier execution) but no wait scheduled:
    the wait is scheduled from that notice's ``created_at``.
 3. Due: the issue is read again; any objection since the notice (``gate/domain/duplicates.py``),
@@ -27,7 +29,13 @@ from resolveflow.adapters.github.protocol import (
 )
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
-from resolveflow.errors import InvalidInput, InvalidTransition, PolicyViolation, ProviderError
+from resolveflow.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidTransition,
+    PolicyViolation,
+    ProviderError,
+)
 from resolveflow.gate.domain.actions import (
     ActionKind,
     AnyAction,
@@ -42,6 +50,7 @@ from resolveflow.gate.kinds.base import Evidence, KindSpec, Prepared, Settled, S
 from resolveflow.gate.kinds.github_issue import LABEL_CLOCK_SKEW, find_marked_comment
 from resolveflow.gate.kinds.sending import begin, send_outcome
 from resolveflow.gate.recorder import Recorder
+from resolveflow.gate.store import duplicate_claims as claims
 
 SPEC = KindSpec(
     kind=ActionKind.GITHUB_ISSUE_CLOSE_DUPLICATE,
@@ -96,6 +105,9 @@ class GitHubIssueCloseDuplicateExecutor:
         self, prepared: Prepared, action: GitHubIssueCloseDuplicateAction, repo: RepoName
     ) -> Execution:
         execution, token = prepared.execution, prepared.verified.token
+        held = self._claim(execution, action)
+        if held is not None:
+            return self.record.refused(execution, held)
         if prepared.prior:
             earlier = self._earlier_notice(prepared, action, repo)
             if earlier is not None:
@@ -123,6 +135,17 @@ class GitHubIssueCloseDuplicateExecutor:
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt.id, exc)
         return self._await_grace(execution, attempt.id, action, issue, posted)
+
+    def _claim(
+        self, execution: Execution, action: GitHubIssueCloseDuplicateAction
+    ) -> AlreadyExists | None:
+        """This execution's lineage claims the issue before anything is posted, so that of two
+        close-as-duplicates of one issue (a lineage older than the claims, two executors at once)
+        only one posts a notice; the other is refused, naming the one that holds the issue."""
+        repository, issue = action.repository, action.target.issue
+        with self.record.db.tenant(execution.tenant_id) as conn:
+            held = claims.take(conn, execution.tenant_id, execution.proposal_id, repository, issue)
+        return None if held is None else claims.in_flight(repository, issue, held)
 
     def _earlier_notice(
         self, prepared: Prepared, action: GitHubIssueCloseDuplicateAction, repo: RepoName

@@ -20,6 +20,7 @@ SELECT p.id, p.tenant_id, p.subject, p.roles,
        ) AS has_github_token
 FROM principals p
 WHERE p.tenant_id = %(tenant_id)s AND p.token_hash = %(token_hash)s
+  AND p.token_revoked_at IS NULL
 
 -- name: principal_by_id
 SELECT p.id, p.tenant_id, p.subject, p.roles,
@@ -30,7 +31,7 @@ FROM principals p
 WHERE p.tenant_id = %(tenant_id)s AND p.id = %(id)s
 
 -- name: principal_by_subject
-SELECT p.id, p.tenant_id, p.subject, p.roles,
+SELECT p.id, p.tenant_id, p.subject, p.roles, p.token_revoked_at,
        EXISTS (
            SELECT 1 FROM github_tokens t WHERE t.tenant_id = p.tenant_id AND t.principal_id = p.id
        ) AS has_github_token
@@ -42,8 +43,14 @@ UPDATE principals SET roles = %(roles)s
 WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 RETURNING id
 
+-- name: revoke_token
+-- Once: a revoked token stays revoked (a trigger refuses any later change, migration 0036).
+UPDATE principals SET token_revoked_at = clock_timestamp()
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s AND token_revoked_at IS NULL
+RETURNING token_revoked_at
+
 -- name: list_principals
-SELECT p.id, p.tenant_id, p.subject, p.roles,
+SELECT p.id, p.tenant_id, p.subject, p.roles, p.token_revoked_at,
        EXISTS (
            SELECT 1 FROM github_tokens t WHERE t.tenant_id = p.tenant_id AND t.principal_id = p.id
        ) AS has_github_token
