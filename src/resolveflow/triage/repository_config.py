@@ -27,7 +27,7 @@ import yaml
 from pydantic import ValidationError
 
 from resolveflow.adapters.github.protocol import GitHub, RepoName
-from resolveflow.errors import ResolveFlowError
+from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.policy_file import PolicyFile
 from resolveflow.triage.domain.repository_config import (
     CONFIG_PATH,
@@ -240,8 +240,9 @@ def _validated(data: Any, lines: dict[Path, int]) -> Parsed:
     return Parsed(config, (), lines)
 
 
-class _Refused(Exception):
-    """A limit the file breaks, found while it is being composed."""
+class _Refused(InvalidInput):
+    """A limit the file breaks, found while it is being composed (caught in ``_parse``: it
+    never leaves this module)."""
 
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem.message)
