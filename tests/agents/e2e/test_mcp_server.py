@@ -202,6 +202,11 @@ async def _hostile_calls(session: ClientSession) -> dict[str, CallToolResult]:
             "propose_email_reply",
             {"mailbox": UNGRANTED, "request": REQUEST.replace(MAILBOX, UNGRANTED), "body": REPLY},
         ),
+        # Lax pydantic read each of these as issue 1 (or 5 hits): a type slip is refused.
+        "issue_true": ("propose_comment", {**comment, "issue": True}),
+        "issue_string": ("propose_comment", {**comment, "issue": "1"}),
+        "issue_float": ("propose_comment", {**comment, "issue": 1.0}),
+        "k_string": ("search", {"query": "password", "k": "5"}),
     }
     return {name: await session.call_tool(tool, args) for name, (tool, args) in calls.items()}
 
@@ -277,6 +282,10 @@ def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
         ("off_list", [OFF_LIST, "allowlist"]),
         ("other_tenant", [OTHER_REPO, "allowlist"]),
         ("ungranted", ["no grant", UNGRANTED]),
+        ("issue_true", ["invalid arguments", "issue: Input should be a valid integer"]),
+        ("issue_string", ["invalid arguments", "issue: Input should be a valid integer"]),
+        ("issue_float", ["invalid arguments", "issue: Input should be a valid integer"]),
+        ("k_string", ["invalid arguments", "k: Input should be a valid integer"]),
     ],
 )
 def test_a_compromised_agents_attempts_fail(agent: World, attempt: str, words: list[str]) -> None:
