@@ -254,8 +254,3 @@ def _propose_tools(tools: AgentTools, who: Who) -> list[Callable[..., Any]]:
         return _guarded(lambda: tools.propose_email_reply(who(ctx), mailbox, request, facts, body))
 
     return [propose_comment, propose_github_issue, propose_project_issue, propose_email_reply]
-
-
-def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve one agent on stdin/stdout until it closes them."""
-    server.run("stdio")

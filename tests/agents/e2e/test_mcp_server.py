@@ -10,6 +10,7 @@ child."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -369,3 +370,54 @@ def test_over_http_without_a_token_it_is_refused(web: str, authorization: str | 
     answer = httpx.post(f"{web}/mcp", json=body, headers=headers, timeout=30)
     assert answer.status_code == 401, answer.text
     assert "token" in answer.json()["detail"]
+
+
+def _status_mb(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def _rpc(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": params}).encode() + b"\n"  # fmt: skip
+
+
+def test_over_stdio_a_line_past_the_limit_is_refused_without_being_held(world: World) -> None:
+    """A 40 MB line to a 1 MiB limit: answered with a JSON-RPC error naming the limit, the child's
+    peak memory barely moves (before: the whole line and its parse, several times its size), and
+    the next request is answered."""
+    env = {**world.env, "RESOLVEFLOW_TOKEN": world.tokens["agent"],
+           "RESOLVEFLOW_MCP_MAX_MESSAGE_BYTES": str(1024 * 1024)}  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "resolveflow", "mcp"],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}}  # fmt: skip
+        child.stdin.write(_rpc(1, "initialize", init))
+        child.stdin.flush()
+        assert json.loads(child.stdout.readline())["id"] == 1
+        child.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        child.stdin.write(_rpc(2, "tools/list", {}))
+        child.stdin.flush()
+        assert json.loads(child.stdout.readline())["id"] == 2
+        before = _status_mb(child.pid, "VmHWM:")
+        huge = {"name": "search", "arguments": {"query": "x" * (40 * 1024 * 1024)}}
+        child.stdin.write(_rpc(3, "tools/call", huge))
+        child.stdin.write(_rpc(4, "tools/list", {}))
+        child.stdin.flush()
+        refused = json.loads(child.stdout.readline())
+        answered = json.loads(child.stdout.readline())
+        peak = _status_mb(child.pid, "VmHWM:")
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+    assert peak - before < 40, (before, peak)  # MB; the line alone is 40
+    assert refused["id"] == 3 and "error" in refused, refused
+    assert "RESOLVEFLOW_MCP_MAX_MESSAGE_BYTES" in refused["error"]["message"], refused
+    assert answered["id"] == 4 and "tools" in answered["result"], answered
+    assert child.returncode == 0
