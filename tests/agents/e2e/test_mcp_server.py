@@ -14,7 +14,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,10 +316,11 @@ def test_a_person_approves_and_each_is_sent_once(agent: World) -> None:
     assert sent.rcpt_tos == ("kim@customer.example",) and b"valid for one hour" in sent.raw
 
 
-@pytest.fixture(scope="module")
-def web(agent: World) -> Iterator[str]:
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[str]:
+    """``serve``'s web app with the settings of ``env`` on a free port of loopback."""
     saved = dict(os.environ)
-    os.environ.update(agent.env)
+    os.environ.update(env)
     try:
         settings = load_settings()
     finally:
@@ -325,6 +328,12 @@ def web(agent: World) -> Iterator[str]:
         os.environ.update(saved)
     with open_app(settings) as opened, ServerThread(opened) as server:
         yield server.url
+
+
+@pytest.fixture(scope="module")
+def web(agent: World) -> Iterator[str]:
+    with serving(agent.env) as url:
+        yield url
 
 
 async def _http_agent(url: str, token: str) -> CallToolResult:
@@ -421,3 +430,71 @@ def test_over_stdio_a_line_past_the_limit_is_refused_without_being_held(world: W
     assert "RESOLVEFLOW_MCP_MAX_MESSAGE_BYTES" in refused["error"]["message"], refused
     assert answered["id"] == 4 and "tools" in answered["result"], answered
     assert child.returncode == 0
+
+
+STREAM = {"Accept": "text/event-stream"}
+
+
+def _open_stream(stack: ExitStack, url: str, token: str) -> httpx.Response:
+    """A ``GET /mcp`` event stream, held open until ``stack`` closes it."""
+    client = stack.enter_context(httpx.Client(timeout=30))
+    headers = {**STREAM, "Authorization": f"Bearer {token}"}
+    return stack.enter_context(client.stream("GET", f"{url}/mcp", headers=headers))
+
+
+def test_over_http_a_principal_holds_at_most_its_cap_of_streams(world: World) -> None:
+    """Cap 2: the agent's third stream is 429 in one line while two are open; another principal
+    still gets its own; each stream closed frees its place, round after round."""
+    env = {**world.env, "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL": "2"}
+    agent, alex = world.tokens["agent"], world.tokens["alex"]
+    with serving(env) as url:
+        for _ in range(5):
+            with ExitStack() as held:
+                assert [_open_stream(held, url, agent).status_code for _ in range(2)] == [200, 200]
+                with ExitStack() as extra:
+                    third = _open_stream(extra, url, agent)
+                    assert third.status_code == 429, third.status_code
+                    detail = json.loads(third.read())["detail"]
+                    assert "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL" in detail, detail
+                    assert "\n" not in detail
+                    assert _open_stream(extra, url, alex).status_code == 200
+            # Both closed by the client: the server lets them go, and the next round opens two.
+            _wait_for(lambda: _admitted(url, agent), "the closed streams' places were freed")
+        posted = httpx.post(f"{url}/mcp", headers={"Authorization": f"Bearer {agent}",
+                            "Content-Type": "application/json",
+                            "Accept": "application/json, text/event-stream"},
+                            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            timeout=30)  # fmt: skip
+        assert posted.status_code == 200, posted.text  # calls are not streams: never capped
+
+
+def _admitted(url: str, token: str) -> bool:
+    with ExitStack() as held:
+        return all(_open_stream(held, url, token).status_code == 200 for _ in range(2))
+
+
+def _wait_for(condition: Callable[[], bool], what: str, ceiling: float = 30.0) -> None:
+    deadline = time.monotonic() + ceiling
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {ceiling} s: {what}"
+        time.sleep(0.1)
+
+
+def test_over_http_an_idle_stream_is_closed_by_the_server(world: World) -> None:
+    """Idle 1 s, cap 1: the server ends the stream by itself (before: open until the client left),
+    and its place is free again."""
+    env = {**world.env, "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL": "1",
+           "RESOLVEFLOW_MCP_STREAM_IDLE_SECONDS": "1"}  # fmt: skip
+    agent = world.tokens["agent"]
+    with serving(env) as url:
+        for _ in range(2):
+            with ExitStack() as held:
+                stream = _open_stream(held, url, agent)
+                assert stream.status_code == 200
+                started, ended = time.monotonic(), False
+                for _chunk in stream.iter_bytes():  # pings every 15 s kept it open before
+                    if time.monotonic() - started > 25:
+                        break
+                else:
+                    ended = True
+                assert ended, "the server kept an idle stream open"
