@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -55,26 +55,40 @@ def serve_stdio(server: MCPServer[Any], max_message_bytes: int) -> None:
     anyio.run(_serve, server, max_message_bytes)
 
 
-async def _serve(server: MCPServer[Any], max_message_bytes: int) -> None:
-    ready = anyio.Event()
-    replies: list[Any] = []  # the SDK's write stream, once it exists
+class _Replies(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
 
-    async def refuse(request_id: RequestId, size: int) -> None:
-        logger.warning("MCP message refused", extra={"bytes": size, "limit": max_message_bytes})
-        await ready.wait()
+
+class _Refusals:
+    """Answers a line past the limit on the SDK's write stream, once the transport made it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.ready = anyio.Event()
+
+    def open(self, stream: _Replies) -> None:
+        self.stream: _Replies = stream
+        self.ready.set()
+
+    async def __call__(self, request_id: RequestId, size: int) -> None:
+        logger.warning("MCP message refused", extra={"bytes": size, "limit": self.limit})
+        await self.ready.wait()  # the stream is set then
         error = ErrorData(
             code=INVALID_REQUEST,
-            message=f"message refused: longer than {max_message_bytes} bytes "
+            message=f"message refused: longer than {self.limit} bytes "
             "(RESOLVEFLOW_MCP_MAX_MESSAGE_BYTES); it was not parsed",
         )
-        reply = JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
-        await replies[0].send(SessionMessage(reply))
+        await self.stream.send(
+            SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        )
 
+
+async def _serve(server: MCPServer[Any], max_message_bytes: int) -> None:
+    refuse = _Refusals(max_message_bytes)
     lines = bounded_lines(_stdin_chunks(), max_message_bytes, refuse)
     # The SDK only iterates what it is given as stdin (``async for line in stdin``).
     async with stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
-        replies.append(write)
-        ready.set()
+        refuse.open(write)
         # The SDK's MCPServer.run_stdio_async, with our stdin; the low-level server has no
         # public accessor.
         lowlevel = server._lowlevel_server
