@@ -54,6 +54,14 @@ REQUEST = (
     "Hi, the reset link expired before I could use it. How do I reset my password?\nKim\n"
 )
 REPLY = "Hello Kim,\n\nReset links are valid for one hour: ask for a new one.\n\nAcme Support\n"
+# The agent writes the "received" request itself: from an address the mailbox never received
+# from, under a new Message-ID or under Kim's real one.
+EVE_FROM = REQUEST.replace("Kim Park <kim@customer.example>", "Eve <eve@evil.example>")
+FORGED = {
+    "eve": EVE_FROM.replace("<req-kim@customer.example>", "<req-eve@evil.example>"),
+    "eve_real_id": EVE_FROM,
+}
+EVE = "Hello Eve,\n\nReset links are valid for one hour: ask for a new one.\n\nAcme Support\n"
 COMMENT = "Could you share the crash log?"
 GITLAB_TOKEN = "glpat-acme-bot"
 
@@ -138,6 +146,10 @@ def world(module_database: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         cli.json("index", "docs", "--tenant", "acme", str(docs))
         cli.json("mail", "import", "--tenant", "acme", "--mailbox", MAILBOX,
                  str(MAIL / "support-eml"))  # fmt: skip
+        incoming = home / "incoming"  # Kim's request reached the mailbox, and was imported
+        incoming.mkdir()
+        (incoming / "kim.eml").write_text(REQUEST)
+        cli.json("mail", "import", "--tenant", "acme", "--mailbox", MAILBOX, str(incoming))
         for subject in ("agent", "alex"):
             cli.run("principals", "grant", "--tenant", "acme", "--subject", subject,
                     "--mailbox", MAILBOX)  # fmt: skip
@@ -175,6 +187,10 @@ async def _stdio_agent(world: World) -> None:
         world.made["email"] = await session.call_tool(
             "propose_email_reply", {"mailbox": MAILBOX, "request": REQUEST, "body": REPLY}
         )
+        for name, request in FORGED.items():
+            world.made[name] = await session.call_tool(
+                "propose_email_reply", {"mailbox": MAILBOX, "request": request, "body": EVE}
+            )
         world.made["ask"] = await session.call_tool(
             "ask", {"question": "How long is a reset link valid?"}
         )
@@ -273,6 +289,25 @@ def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
     assert issue["kind"] == "gitlab.issue_create"
     assert issue["action"]["target"] == {"project_id": 42, "project": "group/ops"}
     assert issue["action"]["assignees"] == [{"name": "alice", "id": 12}]
+
+
+@pytest.mark.parametrize("attempt", sorted(FORGED))
+def test_an_email_to_an_address_the_mailbox_never_received_from_is_no_proposal(
+    agent: World, attempt: str
+) -> None:
+    """Before: an email.send proposal to eve, with no finding. Now the recipient is new (the
+    mailbox received nothing from eve), not in an allowed domain: a finding, and no proposal."""
+    made = agent.made[attempt]
+    assert not made.is_error, text_of(made)
+    reply = made.structured_content
+    assert reply["proposal"] is None, reply
+    assert any(
+        f.startswith("recipients: To eve@evil.example is new: the mailbox never received")
+        for f in reply["findings"]
+    ), reply["findings"]
+    shown = agent.cli.json("mail", "show", reply["draft_id"], token=agent.tokens["alex"])
+    assert shown["request"]["received"] is False
+    assert shown["latest"]["new_recipients"] == ["eve@evil.example"]
 
 
 @pytest.mark.parametrize(
