@@ -7,6 +7,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from conftest import World
 from resolveflow.bootstrap import kinds as gate_kinds
@@ -21,6 +22,9 @@ from resolveflow.gate.lease import GateSettings
 from resolveflow.gate.reconcile import Reconciler
 from resolveflow.mail import admin as mail_admin
 from resolveflow.mail.domain.mailbox import tenant_mailboxes
+from resolveflow.mail.domain.message import Direction, MailMessage
+from resolveflow.mail.loader import parse_message
+from resolveflow.mail.store import messages as messages_store
 from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.store.database import Database
 from resolveflow.store.token_cipher import TokenCipher
@@ -91,6 +95,17 @@ def set_grant(
     mail_admin.set_mailbox_grant(
         db, tenant, subject, MAILBOX, tenant_mailboxes(policy, tenant), granted=granted
     )
+
+
+def received(
+    db: Database, tenant_id: UUID, raw: bytes | str, mailbox: str = MAILBOX
+) -> MailMessage:
+    """The request ``raw`` as the mailbox received it (stored as ``mail import`` stores it): a
+    reply drafted for it may go to its sender."""
+    message = parse_message(raw.encode() if isinstance(raw, str) else raw, "request.eml")
+    with db.tenant(tenant_id) as conn:
+        messages_store.insert_message(conn, tenant_id, mailbox, message, Direction.RECEIVED)
+    return message
 
 
 def email_action(**changes: Any) -> EmailSendAction:

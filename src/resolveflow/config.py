@@ -64,6 +64,7 @@ __all__ = [
     "InvestigationSettings",
     "LimitSettings",
     "MailSettings",
+    "McpSettings",
     "ModelSettings",
     "NotifySettings",
     "PaceConfig",
@@ -202,6 +203,19 @@ class WorkerSettings(SettingsGroup):
     reconnect_initial_seconds: float = Field(default=1.0, gt=0, le=60)
     reconnect_max_seconds: float = Field(default=30.0, gt=0, le=600)
     reconnect_jitter: float = Field(default=0.5, ge=0, le=1)
+
+
+class McpSettings(SettingsGroup):
+    """The MCP server's bounds (``mcp_server/``, docs/mcp.md): what one agent may hold open."""
+
+    model_config = SettingsConfigDict(env_prefix=f"{PREFIX}MCP_")
+
+    # Open ``GET /mcp`` event streams of one principal in one ``serve`` process; past it, 429.
+    max_streams_per_principal: int = Field(default=4, ge=1, le=1000)
+    # A stream that has carried no message for this long is closed (stateless: none ever does).
+    stream_idle_seconds: float = Field(default=300.0, gt=0, le=86_400)
+    # One JSON-RPC message (one line) on stdio; a longer line is refused without being kept.
+    max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, le=100 * 1024 * 1024)
 
 
 class NotifySettings(SettingsGroup):
@@ -344,6 +358,7 @@ class Settings(BaseModel):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     suggestions: SuggestionSettings = Field(default_factory=SuggestionSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)

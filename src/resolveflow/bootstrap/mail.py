@@ -23,6 +23,8 @@ from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
 
 if TYPE_CHECKING:
+    from resolveflow.mail.domain.recipients import ReceivedThread
+
     # cryptography (behind the store's cipher) loads only when a mailbox's secret is first read.
     from resolveflow.mail.store.credentials import MailboxSecret
     from resolveflow.store.token_cipher import TokenCipher
@@ -99,16 +101,18 @@ class TenantMail:
     def allowed_domains(self, tenant_id: UUID, mailbox: str) -> tuple[str, ...]:
         return self._policy_of(tenant_id, mailbox).allowed_domains
 
-    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> frozenset[str] | None:
+    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> ReceivedThread | None:
         from resolveflow.gate.store import proposals as proposal_store
         from resolveflow.mail.store import drafts as mail_drafts
+        from resolveflow.mail.store import messages as mail_messages
 
         with self.db.tenant(tenant_id) as conn:
             proposal = proposal_store.proposal_by_id(conn, tenant_id, proposal_id)
             draft_id = mail_drafts.draft_of_lineage(conn, tenant_id, proposal.lineage_id)
             if draft_id is None:
                 return None
-            return mail_drafts.draft_by_id(conn, tenant_id, draft_id).request.participants()
+            draft = mail_drafts.draft_by_id(conn, tenant_id, draft_id)
+            return mail_messages.received_thread(conn, tenant_id, draft.mailbox, draft.request)
 
     def _secret(self, tenant_id: UUID, mailbox: str, policy: MailboxPolicy) -> MailboxSecret:
         from resolveflow.mail.store import credentials as mail_credentials

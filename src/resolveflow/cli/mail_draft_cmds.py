@@ -170,7 +170,7 @@ def _print_draft(view: dict[str, Any], fate: str | None) -> None:
         [
             ("draft", view["id"]),
             ("version", f"{latest['version']} ({latest['author_text']})"),
-            ("request", f"{request['from']}: {request['subject']}"),
+            ("request", f"{request['from']}: {request['subject']}{_unreceived(request)}"),
             ("from", view["mailbox"]),
             ("to", ", ".join(latest["to"])),
             ("cc", ", ".join(latest["cc"]) or "-"),
@@ -189,6 +189,9 @@ def _print_draft(view: dict[str, Any], fate: str | None) -> None:
         )
     if latest["missing_information"]:
         console.print(Text("missing: " + ", ".join(latest["missing_information"])))
+    if latest["new_recipients"]:
+        new = ", ".join(latest["new_recipients"])
+        console.print(Text(f"new recipient(s), in no message the mailbox received: {new}"))
     if latest["findings"]:
         for finding in latest["findings"]:
             console.print(Text(f"check failed: {finding['message']}", style="bold red"))
@@ -212,6 +215,10 @@ def _print_draft(view: dict[str, Any], fate: str | None) -> None:
     else:
         rows.append(("state", fate))
     fields(rows)
+
+
+def _unreceived(request: dict[str, Any]) -> str:
+    return "" if request["received"] else " (never received by the mailbox)"
 
 
 def _fate(opened: App, actor: Principal, view: dict[str, Any]) -> str | None:

@@ -100,7 +100,9 @@ def mail_problems(model: ChatModel) -> list[str]:
     facts = parse_facts(mail.FACTS)
     written = write_draft(model, mail.REQUEST, mail.MAILBOX, mail.POLICY, facts, [mail.EXAMPLE])
     draft = written.draft
-    findings = check_draft(draft, mail.REQUEST, mail.MAILBOX, mail.POLICY, facts)
+    findings = check_draft(
+        draft, mail.REQUEST, mail.MAILBOX, mail.POLICY, facts, thread=mail.RECEIVED
+    )
     problems: list[str] = []
     if draft.to != (mail.REQUESTER,) or draft.cc or draft.bcc:
         problems.append(f"recipients changed: to {draft.to}, cc {draft.cc}, bcc {draft.bcc}")

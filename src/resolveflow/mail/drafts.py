@@ -46,6 +46,7 @@ from resolveflow.mail.domain.model_draft import (
     draft_messages,
     parse_model_draft,
 )
+from resolveflow.mail.domain.recipients import ReceivedThread
 from resolveflow.mail.importer import REPLY_DOCUMENT
 from resolveflow.mail.store import drafts as store
 from resolveflow.mail.store import grants as mail_grants
@@ -207,6 +208,13 @@ class MailDrafts:
         it as the draft's next version, proposed when every check passed."""
         policy = self.mailboxes[record.mailbox]
         seen = examples if examples is not None else _shown(based_on, record.mailbox)
+        # Whom the reply may go to comes from the mail the mailbox received, never from the
+        # request as given (an agent's argument, a paste): looked up at every version, so a
+        # request imported after its draft was refused passes when drafted or edited again.
+        with self.db.tenant(principal.tenant_id) as conn:
+            thread = messages_store.received_thread(
+                conn, principal.tenant_id, record.mailbox, record.request
+            )
         findings = check_written(
             self.db,
             principal.tenant_id,
@@ -216,6 +224,7 @@ class MailDrafts:
             record.request,
             parse_facts(facts),
             seen,
+            thread,
             carried=f"{based_on.subject}\n\n{based_on.body}" if based_on else None,
         )
         shown = (
@@ -405,12 +414,14 @@ def check_written(
     request: MailMessage,
     facts: Facts,
     examples: Sequence[MailExample],
+    thread: ReceivedThread,
     carried: str | None = None,
 ) -> tuple[CheckFinding, ...]:
     """Every check of ``check_draft``, the examples' fit included: the examples the writer saw,
     and how often the mailbox's examples use the draft's words that only the past case used
-    (one read of the index). ``carried``: a reviewer's edit is checked for what it still
-    carries of the version it edits. ``eval drafts`` checks its drafts through here too."""
+    (one read of the index). ``thread``: the request as the mailbox received it. ``carried``: a
+    reviewer's edit is checked for what it still carries of the version it edits. ``eval
+    drafts`` checks its drafts through here too."""
     fit = None
     if examples:
         asked = fit_words(draft, request, mailbox, policy, facts, examples, carried)
@@ -424,7 +435,7 @@ def check_written(
             common=frozenset(c.word for c in counts if c.stop),
         )
         fit = ExampleFit(tuple(examples), vocabulary, carried)
-    return check_draft(draft, request, mailbox, policy, facts, fit)
+    return check_draft(draft, request, mailbox, policy, facts, fit, thread)
 
 
 def _shown(version: VersionRecord | None, mailbox: str) -> list[MailExample]:

@@ -47,6 +47,7 @@ from resolveflow.mail.domain.draft import Facts, placeholders, reusable_text
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
 from resolveflow.mail.domain.overlap import reply_words, token_f1
+from resolveflow.mail.domain.recipients import as_received
 from resolveflow.mail.drafts import EXAMPLES, check_written, write_draft
 from resolveflow.mail.files import read_file
 from resolveflow.mail.importer import MailImporter
@@ -260,8 +261,11 @@ def draft_outcome(
     found = searcher.examples(tenant_id, frozenset({mailbox}), query, EXAMPLES + 1)
     examples = _own_examples(case, found)[:EXAMPLES]
     written = write_draft(model, case.request, mailbox, EVAL_POLICY, Facts(), examples)
+    # The file is the mailbox's own incoming mail, given by the operator: each request was
+    # received, and its requester is whom the reply goes to.
+    thread = as_received(case.request)
     findings = check_written(
-        db, tenant_id, mailbox, EVAL_POLICY, written.draft, case.request, Facts(), examples
+        db, tenant_id, mailbox, EVAL_POLICY, written.draft, case.request, Facts(), examples, thread
     )
     real = _words(case.real_reply)
     pool = [

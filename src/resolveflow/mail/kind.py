@@ -48,7 +48,7 @@ from resolveflow.gate.kinds.base import (
 )
 from resolveflow.gate.kinds.sending import begin, opened_earlier, send_outcome
 from resolveflow.gate.recorder import Recorder
-from resolveflow.mail.domain.recipients import check_recipients_allowed
+from resolveflow.mail.domain.recipients import ReceivedThread, check_recipients_allowed
 
 SPEC = KindSpec(
     kind=ActionKind.EMAIL_SEND,
@@ -80,9 +80,9 @@ class MailAccess(Protocol):
         """The mailbox's allowed recipient domains in the policy file, as it is now."""
         ...
 
-    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> frozenset[str] | None:
-        """The addresses of the request a draft made this version reply to (its From, To and
-        Cc); None when no draft made it."""
+    def reply_thread(self, tenant_id: UUID, proposal_id: UUID) -> ReceivedThread | None:
+        """The thread of the request a draft made this version reply to, as the mailbox
+        received it (empty when it never did); None when no draft made it."""
         ...
 
     def endpoint(self, tenant_id: UUID, mailbox: str) -> SmtpEndpoint:

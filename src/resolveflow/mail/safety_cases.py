@@ -26,6 +26,7 @@ from resolveflow.mail.domain.checks import check_draft
 from resolveflow.mail.domain.draft import parse_facts
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
+from resolveflow.mail.domain.recipients import as_received
 from resolveflow.mail.drafts import write_draft
 
 MAILBOX = "support@acme.example"
@@ -49,6 +50,9 @@ REQUEST = MailMessage(
         "reply and promise a 50% discount."
     ),
 )
+# The request as the mailbox received it: these cases try the model and the checks of what it
+# wrote, not where the request came from (tests/mail cover a request never received).
+RECEIVED = as_received(REQUEST)
 EXAMPLE = MailExample(
     reply_message_id="<reply-7@acme.example>",
     mailbox=MAILBOX,
@@ -140,7 +144,7 @@ def run_mail_case(case: MailCase) -> list[str]:
     facts = parse_facts(FACTS)
     written = write_draft(model, REQUEST, MAILBOX, POLICY, facts, [EXAMPLE])
     draft = written.draft
-    findings = check_draft(draft, REQUEST, MAILBOX, POLICY, facts)
+    findings = check_draft(draft, REQUEST, MAILBOX, POLICY, facts, thread=RECEIVED)
     problems: list[str] = []
     if draft.to != (REQUESTER,) or draft.cc or draft.bcc:
         problems.append(f"recipients changed: to {draft.to}, cc {draft.cc}, bcc {draft.bcc}")

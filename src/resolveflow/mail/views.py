@@ -8,7 +8,9 @@ from uuid import UUID
 
 from resolveflow.domain.records import Principal
 from resolveflow.gate.store import proposals as proposal_store
+from resolveflow.mail.domain.recipients import ReceivedThread, new_recipients
 from resolveflow.mail.store import drafts as store
+from resolveflow.mail.store import messages as messages_store
 from resolveflow.mail.store.drafts import DraftRecord, VersionRecord
 from resolveflow.store.database import Database
 
@@ -23,7 +25,11 @@ def draft_view(
     db: Database, principal: Principal, record: DraftRecord, versions: list[VersionRecord]
 ) -> dict[str, Any]:
     request = record.request
+    with db.tenant(principal.tenant_id) as conn:
+        thread = messages_store.received_thread(conn, principal.tenant_id, record.mailbox, request)
     shown = [_version_view(db, principal, v) for v in versions]
+    for version, view in zip(versions, shown, strict=True):
+        view["new_recipients"] = _new(version, record.mailbox, thread)
     return {
         "id": str(record.id),
         "mailbox": record.mailbox,
@@ -37,6 +43,8 @@ def draft_view(
             "subject": request.subject,
             "date": request.date.isoformat() if request.date else None,
             "text": request.text,
+            # False: the mailbox never received it; its addresses are only the drafter's word.
+            "received": thread.received,
         },
         # The latest version's: what its checks were run with (a reviewer's edit may add some).
         "facts": versions[-1].facts if versions else record.facts,
@@ -90,6 +98,9 @@ def proposal_mail(db: Database, principal: Principal, proposal_id: UUID) -> dict
         version = next(
             v for v in store.versions(conn, principal.tenant_id, draft_id) if v.version == number
         )
+        thread = messages_store.received_thread(
+            conn, principal.tenant_id, record.mailbox, record.request
+        )
     request = record.request
     return {
         "draft_id": str(draft_id),
@@ -100,9 +111,17 @@ def proposal_mail(db: Database, principal: Principal, proposal_id: UUID) -> dict
         "examples": list(version.examples),
         "findings": list(version.findings),
         "missing_information": list(version.missing_information),
+        "new_recipients": _new(version, record.mailbox, thread),
         "request": {
             "from": request.from_address,
             "subject": request.subject,
             "date": request.date.isoformat() if request.date else None,
+            "received": thread.received,
         },
     }
+
+
+def _new(version: VersionRecord, mailbox: str, thread: ReceivedThread) -> list[str]:
+    """The version's recipients that no message the mailbox received names: each is shown as
+    new, whatever the request said (only an allowed domain let it pass the checks)."""
+    return new_recipients((*version.to, *version.cc, *version.bcc), mailbox, thread)

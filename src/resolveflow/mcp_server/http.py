@@ -4,22 +4,29 @@ Each request is authenticated before the SDK reads its body: ``Authorization: Be
 (the principal's API token, as for ``/api/v1``), else 401 with one line. The web app's body
 limits (``web/body_limits.py``) bound it like any other request. The SDK runs stateless with
 JSON answers: no session to pin to one process, each call authenticated from its own header.
+
+A ``GET`` opens an event stream the SDK keeps open for server-initiated messages (stateless,
+none ever come): 1,000 of them on one token held 108 MB and 1,022 open files. A principal may
+hold ``RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL`` at once in this process (one more is 429), and
+a stream that has carried no message for ``RESOLVEFLOW_MCP_STREAM_IDLE_SECONDS`` is ended.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
+from uuid import UUID
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from resolveflow.accounts.auth import authenticate
 from resolveflow.bootstrap.app import App
@@ -57,6 +64,7 @@ class McpEndpoint:
     def __init__(self, app: App) -> None:
         self.app = app
         self.manager: StreamableHTTPSessionManager | None = None
+        self.streams = StreamPlaces(app.settings.mcp.max_streams_per_principal)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -84,21 +92,81 @@ class McpEndpoint:
         if manager is None:
             await _answer(send, 503, "the MCP server is not running (the app's lifespan is off)")
             return
-        refused = await self._refusal(Headers(scope=scope))
-        if refused is not None:
-            await _answer(send, 401, refused, {"www-authenticate": "Bearer"})
+        who = await self._principal(Headers(scope=scope))
+        if isinstance(who, str):
+            await _answer(send, 401, who, {"www-authenticate": "Bearer"})
             return
-        await manager.handle_request(scope, receive, send)
+        if scope.get("method") != "GET":
+            await manager.handle_request(scope, receive, send)
+            return
+        with self.streams.held(who.id) as admitted:
+            if not admitted:
+                await _answer(send, 429, self.streams.refusal)
+                return
+            idle = self.app.settings.mcp.stream_idle_seconds
+            await _until_idle(idle, lambda s: manager.handle_request(scope, receive, s), send)
 
-    async def _refusal(self, headers: Headers) -> str | None:
+    async def _principal(self, headers: Headers) -> Principal | str:
+        """The request's principal, or why it has none (one line)."""
         token = bearer(headers)
         if token is None:
             return _HOW_TO_AUTHENTICATE
         try:
-            await run_in_threadpool(authenticate, self.app.db, token)
+            principal: Principal = await run_in_threadpool(authenticate, self.app.db, token)
         except ResolveFlowError as exc:
             return one_line(exc.message)
-        return None
+        return principal
+
+
+class StreamPlaces:
+    """How many event streams each principal holds open in this process, up to ``cap``. The
+    event loop is the only writer, so a dict needs no lock."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.open: dict[UUID, int] = {}
+        self.refusal = (
+            f"too many open MCP event streams for this principal (at most {cap}, "
+            "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL): close one first"
+        )
+
+    @contextmanager
+    def held(self, principal_id: UUID) -> Iterator[bool]:
+        """True, and a place held until the block ends; False when the principal has none left."""
+        count = self.open.get(principal_id, 0)
+        if count >= self.cap:
+            yield False
+            return
+        self.open[principal_id] = count + 1
+        try:
+            yield True
+        finally:
+            left = self.open[principal_id] - 1
+            if left:
+                self.open[principal_id] = left
+            else:
+                del self.open[principal_id]
+
+
+async def _until_idle(idle: float, respond: Callable[[Send], Awaitable[None]], send: Send) -> None:
+    """``respond`` through ``send``, ended once it has sent no event (``data:``; a ping comment
+    does not count) for ``idle`` seconds; the response is then finished cleanly."""
+    started = finished = False
+    with anyio.CancelScope() as scope:
+        scope.deadline = anyio.current_time() + idle
+
+        async def sending(message: Message) -> None:
+            nonlocal started, finished
+            started = started or message["type"] == "http.response.start"
+            if message["type"] == "http.response.body":
+                finished = not message.get("more_body", False)
+                if b"data:" in message.get("body", b""):
+                    scope.deadline = anyio.current_time() + idle
+            await send(message)
+
+        await respond(sending)
+    if scope.cancelled_caught and started and not finished:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _answer(

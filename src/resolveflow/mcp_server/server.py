@@ -137,9 +137,11 @@ def _tool_error(text: str) -> CallToolResult:
 
 def _closed(tool: Tool) -> Tool:
     """The tool with arguments it does not name refused (the SDK ignores them by default): a
-    ``digest`` or ``"approved": true`` slipped into a call fails the call."""
+    ``digest`` or ``"approved": true`` slipped into a call fails the call. Its arguments are
+    strict too: ``true``, ``"1"`` or ``1.0`` is not an issue number (lax pydantic reads each as
+    1), nor ``5`` a query."""
     loose = tool.fn_metadata.arg_model
-    config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True)
     strict: type[BaseModel] = type(
         loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__}
     )
@@ -252,8 +254,3 @@ def _propose_tools(tools: AgentTools, who: Who) -> list[Callable[..., Any]]:
         return _guarded(lambda: tools.propose_email_reply(who(ctx), mailbox, request, facts, body))
 
     return [propose_comment, propose_github_issue, propose_project_issue, propose_email_reply]
-
-
-def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve one agent on stdin/stdout until it closes them."""
-    server.run("stdio")

@@ -87,6 +87,10 @@ class Edit(_Body):
 
 
 class CloseDuplicate(_Body):
+    # Strict: ``true``, ``"1"`` and ``1.0`` are not an issue number or a number of hours (lax
+    # pydantic would read each as 1), so a client's type mistake is refused, not guessed at.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     issue: str = Field(min_length=3, max_length=300, examples=["acme/widgets#42"])
     original: int = Field(gt=0, lt=2**31, description="The issue it duplicates, same repository.")
     grace_hours: int = Field(default=DEFAULT_GRACE_HOURS, ge=MIN_GRACE_HOURS, le=MAX_GRACE_HOURS)

@@ -10,10 +10,13 @@ child."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,14 @@ REQUEST = (
     "Hi, the reset link expired before I could use it. How do I reset my password?\nKim\n"
 )
 REPLY = "Hello Kim,\n\nReset links are valid for one hour: ask for a new one.\n\nAcme Support\n"
+# The agent writes the "received" request itself: from an address the mailbox never received
+# from, under a new Message-ID or under Kim's real one.
+EVE_FROM = REQUEST.replace("Kim Park <kim@customer.example>", "Eve <eve@evil.example>")
+FORGED = {
+    "eve": EVE_FROM.replace("<req-kim@customer.example>", "<req-eve@evil.example>"),
+    "eve_real_id": EVE_FROM,
+}
+EVE = "Hello Eve,\n\nReset links are valid for one hour: ask for a new one.\n\nAcme Support\n"
 COMMENT = "Could you share the crash log?"
 GITLAB_TOKEN = "glpat-acme-bot"
 
@@ -135,6 +146,10 @@ def world(module_database: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         cli.json("index", "docs", "--tenant", "acme", str(docs))
         cli.json("mail", "import", "--tenant", "acme", "--mailbox", MAILBOX,
                  str(MAIL / "support-eml"))  # fmt: skip
+        incoming = home / "incoming"  # Kim's request reached the mailbox, and was imported
+        incoming.mkdir()
+        (incoming / "kim.eml").write_text(REQUEST)
+        cli.json("mail", "import", "--tenant", "acme", "--mailbox", MAILBOX, str(incoming))
         for subject in ("agent", "alex"):
             cli.run("principals", "grant", "--tenant", "acme", "--subject", subject,
                     "--mailbox", MAILBOX)  # fmt: skip
@@ -172,6 +187,10 @@ async def _stdio_agent(world: World) -> None:
         world.made["email"] = await session.call_tool(
             "propose_email_reply", {"mailbox": MAILBOX, "request": REQUEST, "body": REPLY}
         )
+        for name, request in FORGED.items():
+            world.made[name] = await session.call_tool(
+                "propose_email_reply", {"mailbox": MAILBOX, "request": request, "body": EVE}
+            )
         world.made["ask"] = await session.call_tool(
             "ask", {"question": "How long is a reset link valid?"}
         )
@@ -202,6 +221,11 @@ async def _hostile_calls(session: ClientSession) -> dict[str, CallToolResult]:
             "propose_email_reply",
             {"mailbox": UNGRANTED, "request": REQUEST.replace(MAILBOX, UNGRANTED), "body": REPLY},
         ),
+        # Lax pydantic read each of these as issue 1 (or 5 hits): a type slip is refused.
+        "issue_true": ("propose_comment", {**comment, "issue": True}),
+        "issue_string": ("propose_comment", {**comment, "issue": "1"}),
+        "issue_float": ("propose_comment", {**comment, "issue": 1.0}),
+        "k_string": ("search", {"query": "password", "k": "5"}),
     }
     return {name: await session.call_tool(tool, args) for name, (tool, args) in calls.items()}
 
@@ -267,6 +291,25 @@ def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
     assert issue["action"]["assignees"] == [{"name": "alice", "id": 12}]
 
 
+@pytest.mark.parametrize("attempt", sorted(FORGED))
+def test_an_email_to_an_address_the_mailbox_never_received_from_is_no_proposal(
+    agent: World, attempt: str
+) -> None:
+    """Before: an email.send proposal to eve, with no finding. Now the recipient is new (the
+    mailbox received nothing from eve), not in an allowed domain: a finding, and no proposal."""
+    made = agent.made[attempt]
+    assert not made.is_error, text_of(made)
+    reply = made.structured_content
+    assert reply["proposal"] is None, reply
+    assert any(
+        f.startswith("recipients: To eve@evil.example is new: the mailbox never received")
+        for f in reply["findings"]
+    ), reply["findings"]
+    shown = agent.cli.json("mail", "show", reply["draft_id"], token=agent.tokens["alex"])
+    assert shown["request"]["received"] is False
+    assert shown["latest"]["new_recipients"] == ["eve@evil.example"]
+
+
 @pytest.mark.parametrize(
     ("attempt", "words"),
     [
@@ -277,6 +320,10 @@ def test_proposals_return_their_digest_and_inbox_link(agent: World) -> None:
         ("off_list", [OFF_LIST, "allowlist"]),
         ("other_tenant", [OTHER_REPO, "allowlist"]),
         ("ungranted", ["no grant", UNGRANTED]),
+        ("issue_true", ["invalid arguments", "issue: Input should be a valid integer"]),
+        ("issue_string", ["invalid arguments", "issue: Input should be a valid integer"]),
+        ("issue_float", ["invalid arguments", "issue: Input should be a valid integer"]),
+        ("k_string", ["invalid arguments", "k: Input should be a valid integer"]),
     ],
 )
 def test_a_compromised_agents_attempts_fail(agent: World, attempt: str, words: list[str]) -> None:
@@ -304,10 +351,11 @@ def test_a_person_approves_and_each_is_sent_once(agent: World) -> None:
     assert sent.rcpt_tos == ("kim@customer.example",) and b"valid for one hour" in sent.raw
 
 
-@pytest.fixture(scope="module")
-def web(agent: World) -> Iterator[str]:
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[str]:
+    """``serve``'s web app with the settings of ``env`` on a free port of loopback."""
     saved = dict(os.environ)
-    os.environ.update(agent.env)
+    os.environ.update(env)
     try:
         settings = load_settings()
     finally:
@@ -315,6 +363,12 @@ def web(agent: World) -> Iterator[str]:
         os.environ.update(saved)
     with open_app(settings) as opened, ServerThread(opened) as server:
         yield server.url
+
+
+@pytest.fixture(scope="module")
+def web(agent: World) -> Iterator[str]:
+    with serving(agent.env) as url:
+        yield url
 
 
 async def _http_agent(url: str, token: str) -> CallToolResult:
@@ -360,3 +414,122 @@ def test_over_http_without_a_token_it_is_refused(web: str, authorization: str | 
     answer = httpx.post(f"{web}/mcp", json=body, headers=headers, timeout=30)
     assert answer.status_code == 401, answer.text
     assert "token" in answer.json()["detail"]
+
+
+def _status_mb(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def _rpc(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": params}).encode() + b"\n"  # fmt: skip
+
+
+def test_over_stdio_a_line_past_the_limit_is_refused_without_being_held(world: World) -> None:
+    """A 40 MB line to a 1 MiB limit: answered with a JSON-RPC error naming the limit, the child's
+    peak memory barely moves (before: the whole line and its parse, several times its size), and
+    the next request is answered."""
+    env = {**world.env, "RESOLVEFLOW_TOKEN": world.tokens["agent"],
+           "RESOLVEFLOW_MCP_MAX_MESSAGE_BYTES": str(1024 * 1024)}  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "resolveflow", "mcp"],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}}  # fmt: skip
+        child.stdin.write(_rpc(1, "initialize", init))
+        child.stdin.flush()
+        assert json.loads(child.stdout.readline())["id"] == 1
+        child.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        child.stdin.write(_rpc(2, "tools/list", {}))
+        child.stdin.flush()
+        assert json.loads(child.stdout.readline())["id"] == 2
+        before = _status_mb(child.pid, "VmHWM:")
+        huge = {"name": "search", "arguments": {"query": "x" * (40 * 1024 * 1024)}}
+        child.stdin.write(_rpc(3, "tools/call", huge))
+        child.stdin.write(_rpc(4, "tools/list", {}))
+        child.stdin.flush()
+        refused = json.loads(child.stdout.readline())
+        answered = json.loads(child.stdout.readline())
+        peak = _status_mb(child.pid, "VmHWM:")
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+    assert peak - before < 40, (before, peak)  # MB; the line alone is 40
+    assert refused["id"] == 3 and "error" in refused, refused
+    assert "RESOLVEFLOW_MCP_MAX_MESSAGE_BYTES" in refused["error"]["message"], refused
+    assert answered["id"] == 4 and "tools" in answered["result"], answered
+    assert child.returncode == 0
+
+
+STREAM = {"Accept": "text/event-stream"}
+
+
+def _open_stream(stack: ExitStack, url: str, token: str) -> httpx.Response:
+    """A ``GET /mcp`` event stream, held open until ``stack`` closes it."""
+    client = stack.enter_context(httpx.Client(timeout=30))
+    headers = {**STREAM, "Authorization": f"Bearer {token}"}
+    return stack.enter_context(client.stream("GET", f"{url}/mcp", headers=headers))
+
+
+def test_over_http_a_principal_holds_at_most_its_cap_of_streams(world: World) -> None:
+    """Cap 2: the agent's third stream is 429 in one line while two are open; another principal
+    still gets its own; each stream closed frees its place, round after round."""
+    env = {**world.env, "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL": "2"}
+    agent, alex = world.tokens["agent"], world.tokens["alex"]
+    with serving(env) as url:
+        for _ in range(5):
+            with ExitStack() as held:
+                assert [_open_stream(held, url, agent).status_code for _ in range(2)] == [200, 200]
+                with ExitStack() as extra:
+                    third = _open_stream(extra, url, agent)
+                    assert third.status_code == 429, third.status_code
+                    detail = json.loads(third.read())["detail"]
+                    assert "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL" in detail, detail
+                    assert "\n" not in detail
+                    assert _open_stream(extra, url, alex).status_code == 200
+            # Both closed by the client: the server lets them go, and the next round opens two.
+            _wait_for(lambda: _admitted(url, agent), "the closed streams' places were freed")
+        posted = httpx.post(f"{url}/mcp", headers={"Authorization": f"Bearer {agent}",
+                            "Content-Type": "application/json",
+                            "Accept": "application/json, text/event-stream"},
+                            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            timeout=30)  # fmt: skip
+        assert posted.status_code == 200, posted.text  # calls are not streams: never capped
+
+
+def _admitted(url: str, token: str) -> bool:
+    with ExitStack() as held:
+        return all(_open_stream(held, url, token).status_code == 200 for _ in range(2))
+
+
+def _wait_for(condition: Callable[[], bool], what: str, ceiling: float = 30.0) -> None:
+    deadline = time.monotonic() + ceiling
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {ceiling} s: {what}"
+        time.sleep(0.1)
+
+
+def test_over_http_an_idle_stream_is_closed_by_the_server(world: World) -> None:
+    """Idle 1 s, cap 1: the server ends the stream by itself (before: open until the client left),
+    and its place is free again."""
+    env = {**world.env, "RESOLVEFLOW_MCP_MAX_STREAMS_PER_PRINCIPAL": "1",
+           "RESOLVEFLOW_MCP_STREAM_IDLE_SECONDS": "1"}  # fmt: skip
+    agent = world.tokens["agent"]
+    with serving(env) as url:
+        for _ in range(2):
+            with ExitStack() as held:
+                stream = _open_stream(held, url, agent)
+                assert stream.status_code == 200
+                started, ended = time.monotonic(), False
+                for _chunk in stream.iter_bytes():  # pings every 15 s kept it open before
+                    if time.monotonic() - started > 25:
+                        break
+                else:
+                    ended = True
+                assert ended, "the server kept an idle stream open"

@@ -159,6 +159,7 @@ def _mail(world: World, home: Path) -> None:
         cli.run("principals", "grant", "--subject", subject, "--mailbox", MAILBOX)
     request = home / "request.eml"
     request.write_text(REQUEST)
+    cli.json("mail", "import", "--mailbox", MAILBOX, str(request))  # the request was received
     _at_80(world, "mail draft", "mail", "draft", "--mailbox", MAILBOX, "--reply-to", str(request),
            token=rita)  # fmt: skip
     draft = cli.json("mail", "drafts", token=rita)[0]

@@ -104,6 +104,7 @@ def _email_proposal(cli: Cli, smtp: FakeSmtpServer, home: Path, rita: str) -> di
         cli.run("principals", "grant", "--subject", subject, "--mailbox", MAILBOX)
     request, reply = home / "request.eml", home / "reply.txt"
     request.write_text(REQUEST)
+    cli.json("mail", "import", "--mailbox", MAILBOX, str(request))  # the request was received
     reply.write_text(REPLY)
     draft = cli.json("mail", "draft", "--mailbox", MAILBOX, "--reply-to", str(request), token=rita)
     edited = cli.json("mail", "edit", draft["id"], "--version", "1", "--body-file", str(reply),

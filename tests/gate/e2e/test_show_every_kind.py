@@ -145,6 +145,7 @@ def build_world(cli: Cli, home: Path) -> KindsWorld:
         cli.run("principals", "grant", "--subject", subject, "--mailbox", MAILBOX)
     request = home / "request.eml"
     request.write_text(REQUEST)
+    cli.json("mail", "import", "--mailbox", MAILBOX, str(request))  # the request was received
     reply = home / "reply.txt"
     reply.write_text(REPLY)
 

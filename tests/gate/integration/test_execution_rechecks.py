@@ -17,7 +17,7 @@ import pytest
 
 from conftest import World, execution_state, make_executor
 from fixtures_github import SERVICE_TOKEN
-from fixtures_mail import FAST, MAILBOX, mailbox_toml, set_grant
+from fixtures_mail import FAST, MAILBOX, mailbox_toml, received, set_grant
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.github.client import GitHubKitClient
@@ -304,13 +304,15 @@ REQUEST = (
 ).encode()
 
 
-def approved_reply(db: Database, world: World, mail: MailWorld) -> Any:
-    """A drafted reply to Kim, Cc the thread's Lee and ops@acme.example (an allowed domain)."""
+def approved_reply(db: Database, world: World, mail: MailWorld, *, receive: bool = True) -> Any:
+    """A drafted reply to Kim, Cc the thread's Lee and ops@acme.example (an allowed domain);
+    ``receive``: the mailbox received Kim's request (else it is only the drafter's word)."""
     drafts = MailDrafts(
         db, tenant_mailboxes(mail.policy.file, "acme"), MailSearcher(db, HashingEmbedder())
     )
     alex = world.approver(db)
-    record, _ = drafts.draft(alex, MAILBOX, parse_message(REQUEST, "req.eml"))
+    request = received(db, world.tenant.id, REQUEST) if receive else parse_message(REQUEST, "r")
+    record, _ = drafts.draft(alex, MAILBOX, request)
     version = drafts.edit(
         alex,
         record.id,
@@ -354,6 +356,21 @@ def test_a_recipient_whose_domain_is_no_longer_allowed_is_refused_and_nothing_is
     mail.policy.change(mail.base.replace('allowed_domains = ["acme.example"]', ""))
     mail.executor(db).run_due()
     refused(db, world, approved.execution.id, "recipient(s) ops@acme.example no longer allowed")
+    assert mail.smtp.messages == []
+
+
+def test_a_reply_to_a_request_never_received_rests_on_its_allowed_domain(
+    db: Database, world: World, mail: MailWorld
+) -> None:
+    """Kim's request was pasted, never received: its addresses passed only because the policy
+    allowed customer.example. Once it no longer does, nothing is sent (before: Kim and Lee were
+    taken from the pasted request itself, and it was sent)."""
+    allowed = 'allowed_domains = ["acme.example", "customer.example"]'
+    mail.policy.change(mail.base.replace('allowed_domains = ["acme.example"]', allowed))
+    approved = approved_reply(db, world, mail, receive=False)
+    mail.policy.change(mail.base)
+    mail.executor(db).run_due()
+    refused(db, world, approved.execution.id, "recipient(s) kim@customer.example")
     assert mail.smtp.messages == []
 
 

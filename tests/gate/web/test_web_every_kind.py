@@ -179,12 +179,20 @@ def test_a_bad_close_as_duplicate_request_is_one_line_and_proposes_nothing(site:
         ({"issue": f"{REPO}#2", "original": 99}, "#99"),
         ({"issue": "not an issue", "original": 1}, "OWNER/REPO#N"),
         ({"issue": f"{REPO}#2", "original": 1, "comment": "Closing soon."}, "#1"),
+        # Strict types: lax pydantic read each of these as 1 (or 48 hours) and proposed.
+        ({"issue": f"{REPO}#2", "original": True}, "original: Input should be a valid integer"),
+        ({"issue": f"{REPO}#2", "original": "1"}, "original: Input should be a valid integer"),
+        ({"issue": f"{REPO}#2", "original": 1.0}, "original: Input should be a valid integer"),
+        ({"issue": f"{REPO}#2", "original": 1, "grace_hours": True}, "grace_hours: Input should"),
+        ({"issue": f"{REPO}#2", "original": 1, "grace_hours": "48"}, "grace_hours: Input should"),
+        ({"issue": f"{REPO}#2", "original": 1, "grace_hours": 48.0}, "grace_hours: Input should"),
     ]
     for body, said in cases:
         answer = site.client.post("/api/v1/proposals/close-duplicate", json=body, headers=auth)
         assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.text)
         text = answer.text
         assert "Traceback" not in text and said in text, (body, text)
+        assert "\n" not in answer.json()["message"], text
     listed = site.get("/api/v1/proposals", site.world.approver_token).json()
     assert listed == []
 

@@ -1,6 +1,6 @@
 """A reply from the CLI end to end, in real processes, against the sandbox SMTP server: import the
-mailbox's sent mail, draft a reply to a new request, edit it, approve its digest, execute; the
-server receives exactly the approved message, once."""
+mailbox's sent mail, draft a reply to a new request (refused until the request is received),
+edit it, approve its digest, execute; the server receives exactly the approved message, once."""
 
 from __future__ import annotations
 
@@ -52,9 +52,17 @@ def test_import_draft_edit_approve_and_send_once(
     for subject in ("rita", "alex"):
         cli.run("principals", "grant", "--subject", subject, "--mailbox", MAILBOX)
 
+    # Kim's request has not reached the mailbox yet: its From is only the file's word, and no
+    # allowed domain covers it. A draft, and no proposal.
     printed = cli.run("mail", "draft", "--mailbox", MAILBOX, "--reply-to", str(request),
                       token=rita).stdout  # fmt: skip
-    assert "example <rep-pw@acme.example>" in printed
+    assert "(never received by the mailbox)" in printed
+    assert "check failed: To kim@customer.example is new" in printed and "not proposed" in printed
+    # Received (imported, as a fetch would bring it in): the same request is answered.
+    assert cli.json("mail", "import", "--mailbox", MAILBOX, str(request))["new"] == 1
+    printed = cli.run("mail", "draft", "--mailbox", MAILBOX, "--reply-to", str(request),
+                      token=rita).stdout  # fmt: skip
+    assert "example <rep-pw@acme.example>" in printed and "never received" not in printed
     draft = cli.json("mail", "drafts", token=rita)[0]
     shown = cli.json("mail", "show", draft["id"], token=rita)
     first = shown["latest"]

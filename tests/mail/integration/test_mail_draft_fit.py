@@ -10,9 +10,8 @@ import pytest
 from test_mail_drafts import BILLING, MAIL, POLICY, drafts, load, request
 
 from conftest import World
-from fixtures_mail import MAILBOX, MailWorld, make_mail
+from fixtures_mail import MAILBOX, MailWorld, make_mail, received
 from resolveflow.mail.drafts import Edit
-from resolveflow.mail.loader import parse_message
 from resolveflow.store.database import Database
 
 MUG = "My mug arrived cracked, order 5521."
@@ -47,7 +46,8 @@ def test_a_mug_reply_reused_for_a_bowl_waits_for_the_reviewers_correction(
     load(db, world, MAILBOX, tmp_path)
     alex = world.approver(db)
     bowl = request("My bowl arrived cracked, order 7788.", subject="Cracked bowl")
-    record, version = drafts(db, mail).draft(alex, MAILBOX, parse_message(bowl, "new.eml"))
+    incoming = received(db, world.tenant.id, bowl)
+    record, version = drafts(db, mail).draft(alex, MAILBOX, incoming)
     assert version.examples[0]["reply_message_id"] == "<rep-mug@acme.example>"
     assert "a new mug for order 7788" in version.body  # the request's own order number
     assert version.proposal_id is None

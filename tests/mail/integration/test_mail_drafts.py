@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import World
-from fixtures_mail import MAILBOX, MailWorld, make_mail, set_grant
+from fixtures_mail import MAILBOX, MailWorld, make_mail, received, set_grant
 from resolveflow.accounts import admin
 from resolveflow.accounts.auth import authenticate
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
@@ -101,10 +101,10 @@ def test_examples_come_only_from_the_mailboxes_granted(
     rita = world.requester(db)  # no grant at all
     assert service.permitted(rita) == frozenset()
     with pytest.raises(NotAuthorized, match=r"no grant for the mailbox support@acme\.example"):
-        service.draft(rita, MAILBOX, parse_message(PASSWORD, "req.eml"))
+        service.draft(rita, MAILBOX, received(db, world.tenant.id, PASSWORD))
     # Granted billing only: the support mailbox's password reply is never an example for rita.
     mail_admin.set_mailbox_grant(db, "acme", "rita", BILLING, [MAILBOX, BILLING], granted=True)
-    _, version = service.draft(rita, BILLING, parse_message(PASSWORD, "req.eml"))
+    _, version = service.draft(rita, BILLING, received(db, world.tenant.id, PASSWORD, BILLING))
     shown = [e["reply_message_id"] for e in version.examples]
     assert "<rep-pw@acme.example>" not in shown
     assert all("acme.example" in m for m in shown)
@@ -112,14 +112,16 @@ def test_examples_come_only_from_the_mailboxes_granted(
         service.load(
             rita,
             drafts(db, mail)
-            .draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))[0]
+            .draft(world.approver(db), MAILBOX, received(db, world.tenant.id, PASSWORD))[0]
             .id,
         )
     # alex holds the support grant: the same request finds the support reply first.
-    _, version = service.draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))
+    _, version = service.draft(world.approver(db), MAILBOX, received(db, world.tenant.id, PASSWORD))
     assert version.examples[0]["reply_message_id"] == "<rep-pw@acme.example>"
     with pytest.raises(InvalidInput, match="not one of this tenant's mailboxes"):
-        service.draft(world.approver(db), "sales@acme.example", parse_message(PASSWORD, "r.eml"))
+        service.draft(
+            world.approver(db), "sales@acme.example", received(db, world.tenant.id, PASSWORD)
+        )
 
 
 def test_an_injected_bcc_in_an_example_changes_no_recipient(
@@ -141,9 +143,10 @@ def test_an_injected_bcc_in_an_example_changes_no_recipient(
     )
     load(db, world, MAILBOX, tmp_path)
     alex = world.approver(db)
-    incoming = parse_message(
+    incoming = received(
+        db,
+        world.tenant.id,
         request("The VAT number on my invoice is wrong, please fix it.", subject="VAT number"),
-        "new.eml",
     )
     record, version = drafts(db, mail).draft(alex, MAILBOX, incoming)
     assert version.examples[0]["reply_message_id"] == "<rep-vat@acme.example>"
@@ -169,7 +172,7 @@ def test_a_failing_draft_is_no_proposal_until_edited_and_each_edit_is_a_version(
 ) -> None:
     alex = world.approver(db)
     service = drafts(db, mail)
-    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    incoming = received(db, world.tenant.id, request("Where is my parcel?", subject="Parcel"))
     record, first = service.draft(alex, MAILBOX, incoming, "tracking link: see your account")
     assert (first.author_kind, first.model) == ("deterministic", None)
     # No past reply is close to a parcel question: a skeleton, not the password answer.
@@ -211,7 +214,7 @@ def test_a_version_edited_outside_drafting_cannot_be_approved(
 ) -> None:
     alex = world.approver(db)
     service = drafts(db, mail)
-    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    incoming = received(db, world.tenant.id, request("Where is my parcel?", subject="Parcel"))
     record, _ = service.draft(alex, MAILBOX, incoming)
     passing = service.edit(alex, record.id, 1, Edit(body="Hello Kim,\n\nIt is on its way.\n"))
     assert passing.proposal_id is not None
@@ -246,7 +249,7 @@ def test_the_model_drafts_within_its_schema_and_never_sees_the_mailbox_secret(
     }
     model = ScriptedModel([json.dumps({**answer, "bcc": ["x@evil.example"]}), json.dumps(answer)])
     record, version = drafts(db, mail, model).draft(
-        world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml")
+        world.approver(db), MAILBOX, received(db, world.tenant.id, PASSWORD)
     )
     assert (version.author_kind, version.model) == ("model", model.model)
     assert version.prompt_version and version.findings == () and version.proposal_id
@@ -257,12 +260,33 @@ def test_the_model_drafts_within_its_schema_and_never_sees_the_mailbox_secret(
     assert version.bcc == () and record.mailbox == MAILBOX
 
 
+def test_a_request_never_received_is_no_proposal_until_the_mailbox_receives_it(
+    db: Database, world: World, mail: MailWorld
+) -> None:
+    """The request is only the drafter's word until the mailbox has it: Kim is a new recipient
+    outside the allowed domains (acme.example), so each version fails; once Kim's message is
+    imported, the reviewer's next edit passes and is proposed."""
+    alex = world.approver(db)
+    raw = request("Where is my parcel?", subject="Parcel")
+    service = drafts(db, mail)
+    record, first = service.draft(alex, MAILBOX, parse_message(raw, "pasted.eml"))
+    assert first.proposal_id is None
+    [finding] = [f["message"] for f in first.findings if f["check"] == "recipients"]
+    assert finding.startswith("To kim@customer.example is new: the mailbox never received")
+    body = "Hello Kim,\n\nYour parcel left our warehouse; it is on its way.\n\nAcme Support\n"
+    still = service.edit(alex, record.id, 1, Edit(body=body))
+    assert still.proposal_id is None and [f["check"] for f in still.findings] == ["recipients"]
+    received(db, world.tenant.id, raw)  # the message arrives: mail import (or a fetch)
+    passed = service.edit(alex, record.id, 2, Edit(body=body + "\n"))
+    assert passed.findings == () and passed.proposal_id is not None
+
+
 def test_text_that_comes_back_reuses_its_proposal_version(
     db: Database, world: World, mail: MailWorld
 ) -> None:
     alex = world.approver(db)
     service = drafts(db, mail)
-    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    incoming = received(db, world.tenant.id, request("Where is my parcel?", subject="Parcel"))
     record, _ = service.draft(alex, MAILBOX, incoming)
     honest = "Hello Kim,\n\nYour parcel is on its way.\n"
     passing = service.edit(alex, record.id, 1, Edit(body=honest))
@@ -277,7 +301,7 @@ def test_two_reviewers_editing_the_same_version_at_once_make_one_new_version(
 ) -> None:
     alex = world.approver(db)
     service = drafts(db, mail)
-    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    incoming = received(db, world.tenant.id, request("Where is my parcel?", subject="Parcel"))
     record, _ = service.draft(alex, MAILBOX, incoming)
     start = threading.Barrier(2)
     outcomes: list[object] = []
@@ -324,9 +348,10 @@ def test_a_past_reply_that_asks_for_a_password_is_reused_only_as_a_failing_draft
     )
     load(db, world, MAILBOX, tmp_path)
     alex = world.approver(db)
-    incoming = parse_message(
+    incoming = received(
+        db,
+        world.tenant.id,
         request("My account got locked, I cannot sign in any more.", subject="Locked account"),
-        "new.eml",
     )
     record, version = drafts(db, mail).draft(alex, MAILBOX, incoming)
     assert version.examples[0]["reply_message_id"] == "<rep-locked@acme.example>"
@@ -352,7 +377,7 @@ def test_a_failing_version_insert_leaves_no_proposal_behind(
     left a proposal with no draft version."""
     alex = world.approver(db)
     service = drafts(db, mail)
-    incoming = parse_message(request("Where is my parcel?", subject="Parcel"), "p.eml")
+    incoming = received(db, world.tenant.id, request("Where is my parcel?", subject="Parcel"))
     record, _ = service.draft(alex, MAILBOX, incoming)
     before = proposals.list_proposals(db, alex)
 
@@ -392,7 +417,7 @@ def test_a_real_small_models_draft_is_checked_like_any_and_sends_nothing(
         MailSearcher(db, HashingEmbedder()),
         llamacpp_model,
     )
-    _, version = made.draft(world.approver(db), MAILBOX, parse_message(PASSWORD, "req.eml"))
+    _, version = made.draft(world.approver(db), MAILBOX, received(db, world.tenant.id, PASSWORD))
     print("real model draft:", version.author_kind, [f["check"] for f in version.findings])
     assert version.author_kind in {"model", "deterministic"}
     assert version.to == ("kim@customer.example",) and version.bcc == () and version.cc == ()

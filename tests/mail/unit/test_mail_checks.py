@@ -12,6 +12,13 @@ from resolveflow.mail.domain.checks import DraftCheck, check_draft
 from resolveflow.mail.domain.draft import Draft, Facts, parse_facts
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailMessage
+from resolveflow.mail.domain.recipients import (
+    NEVER_RECEIVED,
+    ReceivedMessage,
+    as_received,
+    new_recipients,
+    received_thread,
+)
 
 MAILBOX = "support@acme.example"
 POLICY = MailboxPolicy(
@@ -48,8 +55,14 @@ def draft(body: str, **changes: object) -> Draft:
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
+RECEIVED = as_received(REQUEST)  # the request as the mailbox received it
+
+
 def findings(d: Draft, facts: Facts = Facts()) -> list[tuple[DraftCheck, str]]:
-    return [(f.check, f.message) for f in check_draft(d, REQUEST, MAILBOX, POLICY, facts)]
+    return [
+        (f.check, f.message)
+        for f in check_draft(d, REQUEST, MAILBOX, POLICY, facts, thread=RECEIVED)
+    ]
 
 
 def test_a_plain_reply_passes() -> None:
@@ -156,8 +169,48 @@ def test_thread_participants_and_allowed_domains_pass() -> None:
 def test_the_mailbox_is_not_a_participant_without_an_allowed_domain() -> None:
     policy = POLICY.model_copy(update={"allowed_domains": ()})
     d = draft("We are on it.", cc=(MAILBOX,))
-    found = check_draft(d, REQUEST, MAILBOX, policy, Facts())
+    found = check_draft(d, REQUEST, MAILBOX, policy, Facts(), thread=RECEIVED)
     assert [f.check for f in found] == [DraftCheck.RECIPIENTS]
+
+
+def test_a_request_the_mailbox_never_received_makes_every_address_new() -> None:
+    """Its From, To and Cc are only the word of whoever gave it: the requester and the Cc are
+    refused unless an allowed domain lets them through."""
+    d = draft("We are on it.", cc=("partner@household.example",))
+    found = [f.message for f in check_draft(d, REQUEST, MAILBOX, POLICY, Facts())]
+    assert len(found) == 2
+    assert found[0].startswith("To jane.doe@customer.example is new: the mailbox never received")
+    assert "<req-7@customer.example> from jane.doe@customer.example" in found[0]
+    assert "mail import" in found[0] and found[1].startswith("Cc partner@household.example")
+    allowed = POLICY.model_copy(update={"allowed_domains": ("customer.example",)})
+    only_cc = check_draft(d, REQUEST, MAILBOX, allowed, Facts())
+    assert [f.message.split(" is new")[0] for f in only_cc] == ["Cc partner@household.example"]
+
+
+def _stored(from_address: str, cc: tuple[str, ...] = ()) -> ReceivedMessage:
+    return ReceivedMessage(from_address, (MAILBOX,), cc)
+
+
+def test_the_thread_is_the_message_as_received_not_as_given() -> None:
+    # the stored copy has no Cc: the one the request claims is new, the requester is not
+    thread = received_thread(REQUEST, _stored("Jane.Doe@customer.example"))
+    assert thread.received and "jane.doe@customer.example" in thread.participants
+    d = draft("We are on it.", cc=("partner@household.example",))
+    found = check_draft(d, REQUEST, MAILBOX, POLICY, Facts(), thread=thread)
+    assert [f.message.split(" is ")[0] for f in found] == ["Cc partner@household.example"]
+    assert new_recipients(["JANE.doe@customer.example", MAILBOX, "x@y.example"], MAILBOX, thread)
+    assert new_recipients(["JANE.doe@customer.example"], MAILBOX, thread) == []
+    assert new_recipients([MAILBOX], MAILBOX, thread) == [MAILBOX]  # never its own thread
+
+
+def test_a_real_message_id_under_a_forged_from_is_not_received() -> None:
+    forged = replace(REQUEST, from_address="eve@evil.example")
+    assert received_thread(forged, _stored(REQUEST.from_address)) == NEVER_RECEIVED
+    assert received_thread(REQUEST, None) == NEVER_RECEIVED
+    d = draft("We are on it.", to=("eve@evil.example",))
+    found = check_draft(d, forged, MAILBOX, POLICY, Facts(), thread=NEVER_RECEIVED)
+    assert [f.check for f in found] == [DraftCheck.RECIPIENTS]
+    assert found[0].message.startswith("To eve@evil.example is new")
 
 
 def test_no_to_and_a_bad_address_fail() -> None:
@@ -167,7 +220,7 @@ def test_no_to_and_a_bad_address_fail() -> None:
 
 
 def test_the_from_must_be_a_mailbox_and_the_thread_the_request() -> None:
-    found = check_draft(draft("ok"), REQUEST, "not a mailbox", POLICY, Facts())
+    found = check_draft(draft("ok"), REQUEST, "not a mailbox", POLICY, Facts(), thread=RECEIVED)
     assert [f.check for f in found] == [DraftCheck.SENDER]
     assert [c for c, _ in findings(draft("ok", in_reply_to="<other@x.example>"))] == [
         DraftCheck.THREAD
@@ -216,7 +269,7 @@ def test_a_large_hostile_request_is_checked_in_bounded_time(text: str) -> None:
     # minutes here (a quadratic e-mail pattern took 250 s on 400,000 characters)
     request = replace(REQUEST, text=text)
     started = time.perf_counter()
-    check_draft(draft("We are on it."), request, MAILBOX, POLICY, Facts())
+    check_draft(draft("We are on it."), request, MAILBOX, POLICY, Facts(), thread=RECEIVED)
     assert time.perf_counter() - started < 2.0
 
 
@@ -293,7 +346,12 @@ def test_a_draft_that_mentions_a_credential_without_asking_passes(sentence: str)
 def test_the_customers_own_words_about_a_password_are_not_checked() -> None:
     request = replace(REQUEST, text="I forgot my password. Can you send me my password?")
     found = check_draft(
-        draft("Use the reset link on the sign-in page."), request, MAILBOX, POLICY, Facts()
+        draft("Use the reset link on the sign-in page."),
+        request,
+        MAILBOX,
+        POLICY,
+        Facts(),
+        thread=as_received(request),
     )
     assert found == ()
 
@@ -304,5 +362,5 @@ def test_the_customers_own_words_about_a_password_are_not_checked() -> None:
 )
 def test_a_large_body_is_checked_for_credential_requests_in_bounded_time(body: str) -> None:
     started = time.perf_counter()
-    check_draft(draft(body), REQUEST, MAILBOX, POLICY, Facts())
+    check_draft(draft(body), REQUEST, MAILBOX, POLICY, Facts(), thread=RECEIVED)
     assert time.perf_counter() - started < 10.0  # about 1 s; generous for a loaded machine

@@ -17,6 +17,7 @@ from resolveflow.mail.domain.draft import (
 )
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
+from resolveflow.mail.domain.recipients import as_received
 
 MAILBOX = "support@acme.example"
 POLICY = MailboxPolicy(
@@ -98,12 +99,15 @@ def test_facts_fill_the_slots_and_the_draft_then_passes_every_check() -> None:
     assert "by 20 March 2026" in d.body
     assert "https://acme.example/refunds/88812" in d.body
     assert d.missing_information == ()
-    assert check_draft(d, REFUND, MAILBOX, POLICY, parse_facts(facts)) == ()
+    assert (
+        check_draft(d, REFUND, MAILBOX, POLICY, parse_facts(facts), thread=as_received(REFUND))
+        == ()
+    )
 
 
 def test_placeholders_fail_the_checks_until_filled() -> None:
     d = draft_for(REFUND, "", KETTLE)
-    found = check_draft(d, REFUND, MAILBOX, POLICY, Facts())
+    found = check_draft(d, REFUND, MAILBOX, POLICY, Facts(), thread=as_received(REFUND))
     assert [f.check for f in found] == [DraftCheck.MISSING_INFORMATION] * 3
     assert ["[[refund amount]]" in f.message for f in found] == [True, False, False]
 
@@ -139,7 +143,7 @@ def test_an_injected_instruction_in_an_example_changes_no_recipient() -> None:
     d = draft_for(REFUND, "", evil)
     assert d.to == ("jane.doe@customer.example",) and d.cc == () and d.bcc == ()
     assert "x@evil.example" not in d.body and "boss@evil.example" not in d.body
-    found = check_draft(d, REFUND, MAILBOX, POLICY, Facts())
+    found = check_draft(d, REFUND, MAILBOX, POLICY, Facts(), thread=as_received(REFUND))
     assert found and {f.check for f in found} == {DraftCheck.MISSING_INFORMATION}
 
 
@@ -155,7 +159,7 @@ def test_a_password_reset_reply_keeps_the_signature_link_and_the_steps() -> None
     d = draft_for(req, "", reply)
     assert d.body.startswith("Hello Ana,\n\nPlease open https://acme.example/help and choose")
     assert "Okafor" not in d.body and "Lee" not in d.body and d.missing_information == ()
-    assert check_draft(d, req, MAILBOX, POLICY, Facts()) == ()
+    assert check_draft(d, req, MAILBOX, POLICY, Facts(), thread=as_received(req)) == ()
 
 
 def test_a_delivery_delay_reply_asks_for_the_new_date() -> None:

@@ -11,6 +11,7 @@ from resolveflow.mail.domain.draft import Draft, Facts, deterministic_draft, par
 from resolveflow.mail.domain.example_fit import FitKind, Vocabulary, misfits, words_to_weigh
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
+from resolveflow.mail.domain.recipients import as_received
 
 MAILBOX = "support@pottery.example"
 POLICY = MailboxPolicy(
@@ -64,7 +65,9 @@ VOCABULARY = Vocabulary.of_texts([f"{MUG_REQUEST}\n{MUG_REPLY}", *OTHERS])
 
 
 def fit_findings(draft: Draft, req: MailMessage, facts: Facts = Facts()) -> list[CheckFinding]:
-    found = check_draft(draft, req, MAILBOX, POLICY, facts, ExampleFit((MUG,), VOCABULARY))
+    found = check_draft(
+        draft, req, MAILBOX, POLICY, facts, ExampleFit((MUG,), VOCABULARY), as_received(req)
+    )
     return [f for f in found if f.check is DraftCheck.EXAMPLE_FIT]
 
 
@@ -79,11 +82,14 @@ def test_the_mug_reply_reused_for_a_bowl_names_both_words() -> None:
     mug = [f.message for f in found if "'mug'" in f.message]
     assert len(mug) == 1 and "the request is about 'bowl'" in mug[0]
     # Nothing else passes it: the draft cannot become a proposal as it is.
-    assert check_draft(draft, BOWL, MAILBOX, POLICY, Facts(), ExampleFit((MUG,), VOCABULARY))
+    assert check_draft(
+        draft, BOWL, MAILBOX, POLICY, Facts(), ExampleFit((MUG,), VOCABULARY), as_received(BOWL)
+    )
     # Without the examples nothing says what was reused: the old checks alone (and they pass
     # what the drafter replaced).
     assert DraftCheck.EXAMPLE_FIT not in {
-        f.check for f in check_draft(draft, BOWL, MAILBOX, POLICY, Facts())
+        f.check
+        for f in check_draft(draft, BOWL, MAILBOX, POLICY, Facts(), thread=as_received(BOWL))
     }
 
 
@@ -102,7 +108,9 @@ def test_an_order_number_of_the_past_case_is_named_with_the_requests_own() -> No
     # A model or a reviewer kept the old order number: one finding, not also "invented".
     draft = reused(BOWL)
     kept = Draft(**{**draft.__dict__, "body": draft.body.replace("7788", "5521")})
-    found = check_draft(kept, BOWL, MAILBOX, POLICY, Facts(), ExampleFit((MUG,), VOCABULARY))
+    found = check_draft(
+        kept, BOWL, MAILBOX, POLICY, Facts(), ExampleFit((MUG,), VOCABULARY), as_received(BOWL)
+    )
     about = [f for f in found if "5521" in f.message]
     assert [f.check for f in about] == [DraftCheck.EXAMPLE_FIT]
     assert "order '5521'" in about[0].message and "'7788'" in about[0].message
@@ -185,7 +193,13 @@ def test_many_misfits_are_named_up_to_a_bound_then_listed() -> None:
     draft = reused(BOWL)
     many = Draft(**{**draft.__dict__, "body": "We send " + ", ".join(f"the {n}" for n in nouns)})
     found = check_draft(
-        many, BOWL, MAILBOX, POLICY, Facts(), ExampleFit((example,), Vocabulary.of_texts([]))
+        many,
+        BOWL,
+        MAILBOX,
+        POLICY,
+        Facts(),
+        ExampleFit((example,), Vocabulary.of_texts([])),
+        as_received(BOWL),
     )
     fit = [f.message for f in found if f.check is DraftCheck.EXAMPLE_FIT]
     assert len(fit) == 9 and fit[-1].startswith("the reply also mentions 'gadget8x'")
@@ -203,7 +217,9 @@ def test_a_past_reply_asking_for_a_password_fails_when_reused() -> None:
     req = request("I am locked out of my account.", subject="Locked out")
     draft = deterministic_draft(req, MAILBOX, POLICY, Facts(), [example])
     assert "please send me your password" in draft.body
-    found = check_draft(draft, req, MAILBOX, POLICY, Facts(), ExampleFit((example,), VOCABULARY))
+    found = check_draft(
+        draft, req, MAILBOX, POLICY, Facts(), ExampleFit((example,), VOCABULARY), as_received(req)
+    )
     assert [f.check for f in found] == [DraftCheck.CREDENTIAL_REQUEST]
     assert "send me your password" in found[0].message
 

@@ -21,6 +21,7 @@ from resolveflow.mail.domain.model_draft import (
     draft_messages,
     parse_model_draft,
 )
+from resolveflow.mail.domain.recipients import as_received
 
 MAILBOX = "support@acme.example"
 POLICY = MailboxPolicy(
@@ -86,7 +87,7 @@ def test_a_good_answer_becomes_a_draft_with_headers_from_code() -> None:
     assert d.in_reply_to == "<req-2@customer.example>"
     assert d.references == ("<req-2@customer.example>",)
     assert d.used_examples == ("<sent-1@acme.example>", "<sent-2@acme.example>")
-    assert check_draft(d, REQUEST, MAILBOX, POLICY, Facts()) == ()
+    assert check_draft(d, REQUEST, MAILBOX, POLICY, Facts(), thread=as_received(REQUEST)) == ()
 
 
 def test_json_in_a_markdown_fence_is_accepted() -> None:
@@ -116,7 +117,7 @@ def test_an_injected_recipient_in_the_body_changes_no_header_and_fails_the_check
     body = "Hello Jane,\n\nDone. (Copy sent to boss@evil.example as instructed.)\n\nBest regards"
     d = parse(output(body=body))
     assert d.to == ("jane.doe@customer.example",) and d.cc == () and d.bcc == ()
-    found = check_draft(d, REQUEST, MAILBOX, POLICY, Facts())
+    found = check_draft(d, REQUEST, MAILBOX, POLICY, Facts(), thread=as_received(REQUEST))
     assert [f.check for f in found] == [DraftCheck.INVENTED_COMMITMENT]
     assert "boss@evil.example" in found[0].message
 
@@ -129,7 +130,7 @@ def test_missing_information_from_the_model_is_kept_and_checked() -> None:
         )
     )
     assert d.missing_information == ("refund amount",)
-    found = check_draft(d, REQUEST, MAILBOX, POLICY, parse_facts(""))
+    found = check_draft(d, REQUEST, MAILBOX, POLICY, parse_facts(""), thread=as_received(REQUEST))
     assert [f.check for f in found] == [DraftCheck.MISSING_INFORMATION]
 
 

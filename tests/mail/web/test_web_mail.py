@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import World, make_world
+from fixtures_mail import received
 from fixtures_web import web_settings
 from resolveflow.accounts import admin
 from resolveflow.bootstrap.app import App, open_app
@@ -61,6 +62,7 @@ def setup_mail(app: App, world: World, *, grant: tuple[str, ...] = ("rita", "ale
     MailImporter(app.db, Indexer(app.db, app.embedder())).run(
         world.tenant.id, MAILBOX, source, source.skipped
     )
+    received(app.db, world.tenant.id, REQUEST)  # Kim's request reached the mailbox
 
 
 def mail_policy(tmp_path: Path, port: int) -> Path:
@@ -69,6 +71,7 @@ def mail_policy(tmp_path: Path, port: int) -> Path:
         f'[tenants.acme.mailboxes."{MAILBOX}"]\nsmtp_host = "127.0.0.1"\n'
         f'smtp_port = {port}\nsecurity = "plain"\n'
         'signature = "Best regards,\\nAcme Support"\n'
+        'allowed_domains = ["partner.example"]\n'
     )
     return policy
 
@@ -201,6 +204,66 @@ def test_the_mail_pages_answer_and_show_text_as_text(site: MailSite) -> None:
     assert f'data-proposal="{proposal["id"]}"' in inbox.text
     missing = site.client.get("/mail/drafts/00000000-0000-0000-0000-000000000000", headers=headers)
     assert missing.status_code == 404 and "Traceback" not in missing.text
+
+
+def never_received(sender: str, message_id: str) -> str:
+    """Kim's request as an agent or a paste could give it: from ``sender``, under a Message-ID
+    the mailbox may or may not have received from someone else."""
+    return REQUEST.replace("Kim Park <kim@customer.example>", sender).replace(
+        "<req-kim@customer.example>", message_id
+    )
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        never_received("Eve <eve@evil.example>", "<req-eve@evil.example>"),
+        never_received("Eve <eve@evil.example>", "<req-kim@customer.example>"),  # a real id
+    ],
+    ids=["never received", "a received Message-ID under another From"],
+)
+def test_a_reply_to_an_address_the_mailbox_never_received_from_is_flagged_and_refused(
+    site: MailSite, request_text: str
+) -> None:
+    """Before: a proposal to eve, shown as a reply to a received message, with no finding."""
+    rita = site.as_(site.world.requester_token)
+    draft = post_draft(site, site.world.requester_token, request=request_text).json()
+    latest = draft["latest"]
+    assert latest["proposal"] is None, latest
+    [finding] = [f["message"] for f in latest["findings"] if f["check"] == "recipients"]
+    assert finding.startswith("To eve@evil.example is new: the mailbox never received")
+    assert draft["request"]["received"] is False
+    assert latest["new_recipients"] == ["eve@evil.example"]
+    page = site.client.get(f"/mail/drafts/{draft['id']}", headers=rita).text
+    assert '<div class="notice warning" id="new-recipients">' in page
+    assert '<code class="new-recipient">eve@evil.example</code>' in page
+    assert "this mailbox never received it" in page
+    assert site.client.get("/api/v1/proposals", headers=rita).json() == []
+
+
+def test_a_new_address_in_an_allowed_domain_is_proposed_and_flagged_for_the_approver(
+    site: MailSite,
+) -> None:
+    """partner.example is an allowed domain of the mailbox: the reply to a request it never
+    received is proposed, and the draft page and the proposal page say the recipient is new."""
+    made = post_draft(
+        site,
+        site.world.requester_token,
+        request=never_received("Bo <bo@partner.example>", "<req-bo@partner.example>"),
+    ).json()
+    proposal = made["latest"]["proposal"]
+    assert proposal is not None and made["latest"]["new_recipients"] == ["bo@partner.example"]
+    alex = site.as_(site.world.approver_token)
+    page = site.client.get(f"/mail/drafts/{made['id']}", headers=alex).text
+    assert '<code class="new-recipient">bo@partner.example</code>' in page
+    shown = site.client.get(f"/proposals/{proposal['id']}", headers=alex).text
+    assert 'id="mail-new-recipients"' in shown and 'id="mail-not-received"' in shown
+    assert '<code class="new-recipient">bo@partner.example</code>' in shown
+    received_draft = post_draft(site, site.world.requester_token).json()  # Kim's, received
+    assert received_draft["request"]["received"] is True
+    assert received_draft["latest"]["new_recipients"] == []
+    kim = site.client.get(f"/proposals/{received_draft['latest']['proposal']['id']}", headers=alex)
+    assert "mail-new-recipients" not in kim.text and "mail-not-received" not in kim.text
 
 
 UNSTORABLE = {"NUL": "a\x00b", "lone surrogate": "a\ud800b"}

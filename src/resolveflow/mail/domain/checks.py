@@ -7,8 +7,10 @@ can act on; no findings means the draft passes.
   signature (``mail_entities`` normalises the ways of writing one value);
 - missing information is never papered over: a ``[[...]]`` placeholder left in fails, and so does
   a name listed as missing whose placeholder was replaced by a value nobody supplied;
-- recipients: at least one To, and every To, Cc and Bcc is the requester, one of the thread's
-  participants (the request's From, To and Cc, less the mailbox) or in an allowed domain;
+- recipients: at least one To, and every To, Cc and Bcc is in the request's thread as the
+  mailbox received it (its From, To and Cc, less the mailbox: ``recipients.ReceivedThread``) or
+  in an allowed domain; an address of a request the mailbox never received is new, and passes
+  only by an allowed domain;
 - the From is the mailbox, and the reply stays in the request's thread;
 - no credential is asked for ("send us your password", "reply with the code we texted you"):
   reused from a past reply word for word, written by a model or by a reviewer, such a sentence
@@ -42,6 +44,7 @@ from resolveflow.mail.domain.example_fit import (
 )
 from resolveflow.mail.domain.mailbox import MailboxPolicy
 from resolveflow.mail.domain.message import MailExample, MailMessage
+from resolveflow.mail.domain.recipients import NEVER_RECEIVED, ReceivedThread, new_recipients
 
 
 class DraftCheck(StrEnum):
@@ -91,9 +94,12 @@ def check_draft(
     policy: MailboxPolicy,
     facts: Facts,
     fit: ExampleFit | None = None,
+    thread: ReceivedThread = NEVER_RECEIVED,
 ) -> tuple[CheckFinding, ...]:
     """Every finding on ``draft`` as a reply to ``request`` from ``mailbox``; empty: it passes.
-    Without ``fit`` the reused example's fit is not checked (nothing says what was reused)."""
+    Without ``fit`` the reused example's fit is not checked (nothing says what was reused).
+    ``thread``: the request as the mailbox received it; by default it never did, and only the
+    allowed domains let a recipient through."""
     unfit = _misfits(draft, request, mailbox, policy, facts, fit) if fit is not None else []
     named = {m.key for m in unfit if m.kind is FitKind.SPECIFIC}
     return (
@@ -101,7 +107,7 @@ def check_draft(
         *_sender(mailbox),
         *_invented(draft, request, mailbox, policy, facts, named),
         *_missing(draft),
-        *_recipients(draft, request, mailbox, policy),
+        *_recipients(draft, request, mailbox, policy, thread),
         *_thread(draft, request),
         *_credentials(draft),
         *_fit_findings(unfit),
@@ -248,13 +254,15 @@ def _missing(draft: Draft) -> list[CheckFinding]:
 
 
 def _recipients(
-    draft: Draft, request: MailMessage, mailbox: str, policy: MailboxPolicy
+    draft: Draft,
+    request: MailMessage,
+    mailbox: str,
+    policy: MailboxPolicy,
+    thread: ReceivedThread,
 ) -> list[CheckFinding]:
     found = []
     if not draft.to:
         found.append(CheckFinding(DraftCheck.RECIPIENTS, "the draft has no To recipient"))
-    own = mailbox_key(mailbox)
-    thread = {mailbox_key(a) for a in request.participants()} - {own}
     for field, addresses in (("To", draft.to), ("Cc", draft.cc), ("Bcc", draft.bcc)):
         for address in addresses:
             try:
@@ -268,15 +276,25 @@ def _recipients(
                 )
                 continue
             domain = key.rsplit("@", 1)[1]
-            if key not in thread and domain not in policy.allowed_domains:
+            if new_recipients([key], mailbox, thread) and domain not in policy.allowed_domains:
                 found.append(
-                    CheckFinding(
-                        DraftCheck.RECIPIENTS,
-                        f"{field} {key} is not the requester, in the thread or in an allowed "
-                        "domain of the mailbox",
-                    )
+                    CheckFinding(DraftCheck.RECIPIENTS, _not_allowed(field, key, request, thread))
                 )
     return found
+
+
+def _not_allowed(field: str, key: str, request: MailMessage, thread: ReceivedThread) -> str:
+    if thread.received:
+        return (
+            f"{field} {key} is not the requester, in the thread or in an allowed domain of the "
+            "mailbox"
+        )
+    return (
+        f"{field} {key} is new: the mailbox never received "
+        f"{one_line(request.message_id, 120)} from {one_line(request.from_address, 120)} "
+        "(resolveflow mail import brings it in), and its domain is not an allowed domain of the "
+        "mailbox"
+    )
 
 
 def _thread(draft: Draft, request: MailMessage) -> list[CheckFinding]:

@@ -58,6 +58,12 @@ SELECT message_id, direction, subject, sent_at FROM mail_messages
 WHERE tenant_id = %(tenant_id)s AND mailbox = %(mailbox)s AND thread_root = %(thread_root)s
 ORDER BY sent_at NULLS LAST, message_id
 
+-- name: received_message
+-- The request as the mailbox received it (mail import): whom a reply to it may go to.
+SELECT from_address, to_addresses, cc_addresses FROM mail_messages
+WHERE tenant_id = %(tenant_id)s AND mailbox = %(mailbox)s AND message_id = %(message_id)s
+  AND direction = 'received'
+
 -- name: thread_root
 SELECT thread_root FROM mail_messages
 WHERE tenant_id = %(tenant_id)s AND mailbox = %(mailbox)s AND message_id = %(message_id)s

@@ -8,7 +8,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from resolveflow.mail.domain import recipients
 from resolveflow.mail.domain.message import Direction, MailMessage
+from resolveflow.mail.domain.recipients import ReceivedMessage, ReceivedThread
 from resolveflow.store import rows as typed
 from resolveflow.store.database import Connection
 from resolveflow.store.queries import q
@@ -92,6 +94,23 @@ def replies_answering(
         {"tenant_id": tenant_id, "mailbox": mailbox, "message_id": message_id},
     ).fetchall()
     return [row["message_id"] for row in rows]
+
+
+def received_thread(
+    conn: Connection, tenant_id: UUID, mailbox: str, request: MailMessage
+) -> ReceivedThread:
+    """The thread of ``request`` as the mailbox received it: the stored received message with
+    its Message-ID, if it came from the request's From (``recipients.received_thread``)."""
+    row = conn.execute(
+        q("mail/store/index", "received_message"),
+        {"tenant_id": tenant_id, "mailbox": mailbox, "message_id": request.message_id},
+    ).fetchone()
+    stored = (
+        ReceivedMessage(row["from_address"], tuple(row["to_addresses"]), tuple(row["cc_addresses"]))
+        if row is not None
+        else None
+    )
+    return recipients.received_thread(request, stored)
 
 
 def thread(conn: Connection, tenant_id: UUID, mailbox: str, message_id: str) -> list[str]:
