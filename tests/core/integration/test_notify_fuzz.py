@@ -33,7 +33,7 @@ from resolveflow.adapters.notify_webhook import NotDelivered, WebhookSender
 from resolveflow.domain.network_addresses import AddressPolicy
 
 SMALL, FULL = 150, 10_000
-DEADLINE = 0.25  # one delivery's whole deadline in these cases
+DEADLINE = 0.1  # one delivery's whole deadline in these cases: pauses around it keep a case short
 CASE_SECONDS = DEADLINE + 5.0  # the deadline and a loaded machine's margin
 MAX_CASE_PEAK_MB = 64  # a case may answer 40 MB: none of it may be read
 MAX_GROWTH_MB = 300  # resident after the run (Hypothesis keeps what it learnt)
