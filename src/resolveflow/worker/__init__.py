@@ -33,25 +33,42 @@ def prepare_queue(app: App) -> None:
 
 
 async def _work(proc: procrastinate.App, *, concurrency: int, wait: bool) -> None:
-    """The jobs' worker and the notification lane's, side by side; one failing stops both (the
-    supervisor then starts them again together)."""
-    async with proc.open_async(), asyncio.TaskGroup() as lanes:
-        for queue, slots in ((QUEUE, concurrency), (NOTIFY_QUEUE, 1)):
-            lanes.create_task(
-                proc.run_worker_async(
-                    queues=[queue],
-                    name=queue,
-                    concurrency=slots,
-                    wait=wait,
-                    # Stopping is the caller's: cancelling the task (WorkerThread.stop, or the
-                    # signal handlers of run_worker), which procrastinate turns into its
-                    # graceful stop.
-                    install_signal_handlers=False,
-                    listen_notify=wait,
-                    fetch_job_polling_interval=1.0,
-                    delete_jobs="successful",
-                )
-            )
+    """The jobs' worker and the notification lane's, side by side. When one stops (a side task
+    lost the database) the other is stopped too, and the first error is raised as it came, so
+    the supervisor starts both again together."""
+    async with proc.open_async():
+        lanes = [
+            asyncio.create_task(_lane(proc, queue, slots, wait), name=f"worker {queue}")
+            for queue, slots in ((QUEUE, concurrency), (NOTIFY_QUEUE, 1))
+        ]
+        try:
+            if wait:
+                done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_COMPLETED)
+            else:  # --once: each lane stops by itself once it has caught up
+                done, _ = await asyncio.wait(lanes)
+        finally:
+            for lane in lanes:
+                lane.cancel()  # procrastinate's graceful stop: running jobs finish first
+            await asyncio.gather(*lanes, return_exceptions=True)
+        failed = [lane.exception() for lane in done if not lane.cancelled()]
+        first = next((error for error in failed if error is not None), None)
+        if first is not None:
+            raise first
+
+
+async def _lane(proc: procrastinate.App, queue: str, slots: int, wait: bool) -> None:
+    await proc.run_worker_async(
+        queues=[queue],
+        name=queue,
+        concurrency=slots,
+        wait=wait,
+        # Stopping is the caller's: cancelling the task (WorkerThread.stop, or the signal
+        # handlers of run_worker), which procrastinate turns into its graceful stop.
+        install_signal_handlers=False,
+        listen_notify=wait,
+        fetch_job_polling_interval=1.0,
+        delete_jobs="successful",
+    )
 
 
 def supervisor(app: App, status: WorkerStatus, jobs: Jobs | None = None) -> Supervisor:
