@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.triage.graph.runs import RunController
     from resolveflow.triage.investigation import InvestigationConfig
+    from resolveflow.triage.parts import PartsMaker
 
 logger = logging.getLogger(__name__)
 
@@ -320,6 +321,12 @@ class App:
             "searcher", lambda: Searcher(self.db, self.embedder(), search_params(self.settings))
         )
 
+    def triage_parts(self) -> PartsMaker:
+        """The parts every triage run joins to its proposal (one label model cache a process)."""
+        from resolveflow.triage.parts import LabelModels, PartsMaker
+
+        return self._once("triage_parts", lambda: PartsMaker(LabelModels(self.db)))
+
     def indexer(self) -> Indexer:
         from resolveflow.retrieval.ingest import Indexer
 
@@ -475,6 +482,7 @@ class App:
             executor=self.executor,
             investigator=investigator,
             quiet_rules=self.settings.suggestions.rules(),
+            parts=self.triage_parts(),
         )
         return RunController(
             db=self.db,

@@ -114,6 +114,20 @@ class LabelModel:
         ]
         return np.stack(columns, axis=1)
 
+    def reasons(self, text: str, label: str, n: int = 3) -> list[str]:
+        """The words of ``text`` that weigh most towards ``label`` (its classifier's weight
+        times the word's TF-IDF in the text), strongest first: what in the issue led to it."""
+        if self._vectorizer is None or label not in self.labels:
+            return []
+        classifier = self._classifiers[self.labels.index(label)]
+        if classifier is None:
+            return []
+        row = self._vectorizer.transform([text])
+        weights = row.values * classifier.weights[row.columns]
+        words = {index: word for word, index in self._vectorizer.vocabulary.items()}
+        order = np.argsort(-weights)
+        return [str(words[int(row.columns[i])]) for i in order[:n] if weights[i] > 0]
+
     def suggest_many(
         self,
         texts: Sequence[str],

@@ -143,6 +143,7 @@ SUGGESTION_KIND: dict[SuggestionKind, str] = {
     SuggestionKind.DUPLICATE: "related issues or a duplicate",
     SuggestionKind.REVIEW_REQUEST: "a request for a person's review",
     SuggestionKind.LABEL: "a label",
+    SuggestionKind.MISSING_FACTS: "a request for the facts a report lacks",
     SuggestionKind.DRAFT: "a reply draft",
     SuggestionKind.REFINE_SUMMARY: "a refine summary",
     SuggestionKind.NEW_ISSUE: "a prepared new issue",

@@ -58,6 +58,7 @@ def test_a_crash_told_in_one_line_is_asked_for_everything() -> None:
         ("How do I load a local folder?", "I cannot find it in the docs."),
         ("Docs: explain caching", "### Motivation\nPeople get errors because of the cache."),
         ("Release 3.0 plan", "A list of what goes into the next release."),
+        ("Typo and a broken link in the install docs", "The link fails to open."),
     ],
 )
 def test_feature_requests_questions_and_plans_are_asked_nothing(title: str, body: str) -> None:

@@ -43,6 +43,7 @@ NOUN: dict[SuggestionKind, str] = {
     SuggestionKind.DUPLICATE: "duplicate",
     SuggestionKind.REVIEW_REQUEST: "review request",
     SuggestionKind.LABEL: "label",
+    SuggestionKind.MISSING_FACTS: "request for missing facts",
     SuggestionKind.DRAFT: "reply draft",
     SuggestionKind.REFINE_SUMMARY: "refine summary",
     SuggestionKind.NEW_ISSUE: "new issue",

@@ -48,6 +48,8 @@ _NOT_A_BUG = re.compile(
     r"enhancement|idea)\]?\s*[:\]-]|add (support|an? option)|support for\b|how (do|can|to)\b)",
     re.IGNORECASE,
 )
+# A report about the documentation needs no version or traceback, whatever it calls broken.
+_ABOUT_DOCS = re.compile(r"\b(typos?|docs?|documentation|docstrings?|readme|tutorial)\b", re.I)
 _ERROR_SAID = re.compile(
     r"\b(error|errors|exception|traceback|crash(es|ed|ing)?|raises?|raised|throws?|thrown|"
     r"segfault|segmentation fault|panic|fails? with)\b",
@@ -132,7 +134,7 @@ def read_facts(title: str, body: str) -> FactsRead:
 def _says_it_fails(title: str, body: str) -> bool:
     """A bug's template, a failure in the title, or a failure in the body beside what it
     printed; never a feature request, a documentation change or a question."""
-    if _NOT_A_BUG.search(title) or _NOT_A_BUG_TEMPLATE.search(body):
+    if _NOT_A_BUG.search(title) or _ABOUT_DOCS.search(title) or _NOT_A_BUG_TEMPLATE.search(body):
         return False
     if _BUG_TEMPLATE.search(body) or _FAILS.search(title):
         return True

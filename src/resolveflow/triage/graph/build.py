@@ -30,11 +30,12 @@ from resolveflow.gate.domain.quiet import QuietRules, apply_off, off_reason, pla
 from resolveflow.gate.domain.suggestions import branch_kind
 from resolveflow.gate.executor import Executor
 from resolveflow.gate.quiet import Quiet
-from resolveflow.policy_file import Classification, PolicyFile
+from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.telemetry import span
 from resolveflow.triage import evidence as evidence_service
 from resolveflow.triage import repository_config
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
+from resolveflow.triage.domain.parts import PartName, TriageParts, left_out
 from resolveflow.triage.domain.rules import (
     INVESTIGATION_NOT_CONFIGURED,
     ProposedAction,
@@ -61,6 +62,9 @@ class TriageDeps:
     # own), and the clock the file's quiet hours are read by.
     configs: repository_config.ConfigCache = repository_config.PROCESS_CACHE
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # The parts every run joins to its proposal, whatever its branch (``triage/parts.py``):
+    # (tenant, evidence, the repository's policy) -> TriageParts. None: the branch's action only.
+    parts: Callable[[UUID, IssueEvidence, RepositoryPolicy], TriageParts] | None = None
 
 
 def _traced(step: str, node: Callable[[TriageState], Any]) -> Any:
@@ -274,10 +278,12 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     if evidence.notes:  # e.g. linked runs that could not be read: the reviewer should know
         action = dataclasses.replace(action, notes=action.notes + evidence.notes)
     action = _quieted(action, modes, state["repository"], branch)
+    parts = _parts(deps, state, evidence, policy, modes)
+    action = parts.joined(action)
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
     try:
-        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet)
+        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet, parts)
     except ResolveFlowError as exc:
         return {"error": f"could not create the proposal: {exc.message}"}
     update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
@@ -286,6 +292,34 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         return update
     update.update(proposal_id=str(proposal.id), digest=proposal.digest)
     return update
+
+
+# The suggestion kind each part is counted as, and silenced by (the policy's ``suggestions``).
+_PART_KINDS = {
+    PartName.LABELS: SuggestionKind.LABEL,
+    PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
+}
+
+
+def _parts(
+    deps: TriageDeps,
+    state: TriageState,
+    evidence: IssueEvidence,
+    policy: RepositoryPolicy,
+    modes: dict[SuggestionKind, SuggestionMode],
+) -> TriageParts:
+    """The run's parts, each one whose kind is off in this place left out (and said so)."""
+    if deps.parts is None:
+        return TriageParts()
+    made = deps.parts(UUID(state["tenant_id"]), evidence, policy)
+    return TriageParts(
+        tuple(
+            left_out(part.name, off_reason(_PART_KINDS[part.name], state["repository"]))
+            if modes.get(_PART_KINDS[part.name]) is SuggestionMode.OFF
+            else part
+            for part in made.parts
+        )
+    )
 
 
 def _quieted(

@@ -17,6 +17,7 @@ from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
+from resolveflow.triage.domain.parts import TriageParts
 from resolveflow.triage.domain.rules import ProposedAction
 from resolveflow.triage.graph.state import TriageState
 from resolveflow.triage.store import runs as run_store
@@ -86,8 +87,11 @@ def create_run_proposal(
     action: ProposedAction,
     author_kind: str = "workflow",
     quiet: Quiet = DEFAULT_QUIET,
+    parts: TriageParts | None = None,
 ) -> Proposal | None:
-    """Record the classification, then propose on behalf of the run's requester (or nothing)."""
+    """Record the classification, then propose on behalf of the run's requester (or nothing).
+    The run's detail keeps every part, kept or left out, with its score and floor."""
+    shown = {"parts": parts.as_json()} if parts is not None and parts.parts else {}
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
         existing = proposal_store.latest_for_run(conn, tenant_id, run_id)
@@ -112,7 +116,7 @@ def create_run_proposal(
         requester = tenant_store.principal_by_id(conn, tenant_id, UUID(state["requested_by"]))
         if action.empty:
             run_store.set_status(
-                conn, tenant_id, run_id, "no_action", {"notes": list(action.notes)}
+                conn, tenant_id, run_id, "no_action", {"notes": list(action.notes), **shown}
             )
             _audit_in(conn, state, AuditEvent.RUN_NO_ACTION, notes=list(action.notes))
             return None
@@ -136,7 +140,7 @@ def create_run_proposal(
             tenant_id,
             run_id,
             "awaiting_approval",
-            {"proposal_id": str(proposal.id), "notes": list(action.notes)},
+            {"proposal_id": str(proposal.id), "notes": list(action.notes), **shown},
         )
     return proposal
 
