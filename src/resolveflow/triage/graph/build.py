@@ -311,7 +311,11 @@ def _parts(
     """The run's parts, each one whose kind is off in this place left out (and said so)."""
     if deps.parts is None:
         return TriageParts()
-    made = deps.parts(UUID(state["tenant_id"]), evidence, policy)
+    try:
+        made = deps.parts(UUID(state["tenant_id"]), evidence, policy)
+    except ResolveFlowError as exc:  # the branch's own action still stands
+        logger.warning("triage parts not made: %s", exc.message, extra={"run": state["run_id"]})
+        return TriageParts()
     return TriageParts(
         tuple(
             left_out(part.name, off_reason(_PART_KINDS[part.name], state["repository"]))
