@@ -26,7 +26,8 @@ from resolveflow.refine.step_runner import StepDeps
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from resolveflow.refine.changes import ChangesDeps, RepositoryHistory
+    from resolveflow.adapters.git.history import RepositoryHistory
+    from resolveflow.refine.changes import ChangesDeps
     from resolveflow.refine.domain.rules import RefinePolicy
 
 
@@ -105,7 +106,7 @@ def step_deps(
 def _history(repository: str, clone: Path) -> RepositoryHistory:
     """A configured clone's history; a clone that is missing stops refine (``CloneMissing``)."""
     from resolveflow.adapters.git import GitRepository
-    from resolveflow.refine.changes import RepositoryHistory
+    from resolveflow.adapters.git.history import RepositoryHistory
 
     return RepositoryHistory.read(repository, GitRepository(clone))
 

@@ -21,7 +21,9 @@ from resolveflow.errors import InvalidInput
 from resolveflow.evals.floor import calibrate
 from resolveflow.policy_file import parse_policy
 from resolveflow.retrieval.sources import parse_time, read_pairs
-from resolveflow.triage.backtest import BacktestReport, read_fix_links, run_backtest
+from resolveflow.triage.backtest import read_fix_links, run_backtest
+from resolveflow.triage.backtest_report import BacktestReport
+from resolveflow.triage.backtest_truth import check_docs, read_clone
 
 
 def register(app: typer.Typer) -> None:
@@ -173,10 +175,19 @@ def backtest(
     duplicates: Path | None = typer.Option(
         None, "--duplicates", help="TSV id_a<TAB>id_b: pairs of duplicate reports."
     ),
-    items: bool = typer.Option(False, "--items", help="Include every replayed issue (JSON)."),
+    clone: Path | None = typer.Option(
+        None, "--clone", help="A git clone of the repository: the files each fix changed."
+    ),
+    docs: Path | None = typer.Option(
+        None, "--docs", help="The team's documents (a folder); recorded, no part uses it yet."
+    ),
+    items: bool = typer.Option(
+        False, "--items", help="Include every replayed issue, and examples of each part."
+    ),
     as_json: bool = common.JsonOption,
 ) -> None:
-    """Replay triage on past issues in shadow mode (nothing is proposed or sent)."""
+    """Replay triage on past issues in shadow mode (nothing is proposed or sent) and measure each
+    part of what it would have proposed against what the maintainers did."""
     moment = parse_time(since, where="--since")
     if moment is None:
         raise InvalidInput("--since needs a date such as 2023-01-01")
@@ -186,7 +197,9 @@ def backtest(
     if split is not None and duplicates is None and fix_links is None:
         raise InvalidInput("--fit-before needs --duplicates or --fix-links: what a team approved")
     links = read_fix_links(fix_links) if fix_links else None
-    pairs = read_pairs(duplicates) if duplicates else []
+    pairs = read_pairs(duplicates) if duplicates else None
+    folder = check_docs(docs) if docs else None
+    history = read_clone(clone) if clone else None
     policy = None
     if policy_file is not None:
         try:
@@ -211,22 +224,24 @@ def backtest(
                 fit_before=split,
                 duplicates=pairs,
                 merged_fix_links=read_fix_links(fix_links, merged_only=True) if fix_links else None,
+                history=history,
+                docs=folder,
             )
         finally:
             close = getattr(model, "close", None)
             if callable(close):
                 close()
-    emit(report.as_json(items=items), as_json, lambda: _render(report))
+    emit(report.as_json(items=items), as_json, lambda: _render(report, items))
 
 
-def _render(report: BacktestReport) -> None:
-    data = report.as_json()
+def _render(report: BacktestReport, items: bool = False) -> None:
+    data = report.as_json(items=items)
     labels, fixes = data["labels"], data["fix_links"]
     rows: list[tuple[str, object]] = [
         ("replayed", data["replayed"]),
         ("model", data["provider"]),
         ("classification", ", ".join(f"{k} {v}" for k, v in data["classification"].items())),
-        ("proposal rate", f"{data['proposal_rate']:.1%} ({data['proposals']})"),
+        ("proposal rate", f"{_share(data['proposal_rate'])} ({data['proposals']})"),
         (
             "escalation rate",
             f"{data['escalation_rate']:.1%} of {data['investigated']} investigated",
@@ -239,9 +254,68 @@ def _render(report: BacktestReport) -> None:
         rows.append(
             ("cited issue fixed by the same PR", f"{fixes['rate']:.1%} of {fixes['issues']} issues")
         )
-    fields(rows)
+    fields(rows + _figure_rows(data))
+    _render_parts(data["parts"])
+    for note in data["notes"]:
+        console.print(Text(f"note: {note}"))
     if report.floor is not None:
         _render_floor(report.floor.as_json())
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _figure_rows(data: dict[str, Any]) -> list[tuple[str, object]]:
+    """The figures a team would judge the proposal by."""
+    helped, wrong, timing = data["helped"], data["wrong"], data["seconds_per_issue"]
+    per_100 = data["wrong_per_100"]
+    by_part = ", ".join(f"{k} {v}" for k, v in wrong.items() if k != "total")
+    inputs = data["inputs"]
+    return [
+        (
+            "helped share",
+            f"{_share(data['helped_share'])} ({helped['issues']} of "
+            f"{helped['with_ground_truth']} issues with ground truth)",
+        ),
+        ("wrong per 100", f"{'n/a' if per_100 is None else per_100} ({by_part})"),
+        (
+            "seconds per issue",
+            f"median {timing['median']}, p95 {timing['p95']} "
+            f"(indexing the corpus: {data['index_seconds']} s)",
+        ),
+        ("clone", inputs["clone"] or "none"),
+        ("docs", inputs["docs"] or "none"),
+    ]
+
+
+def _render_parts(parts: dict[str, Any]) -> None:
+    labels, dups, files, related = (
+        parts["labels"], parts["duplicates"], parts["files"], parts["related"]
+    )  # fmt: skip
+    rows: list[tuple[str, str]] = [
+        (
+            "labels",
+            f"precision {_share(labels['precision'])}, recall {_share(labels['recall'])}, "
+            f"coverage {_share(labels['coverage'])} of {labels['labelled_issues']} labelled",
+        ),
+        (
+            "duplicates",
+            f"precision {_share(dups['precision'])}, recall {_share(dups['recall'])} "
+            f"({dups['flags']} flags, known pairs {dups['known_pairs']})",
+        ),
+        ("files", f"Hit@5 {_share(files['hit@5'])} of {files['fixed_issues']} fixed issues"),
+        (
+            "related",
+            f"{_share(related['share'])} of {related['issues_with_known_related']} issues with "
+            "a known duplicate or same-fix issue cite one",
+        ),
+    ]
+    for name in ("missing_facts", "docs", "failing_checks"):
+        examples = parts[name].get("examples", [])
+        shown = "; ".join(f"#{e['issue']}: {', '.join(e['items'])}" for e in examples)
+        rows.append((name, f"{parts[name]['count']} issues" + (f" ({shown})" if shown else "")))
+    table("parts", ["part", "figures"], rows)
 
 
 def _render_floor(floor: dict[str, Any]) -> None:

@@ -12,15 +12,14 @@ excerpt is read only for the fixes of tasks judged highly relevant (the others a
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 from uuid import UUID
 
-from resolveflow.adapters.git import CommitInfo, FileStat, GitRepository, ObjectMissing
-from resolveflow.refine.domain.changes import fix_references, squash_pr
+from resolveflow.adapters.git import CommitInfo, FileStat, ObjectMissing
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.refine.domain.document import (
     ChangedFile,
     FixCommit,
@@ -46,67 +45,6 @@ MAX_EXCERPTS = 8  # diff excerpts read (of highly relevant tasks' fixes): each i
 SUGGESTED = 10
 
 H = TypeVar("H", bound=RelatedHit)
-
-
-@dataclass
-class RepositoryHistory:
-    """A clone's history read once: every commit oldest first, indexed by what it fixes."""
-
-    name: str
-    repo: GitRepository
-    commits: list[CommitInfo]
-    by_pull: dict[int, CommitInfo] = field(default_factory=dict)
-    by_issue: dict[int, list[CommitInfo]] = field(default_factory=dict)
-    _stats: dict[str, list[FileStat]] = field(default_factory=dict)
-    _files: dict[str, list[str]] = field(default_factory=dict)
-    _definitions: dict[str, dict[str, set[str]]] = field(default_factory=dict)
-
-    @classmethod
-    def read(cls, name: str, repo: GitRepository) -> RepositoryHistory:
-        repo.check()
-        commits = sorted(repo.commits(), key=lambda c: (c.committed_at, c.sha))
-        history = cls(name, repo, commits)
-        for commit in commits:
-            pull = squash_pr(commit.subject)
-            if pull is not None:
-                history.by_pull.setdefault(pull, commit)
-            for number in fix_references(f"{commit.subject}\n{commit.message}"):
-                history.by_issue.setdefault(number, []).append(commit)
-        return history
-
-    def snapshot(self, as_of: datetime | None) -> str | None:
-        """The newest commit at ``as_of`` (the newest of all without one)."""
-        if not self.commits:
-            return None
-        if as_of is None:
-            return self.commits[-1].sha
-        at = bisect.bisect_right([c.committed_at for c in self.commits], as_of)
-        return self.commits[at - 1].sha if at else None
-
-    def stats(self, shas: Sequence[str]) -> dict[str, list[FileStat]]:
-        """File stats of these commits; one git call for those not read yet. A commit whose
-        objects are missing is left out (the caller warns)."""
-        wanted = [s for s in dict.fromkeys(shas) if s not in self._stats]
-        if wanted:
-            try:
-                self._stats.update(self.repo.file_stats(wanted))
-            except ObjectMissing:
-                for sha in wanted:  # find which ones: one call each, only on this rare path
-                    try:
-                        self._stats.update(self.repo.file_stats([sha]))
-                    except ObjectMissing:
-                        continue
-        return {s: self._stats[s] for s in shas if s in self._stats}
-
-    def files_at(self, sha: str) -> list[str]:
-        if sha not in self._files:
-            self._files[sha] = self.repo.tracked_files(sha)
-        return self._files[sha]
-
-    def definitions_at(self, sha: str) -> dict[str, set[str]]:
-        if sha not in self._definitions:
-            self._definitions[sha] = self.repo.definitions(sha)
-        return self._definitions[sha]
 
 
 @dataclass

@@ -25,14 +25,9 @@ from typing import Any
 from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.adapters.git import GitRepository
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.errors import InvalidInput
-from resolveflow.refine.changes import (
-    SIMILAR_DEPTH,
-    ChangesDeps,
-    RepositoryHistory,
-    changes_step,
-    task_from_hit,
-)
+from resolveflow.refine.changes import SIMILAR_DEPTH, ChangesDeps, changes_step, task_from_hit
 from resolveflow.refine.domain.document import RefineDocument, Ticket, TicketSource
 from resolveflow.refine.domain.localize import PastFix, vote_files
 from resolveflow.refine.domain.rules import FileRules, RefinePolicy
@@ -151,13 +146,8 @@ def _queries(
     for doc in sorted(documents, key=lambda d: (d.created_at or since, d.external_id)):
         if doc.kind != "issue" or doc.created_at is None or doc.created_at < since:
             continue
-        commits = [
-            history.by_pull[int(p)]
-            for p in links.get(doc.external_id, [])
-            if p.isdigit() and int(p) in history.by_pull
-        ]
-        stats = history.stats([c.sha for c in commits])
-        gold = {s.path for c in commits for s in stats.get(c.sha, []) if s.path.startswith("src/")}
+        commits = history.squash_commits(links.get(doc.external_id, []))
+        gold = {p for p in history.changed_files(commits) if p.startswith("src/")}
         eligible += bool(commits)
         if gold:
             chosen.append((doc, gold))

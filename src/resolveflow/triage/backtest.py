@@ -7,36 +7,47 @@ from it), and an ai_investigation issue is investigated with retrieval as of its
 (the issue itself excluded) by the same code as a live run, with the configured model. Nothing is
 proposed, recorded or sent: the only writes are to the scratch tenant's index.
 
-Figures: the classification mix, the proposal rate (runs that would have produced a proposal),
-the escalation rate (of investigated issues), label precision and recall against the topical
-labels the maintainers applied (micro over every replayed issue; an issue with no proposed topical
-label abstains), and, with ``fix_links.tsv``, how often a cited issue was fixed by the same pull
-request as the replayed issue.
+Each replayed issue becomes one ``ReplayRecord``: what triage proposed, part by part (today the
+labels and the related issues the investigation cited), and the seconds its replay took. The
+figures a team would judge it by (``helped_share``, ``wrong_per_100``, each part's) are a pure
+function of those records and the ground truth (``triage/domain/backtest_figures.py``,
+``triage/backtest_truth.py``). Beside them, the earlier figures: the classification mix, the
+proposal rate, the escalation rate (of investigated issues), label precision and recall micro over
+every replayed issue (an issue with no proposed topical label abstains), and, with
+``fix_links.tsv``, how often a cited issue was fixed by the same pull request.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from resolveflow.accounts.model_budget import ModelCallBudget
 from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
-from resolveflow.retrieval.metrics import LabelReport, label_report
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
 from resolveflow.retrieval.sources import read_corpus
 from resolveflow.store.database import Database
+from resolveflow.triage.backtest_report import (
+    BacktestInputs,
+    BacktestReport,
+    Replayed,
+    backtest_report,
+)
+from resolveflow.triage.backtest_truth import ground_truth
+from resolveflow.triage.domain.backtest_figures import Part, PartName, ReplayRecord
 from resolveflow.triage.domain.diagnosis import url_issue
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
 from resolveflow.triage.domain.rules import classify, propose
@@ -49,86 +60,6 @@ logger = logging.getLogger(__name__)
 
 SOURCE = "backtest"
 FALLBACK_REPOSITORY = "corpus/corpus"
-
-
-@dataclass(frozen=True)
-class Replayed:
-    id: str
-    classification: str
-    outcome: str | None  # approve | escalate for investigated issues
-    proposed: bool
-    labels: tuple[str, ...]
-    gold: tuple[str, ...]
-    cited: tuple[str, ...]  # external ids of cited documents
-    reason: str | None = None  # the review's, for investigated issues
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "classification": self.classification,
-            "outcome": self.outcome,
-            "proposed": self.proposed,
-            "labels": list(self.labels),
-            "gold": list(self.gold),
-            "cited": list(self.cited),
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True)
-class FixLinkReport:
-    with_fix_and_citation: int  # replayed issues with a known fixing PR that cited something
-    cited_same_fix: int  # ... of which at least one cited issue was fixed by the same PR
-    citations: int  # citations of those issues
-    citations_same_fix: int
-
-    def as_json(self) -> dict[str, Any]:
-        rate = (
-            self.cited_same_fix / self.with_fix_and_citation if self.with_fix_and_citation else 0.0
-        )
-        per = self.citations_same_fix / self.citations if self.citations else 0.0
-        return {
-            "issues": self.with_fix_and_citation,
-            "issues_citing_same_fix": self.cited_same_fix,
-            "rate": round(rate, 4),
-            "citations": self.citations,
-            "citations_same_fix": self.citations_same_fix,
-            "citation_rate": round(per, 4),
-        }
-
-
-@dataclass
-class BacktestReport:
-    replayed: int
-    classification: dict[str, int]
-    proposals: int
-    investigated: int
-    escalated: int
-    labels: LabelReport
-    fix_links: FixLinkReport | None
-    provider: str
-    items: list[Replayed] = field(default_factory=list)
-    floor: FloorBacktest | None = None  # with ``fit_before``: the fitted duplicate floor's effect
-
-    def as_json(self, items: bool = False) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "replayed": self.replayed,
-            "provider": self.provider,
-            "classification": self.classification,
-            "proposals": self.proposals,
-            "proposal_rate": round(self.proposals / self.replayed, 4) if self.replayed else 0.0,
-            "investigated": self.investigated,
-            "escalated": self.escalated,
-            "escalation_rate": round(self.escalated / self.investigated, 4)
-            if self.investigated
-            else 0.0,
-            "labels": self.labels.as_json(),
-            "fix_links": self.fix_links.as_json() if self.fix_links else None,
-            "duplicate_floor": self.floor.as_json() if self.floor else None,
-        }
-        if items:
-            data["items"] = [item.as_json() for item in self.items]
-        return data
 
 
 def read_fix_links(path: Path, *, merged_only: bool = False) -> dict[str, set[str]]:
@@ -245,16 +176,58 @@ def run_backtest(
     params: SearchParams | None = None,
     policy: PolicyFile | None = None,
     fit_before: datetime | None = None,
-    duplicates: Iterable[tuple[str, str]] = (),
+    duplicates: Sequence[tuple[str, str]] | None = None,
     merged_fix_links: dict[str, set[str]] | None = None,
+    history: RepositoryHistory | None = None,
+    docs: Path | None = None,
 ) -> BacktestReport:
-    """With ``fit_before``, also what the duplicate floor fitted from the decisions a team would
-    have made on the issues before it changes on those after (``floor_backtest.py``; the
-    corpus's answers are the ``duplicates`` pairs and the issues fixed by one merged pull
-    request, ``merged_fix_links``)."""
+    """The figures are measured against the ground truth (``backtest_truth.py``): the corpus's
+    labels, the ``duplicates`` pairs, the issues fixed by one merged pull request
+    (``merged_fix_links``) and, with the clone's ``history``, the files each fix changed. ``docs``
+    is only recorded (no part answers from documents yet). With ``fit_before``, also what the
+    duplicate floor fitted from the decisions a team would have made on the issues before it
+    changes on those after (``floor_backtest.py``)."""
     documents = read_corpora(corpora)
     repository, labels, rules = replay_setting(documents, policy)
-    replay = sorted(
+    replay = replayed_issues(documents, since, limit)
+    truth = ground_truth(
+        documents,
+        {d.external_id for d in replay},
+        duplicates=duplicates,
+        merged_fix_links=merged_fix_links,
+        history=history,
+    )
+    with scratch_tenant(db) as tenant_id:
+        started = time.perf_counter()
+        Indexer(db, embedder).upsert(tenant_id, documents)
+        indexed = time.perf_counter() - started
+        searcher = Searcher(db, embedder, params)
+        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config)
+        items = [_replay(doc, setting) for doc in replay]
+        floor = None
+        if fit_before is not None:
+            known = {
+                c.issue: c.related
+                for c in known_cases(documents, duplicates or (), merged_fix_links)
+            }
+            floor = _floor(setting, replay, known, fit_before)
+    report = backtest_report(items, fix_links, model.provider if model else "none", truth)
+    report.floor = floor
+    report.index_seconds = indexed
+    report.inputs = BacktestInputs(
+        fix_links=fix_links is not None or merged_fix_links is not None,
+        duplicates=duplicates is not None,
+        clone=history.repo.path if history else None,
+        docs=docs,
+    )
+    return report
+
+
+def replayed_issues(
+    documents: Iterable[SourceDocument], since: datetime, limit: int | None
+) -> list[SourceDocument]:
+    """The issues created from ``since`` on, oldest first, at most ``limit``."""
+    return sorted(
         (
             d
             for d in documents
@@ -265,83 +238,47 @@ def run_backtest(
         ),
         key=lambda d: (d.created_at, int(d.external_id)),
     )[:limit]
-    with scratch_tenant(db) as tenant_id:
-        Indexer(db, embedder).upsert(tenant_id, documents)
-        searcher = Searcher(db, embedder, params)
-        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config)
-        items = [_replay(doc, setting) for doc in replay]
-        floor = None
-        if fit_before is not None:
-            known = {
-                c.issue: c.related for c in known_cases(documents, duplicates, merged_fix_links)
-            }
-            # Retrieval alone decides whether a duplicate suggestion is made: no model here.
-            shown = replace(setting, model=None)
-            stream = [
-                stream_issue(doc, shown.investigate(doc), known.get(doc.external_id, frozenset()))
-                for doc in replay
-            ]
-            floor = floor_backtest(stream, fit_before, config.relevance_floor, config.max_related)
-    report = _report(items, fix_links, model.provider if model else "none")
-    report.floor = floor
-    return report
+
+
+def _floor(
+    setting: Replay,
+    replay: Sequence[SourceDocument],
+    known: dict[str, frozenset[str]],
+    fit_before: datetime,
+) -> FloorBacktest:
+    # Retrieval alone decides whether a duplicate suggestion is made: no model here.
+    shown = replace(setting, model=None)
+    stream = [
+        stream_issue(doc, shown.investigate(doc), known.get(doc.external_id, frozenset()))
+        for doc in replay
+    ]
+    config = setting.config
+    return floor_backtest(stream, fit_before, config.relevance_floor, config.max_related)
 
 
 def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
+    """``doc`` as the live path would have triaged it when it was opened, timed."""
+    started = time.perf_counter()
     evidence = evidence_at_creation(doc, setting.repository, setting.labels)
     result = classify(evidence, setting.rules)
-    gold = tuple(sorted(topical(doc.labels)))
+    outcome = reason = None
+    cited: tuple[str, ...] = ()
     if result.classification is not Classification.AI_INVESTIGATION:
         action = propose(evidence, result, setting.rules, result.classification)
-        return Replayed(
-            doc.external_id,
-            result.classification.value,
-            None,
-            not action.empty,
-            tuple(sorted(topical(action.labels))),
-            gold,
-            (),
-        )
-    found = setting.investigate(doc)
-    by_id = {s.id: s for s in found.snippets}
-    cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
-    return Replayed(
+    else:
+        found = setting.investigate(doc)
+        action, outcome, reason = found.action, found.review.outcome.value, found.reason
+        by_id = {s.id: s for s in found.snippets}
+        cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
+    parts = (
+        Part(PartName.LABELS, tuple(sorted(topical(action.labels)))),
+        Part(PartName.RELATED, cited),
+    )
+    record = ReplayRecord(
         doc.external_id,
-        result.classification.value,
-        found.review.outcome.value,
-        not found.action.empty,
-        tuple(sorted(topical(found.action.labels))),
-        gold,
-        cited,
-        found.reason,
+        not action.empty,
+        time.perf_counter() - started,
+        tuple(p for p in parts if p.items),
     )
-
-
-def _report(
-    items: list[Replayed], fix_links: dict[str, set[str]] | None, provider: str
-) -> BacktestReport:
-    investigated = [i for i in items if i.outcome is not None]
-    fixes = None
-    if fix_links is not None:
-        issues = same = citations = citations_same = 0
-        for item in items:
-            mine = fix_links.get(item.id, set())
-            if not mine or not item.cited:
-                continue
-            issues += 1
-            shared = [c for c in item.cited if fix_links.get(c, set()) & mine]
-            same += bool(shared)
-            citations += len(item.cited)
-            citations_same += len(shared)
-        fixes = FixLinkReport(issues, same, citations, citations_same)
-    return BacktestReport(
-        replayed=len(items),
-        classification=dict(sorted(Counter(i.classification for i in items).items())),
-        proposals=sum(i.proposed for i in items),
-        investigated=len(investigated),
-        escalated=sum(i.outcome == "escalate" for i in investigated),
-        labels=label_report((set(i.labels), set(i.gold)) for i in items),
-        fix_links=fixes,
-        provider=provider,
-        items=items,
-    )
+    gold = tuple(sorted(topical(doc.labels)))
+    return Replayed(doc.external_id, result.classification.value, outcome, gold, record, reason)

@@ -18,8 +18,9 @@ from git_repos import commit, git, init
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.git import CloneMissing, GitRepository
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.refine import steps as refine
-from resolveflow.refine.changes import ChangesDeps, RepositoryHistory, changes_step
+from resolveflow.refine.changes import ChangesDeps, changes_step
 from resolveflow.refine.domain.document import (
     RefineDocument,
     RefineStep,

@@ -26,12 +26,13 @@ from conftest import World, make_world
 from git_repos import commit, init
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.git import GitRepository
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.adapters.llm.llamacpp_server import LlamaCppServer
 from resolveflow.adapters.llm.metered import MeteredModel
 from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.gate import proposals
-from resolveflow.refine.changes import ChangesDeps, RepositoryHistory
+from resolveflow.refine.changes import ChangesDeps
 from resolveflow.refine.domain import rules
 from resolveflow.refine.domain import summary_model as by_model
 from resolveflow.refine.domain.document import STEP_ORDER, RefineDocument, RefineStep

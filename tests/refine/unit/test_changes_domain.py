@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from resolveflow.adapters.git import CommitInfo
-from resolveflow.refine.domain.changes import fix_references, fixing_commits, squash_pr
+from resolveflow.domain.commit_messages import fix_references, squash_pr
+from resolveflow.refine.domain.changes import fixing_commits
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from resolveflow.adapters.git import CommitInfo, FileStat
-from resolveflow.refine.changes import RepositoryHistory
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.refine.evaluation import MostChanged
 
 START = datetime(2023, 1, 1, tzinfo=UTC)

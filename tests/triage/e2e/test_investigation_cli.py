@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from git_repos import commit, init
+
 ENTRY = """
 import sys
 from resolveflow import cli
@@ -165,6 +167,7 @@ def test_backtest_on_a_tiny_fixture_matches_the_figures_computed_by_hand(
         "--fix-links", str(links), "--items",
     )  # fmt: skip
     items = {item["id"]: item for item in report.pop("items")}
+    figures = {key: report.pop(key) for key in FIGURES}
     assert report == {
         "replayed": 4,
         "provider": "none",
@@ -190,6 +193,125 @@ def test_backtest_on_a_tiny_fixture_matches_the_figures_computed_by_hand(
     }
     assert items["201"]["cited"] == ["101"] and items["202"]["cited"] == ["102"]
     assert items["203"]["outcome"] == "escalate" and items["204"]["proposed"] is False
+    # The same run as parts: labels and related filled, nothing else yet.
+    assert items["201"]["parts"] == {"labels": ["bug", "printing"], "related": ["101"]}
+    assert items["203"]["parts"] == {} and items["204"]["parts"] == {}
+    # Without --clone or --duplicates: no files or duplicates ground truth, said in the notes.
+    assert figures["parts"]["files"]["fixed_issues"] == 0
+    assert figures["parts"]["files"]["hit@5"] is None
+    assert figures["parts"]["duplicates"]["precision"] is None
+    assert figures["inputs"] == {
+        "fix_links": True,
+        "duplicates": False,
+        "clone": None,
+        "docs": None,
+    }
+    assert "no --clone: the files part has no ground truth" in figures["notes"]
+    assert "no --duplicates: a duplicate flag cannot be verified" in figures["notes"]
+
+
+FIGURES = (
+    "helped_share",
+    "helped",
+    "wrong_per_100",
+    "wrong",
+    "seconds_per_issue",
+    "parts",
+    "index_seconds",
+    "inputs",
+    "notes",
+)
+
+
+def backtest_answers(folder: Path) -> tuple[Path, Path, Path]:
+    """What the maintainers did beyond labels: a clone whose squash commits are the fixing pull
+    requests 401 (201 and 101) and 402 (202), duplicate pairs, and a folder of documents."""
+    clone = init(folder / "widgets")
+    commit(
+        clone, 1, "Initial import", {"printing/duplex.py": "x = 1\n", "auth/login.py": "y = 1\n"}
+    )
+    commit(clone, 5, "Handle duplex trays (#401)", {"printing/duplex.py": "x = 2\n"})
+    commit(clone, 6, "Accept valid passwords (#402)", {"auth/login.py": "y = 2\n"})
+    pairs = folder / "duplicates.tsv"
+    # 202 duplicates 102 (and cites it); 204 duplicates 103 (and cites nothing).
+    pairs.write_text("id_a\tid_b\n102\t202\n204\t103\n", encoding="utf-8")
+    docs = folder / "docs"
+    docs.mkdir()
+    (docs / "printing.md").write_text("# Printing\n", encoding="utf-8")
+    return clone, pairs, docs
+
+
+def test_backtest_measures_each_part_against_what_the_maintainers_did(
+    cli: Cli, tmp_path: Path
+) -> None:
+    corpus, links = backtest_fixture(tmp_path)
+    clone, pairs, docs = backtest_answers(tmp_path)
+    args = [
+        "backtest", "--corpus", str(corpus), "--since", "2024-02-01", "--fix-links", str(links),
+        "--duplicates", str(pairs), "--clone", str(clone), "--docs", str(docs),
+    ]  # fmt: skip
+    report = cli.json(*args, "--items")
+    # Replayed: 201 {bug, printing} citing 101 (same PR 401); 202 {bug, auth} citing 102 (a
+    # known duplicate); 203 and 204 nothing. Every replayed issue has a topical label.
+    assert report["helped"] == {"issues": 2, "with_ground_truth": 4}  # 201 and 202
+    assert report["helped_share"] == 0.5
+    assert report["wrong"] == {"total": 1, "labels": 1, "duplicate": 0, "files": 0}  # 202's bug
+    assert report["wrong_per_100"] == 25.0
+    assert report["proposal_rate"] == 0.75
+    parts = report["parts"]
+    assert parts["labels"] == {
+        "precision": 0.75, "recall": 0.5, "coverage": 0.5, "labelled_issues": 4,
+        "issues_with_a_label": 2, "proposed": 4, "right": 3, "unverified": 0,
+    }  # fmt: skip
+    # Known pairs whose later report was replayed: 202-102 and 204-103; no flag is made today.
+    assert parts["duplicates"] == {
+        "precision": None, "recall": 0.0, "flags": 0, "right": 0, "known_pairs": 2,
+    }  # fmt: skip
+    # The clone says what PRs 401 and 402 changed: 201 and 202 are fixed issues; no files today.
+    assert parts["files"] == {"hit@5": 0.0, "fixed_issues": 2, "issues_with_files": 0, "hits": 0}
+    # 201 (same fix 101), 202 (duplicate 102) and 204 (duplicate 103) have a known relative.
+    assert parts["related"] == {
+        "share": 0.6667, "issues_with_known_related": 3, "issues_citing_known": 2,
+        "issues_citing": 2, "citations": 2, "citations_known": 2,
+    }  # fmt: skip
+    for name in ("missing_facts", "docs", "failing_checks"):
+        assert parts[name] == {"count": 0, "examples": []}
+    timing = report["seconds_per_issue"]
+    assert 0 < timing["median"] <= timing["p95"] < 60  # generous: a loaded machine
+    assert report["inputs"] == {
+        "fix_links": True, "duplicates": True, "clone": str(clone), "docs": str(docs),
+    }  # fmt: skip
+    assert any("no part suggests files yet" in n for n in report["notes"])
+    assert any("no part answers from documents yet" in n for n in report["notes"])
+    assert all(item["seconds"] > 0 for item in report["items"])
+    text = cli.run(*args).stdout
+    for shown in (
+        "helped share", "50.0% (2 of 4 issues with ground truth)", "wrong per 100",
+        "25.0 (labels 1, duplicate 0, files 0)", "proposal rate", "75.0% (3)",
+        "seconds per issue", "median", "p95", "precision 75.0%, recall 50.0%, coverage 50.0%",
+        "precision n/a, recall 0.0% (0 flags, known pairs 2)", "Hit@5 0.0% of 2 fixed issues",
+        "66.7% of 3 issues", "missing_facts", "failing_checks", str(clone), str(docs),
+        "note: --docs is checked and recorded",
+    ):  # fmt: skip
+        assert shown in text, shown
+
+
+def test_backtest_refuses_a_clone_or_docs_that_are_not_what_they_say(
+    cli: Cli, tmp_path: Path
+) -> None:
+    corpus, _ = backtest_fixture(tmp_path)
+    args = ["backtest", "--corpus", str(corpus), "--since", "2024-02-01"]
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    gone = tmp_path / "gone"
+    for flag, path, said in (
+        ("--clone", plain, f"{plain} is not a git repository"),
+        ("--clone", gone, f"the clone {gone} does not exist"),
+        ("--docs", corpus, f"{corpus} is not a folder"),
+    ):
+        result = cli.run(*args, flag, str(path), ok=False)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == f"error: {flag}: {said}"
 
 
 def test_backtest_fit_before_reports_the_floor_it_would_fit_and_refuses_bad_splits(
