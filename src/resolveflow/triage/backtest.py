@@ -47,9 +47,10 @@ from resolveflow.triage.backtest_report import (
     backtest_report,
 )
 from resolveflow.triage.backtest_truth import ground_truth
-from resolveflow.triage.domain.backtest_figures import Part, PartName, ReplayRecord
+from resolveflow.triage.domain.backtest_figures import ProposedPart, ReplayRecord
 from resolveflow.triage.domain.diagnosis import url_issue
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
+from resolveflow.triage.domain.parts import PartName
 from resolveflow.triage.domain.rules import classify, propose
 from resolveflow.triage.floor_backtest import FloorBacktest, floor_backtest, stream_issue
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
@@ -271,8 +272,8 @@ def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
         by_id = {s.id: s for s in found.snippets}
         cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
     parts = (
-        Part(PartName.LABELS, tuple(sorted(topical(action.labels)))),
-        Part(PartName.RELATED, cited),
+        ProposedPart(PartName.LABELS, tuple(sorted(topical(action.labels)))),
+        ProposedPart(PartName.RELATED, cited),
     )
     record = ReplayRecord(
         doc.external_id,

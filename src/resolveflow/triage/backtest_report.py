@@ -15,10 +15,10 @@ from resolveflow.retrieval.metrics import LabelReport, label_report
 from resolveflow.triage.domain.backtest_figures import (
     BacktestFigures,
     GroundTruth,
-    PartName,
     ReplayRecord,
     backtest_figures,
 )
+from resolveflow.triage.domain.parts import PartName
 from resolveflow.triage.floor_backtest import FloorBacktest
 
 

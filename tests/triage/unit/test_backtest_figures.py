@@ -10,11 +10,11 @@ from resolveflow.retrieval.records import SourceDocument
 from resolveflow.triage.backtest_truth import ground_truth
 from resolveflow.triage.domain.backtest_figures import (
     GroundTruth,
-    Part,
-    PartName,
+    ProposedPart,
     ReplayRecord,
     backtest_figures,
 )
+from resolveflow.triage.domain.parts import PartName
 
 L, R, D, F = PartName.LABELS, PartName.RELATED, PartName.DUPLICATE, PartName.FILES
 
@@ -22,7 +22,7 @@ L, R, D, F = PartName.LABELS, PartName.RELATED, PartName.DUPLICATE, PartName.FIL
 def _record(
     issue: str, seconds: float = 1.0, proposed: bool = True, **parts: list[str]
 ) -> ReplayRecord:
-    made = tuple(Part(PartName(name), tuple(items)) for name, items in parts.items())
+    made = tuple(ProposedPart(PartName(name), tuple(items)) for name, items in parts.items())
     return ReplayRecord(issue, proposed, seconds, made)
 
 

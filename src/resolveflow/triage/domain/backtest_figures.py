@@ -27,27 +27,16 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
+
+from resolveflow.triage.domain.parts import PartName
 
 TOP_FILES = 5  # a suggested file counts when it is among the first five
 EXAMPLES = 5  # issues shown per unverified part with ``--items``
 
 
-class PartName(StrEnum):
-    """The parts of one triage proposal."""
-
-    LABELS = "labels"
-    RELATED = "related"
-    DUPLICATE = "duplicate"
-    FILES = "files"
-    DOCS = "docs"
-    MISSING_FACTS = "missing_facts"
-    FAILING_CHECKS = "failing_checks"
-
-
 @dataclass(frozen=True)
-class Part:
+class ProposedPart:
     """One part and its items, best first: labels, issue ids (related, duplicate), file paths,
     document ids, the names of the missing facts, the names of failing checks."""
 
@@ -62,7 +51,7 @@ class ReplayRecord:
     issue: str
     proposed: bool  # the run would have ended with a proposal for a person
     seconds: float
-    parts: tuple[Part, ...] = ()
+    parts: tuple[ProposedPart, ...] = ()
 
     def items(self, name: PartName) -> tuple[str, ...]:
         return tuple(item for part in self.parts if part.name is name for item in part.items)

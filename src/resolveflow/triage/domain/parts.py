@@ -25,8 +25,16 @@ SIGNATURE = "Drafted by ResolveFlow and approved by a maintainer."
 
 
 class PartName(StrEnum):
+    """The parts of one triage result (live runs make labels and missing facts so far; the
+    backtest measures every one)."""
+
     LABELS = "labels"
+    RELATED = "related"
+    DUPLICATE = "duplicate"
+    FILES = "files"
+    DOCS = "docs"
     MISSING_FACTS = "missing_facts"
+    FAILING_CHECKS = "failing_checks"
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from resolveflow.telemetry import span
 from resolveflow.triage import evidence as evidence_service
 from resolveflow.triage import repository_config
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
-from resolveflow.triage.domain.parts import PartName, TriageParts, left_out
+from resolveflow.triage.domain.parts import Part, PartName, TriageParts, left_out
 from resolveflow.triage.domain.rules import (
     INVESTIGATION_NOT_CONFIGURED,
     ProposedAction,
@@ -316,14 +316,14 @@ def _parts(
     except ResolveFlowError as exc:  # the branch's own action still stands
         logger.warning("triage parts not made: %s", exc.message, extra={"run": state["run_id"]})
         return TriageParts()
-    return TriageParts(
-        tuple(
-            left_out(part.name, off_reason(_PART_KINDS[part.name], state["repository"]))
-            if modes.get(_PART_KINDS[part.name]) is SuggestionMode.OFF
-            else part
-            for part in made.parts
-        )
-    )
+    return TriageParts(tuple(_unless_off(part, modes, state["repository"]) for part in made.parts))
+
+
+def _unless_off(part: Part, modes: dict[SuggestionKind, SuggestionMode], place: str) -> Part:
+    kind = _PART_KINDS.get(part.name)
+    if kind is not None and modes.get(kind) is SuggestionMode.OFF:
+        return left_out(part.name, off_reason(kind, place))
+    return part
 
 
 def _quieted(
