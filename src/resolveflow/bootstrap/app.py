@@ -325,7 +325,7 @@ class App:
         """The parts every triage run joins to its proposal (one label model cache a process)."""
         from resolveflow.triage.parts import LabelModels, PartsMaker
 
-        return self._once("triage_parts", lambda: PartsMaker(LabelModels(self.db)))
+        return self._once("triage_parts", lambda: PartsMaker(LabelModels(self.db).for_issue))
 
     def indexer(self) -> Indexer:
         from resolveflow.retrieval.ingest import Indexer

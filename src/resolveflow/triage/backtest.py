@@ -56,6 +56,7 @@ from resolveflow.triage.floor_backtest import FloorBacktest, floor_backtest, str
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
 from resolveflow.triage.known_relations import known_cases
 from resolveflow.triage.labels import topical
+from resolveflow.triage.parts import LabelModelsAsOf, PartsMaker
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +150,7 @@ class Replay:
     tenant_id: UUID
     model: ChatModel | None
     config: InvestigationConfig
+    parts: PartsMaker | None = None  # what every live run joins to its proposal
 
     def investigate(self, doc: SourceDocument) -> Investigation:
         """``doc`` investigated as a live run would have when it was opened; nothing counted."""
@@ -203,7 +205,8 @@ def run_backtest(
         Indexer(db, embedder).upsert(tenant_id, documents)
         indexed = time.perf_counter() - started
         searcher = Searcher(db, embedder, params)
-        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config)
+        parts = PartsMaker(LabelModelsAsOf(db, SOURCE).for_issue)
+        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config, parts)
         items = [_replay(doc, setting) for doc in replay]
         floor = None
         if fit_before is not None:
@@ -271,9 +274,14 @@ def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
         action, outcome, reason = found.action, found.review.outcome.value, found.reason
         by_id = {s.id: s for s in found.snippets}
         cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
+    made = setting.parts(setting.tenant_id, evidence, setting.rules) if setting.parts else None
+    if made is not None:  # joined as the live run joins them (graph/build.py)
+        action = made.joined(action)
+    asked = next((p for p in made.kept if p.name is PartName.MISSING_FACTS), None) if made else None
     parts = (
         ProposedPart(PartName.LABELS, tuple(sorted(topical(action.labels)))),
         ProposedPart(PartName.RELATED, cited),
+        ProposedPart(PartName.MISSING_FACTS, tuple(i.ref for i in asked.items) if asked else ()),
     )
     record = ReplayRecord(
         doc.external_id,

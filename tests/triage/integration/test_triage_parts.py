@@ -107,7 +107,7 @@ def _runs(
         github=github,
         policy=lambda: policy,
         executor=lambda: make_executor(db, github),
-        parts=PartsMaker(LabelModels(db), PartsConfig(label_floor=floor)),
+        parts=PartsMaker(LabelModels(db).for_issue, PartsConfig(label_floor=floor)),
     )
     return Runs(db, world, fake, deps)
 
