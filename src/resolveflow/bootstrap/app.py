@@ -323,9 +323,15 @@ class App:
 
     def triage_parts(self) -> PartsMaker:
         """The parts every triage run joins to its proposal (one label model cache a process)."""
-        from resolveflow.triage.parts import LabelModels, PartsMaker
+        from resolveflow.triage.parts import LabelModels, PartsConfig, PartsMaker
 
-        return self._once("triage_parts", lambda: PartsMaker(LabelModels(self.db).for_issue))
+        def made() -> PartsMaker:
+            config = PartsConfig(
+                retriever=self.searcher(), investigation=investigation_config(self.settings)
+            )
+            return PartsMaker(LabelModels(self.db).for_issue, config)
+
+        return self._once("triage_parts", made)
 
     def indexer(self) -> Indexer:
         from resolveflow.retrieval.ingest import Indexer

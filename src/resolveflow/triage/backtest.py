@@ -56,7 +56,7 @@ from resolveflow.triage.floor_backtest import FloorBacktest, floor_backtest, str
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
 from resolveflow.triage.known_relations import known_cases
 from resolveflow.triage.labels import topical
-from resolveflow.triage.parts import LabelModelsAsOf, PartsMaker
+from resolveflow.triage.parts import LabelModelsAsOf, PartsConfig, PartsMaker
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +205,10 @@ def run_backtest(
         Indexer(db, embedder).upsert(tenant_id, documents)
         indexed = time.perf_counter() - started
         searcher = Searcher(db, embedder, params)
-        parts = PartsMaker(LabelModelsAsOf(db, SOURCE).for_issue)
+        parts = PartsMaker(
+            LabelModelsAsOf(db, SOURCE).for_issue,
+            PartsConfig(retriever=searcher, investigation=config, as_of_creation=True),
+        )
         setting = Replay(repository, labels, rules, searcher, tenant_id, model, config, parts)
         items = [_replay(doc, setting) for doc in replay]
         floor = None
@@ -276,12 +279,14 @@ def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
         cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
     made = setting.parts(setting.tenant_id, evidence, setting.rules) if setting.parts else None
     if made is not None:  # joined as the live run joins them (graph/build.py)
+        if result.classification is Classification.AI_INVESTIGATION:
+            made = made.without(PartName.RELATED, "the investigation's comment lists them")
         action = made.joined(action)
-    asked = next((p for p in made.kept if p.name is PartName.MISSING_FACTS), None) if made else None
+    kept = {part.name: tuple(i.ref for i in part.items) for part in (made.kept if made else ())}
     parts = (
         ProposedPart(PartName.LABELS, tuple(sorted(topical(action.labels)))),
-        ProposedPart(PartName.RELATED, cited),
-        ProposedPart(PartName.MISSING_FACTS, tuple(i.ref for i in asked.items) if asked else ()),
+        ProposedPart(PartName.RELATED, cited + kept.get(PartName.RELATED, ())),
+        ProposedPart(PartName.MISSING_FACTS, kept.get(PartName.MISSING_FACTS, ())),
     )
     record = ReplayRecord(
         doc.external_id,

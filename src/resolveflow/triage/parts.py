@@ -7,6 +7,9 @@
   ``allowed_labels`` (or the repository's file) lets through, and that is topical may be
   proposed, and only above the floor; its reason is the issue's own words that weigh most for it.
 - **missing facts**: pure (``domain/missing_facts.py``).
+- **related issues**: the earlier issues retrieval finds at or above the investigation's
+  relevance floor, on every branch (the investigation's own comment lists them on its branch, so
+  there the part is left out by the graph).
 
 ``TriageParts`` is what a run joins to its proposal (``graph/build.py``) and what a backtest
 measures, through this same code.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from resolveflow.errors import ResolveFlowError
 from resolveflow.policy_file import RepositoryPolicy
 from resolveflow.store.database import Database
 from resolveflow.triage.domain.evidence import IssueEvidence
@@ -32,7 +36,9 @@ from resolveflow.triage.domain.parts import (
     TriageParts,
     left_out,
     missing_facts_part,
+    related_paragraph,
 )
+from resolveflow.triage.investigation import InvestigationConfig, Retriever, snippets_from_hits
 from resolveflow.triage.labels import (
     DEFAULT_MIN_PROBABILITY,
     LabelModel,
@@ -133,9 +139,46 @@ def label_part(
     return Part(PartName.LABELS, score, floor, (PartItem(best.label, score, why),))
 
 
+def related_part(
+    retriever: Retriever,
+    tenant_id: UUID,
+    evidence: IssueEvidence,
+    config: InvestigationConfig,
+    as_of: datetime | None,
+) -> Part:
+    """The earlier issues that look related, at or above the relevance floor (the
+    investigation's, calibrated by ``eval floor``), with links and how each was resolved."""
+    exclude = (f"github:{evidence.repository.lower()}", str(evidence.number))
+    text = f"{evidence.title}\n\n{evidence.body}"
+    hits = retriever.search(tenant_id, text, k=config.top_k, as_of=as_of, exclude=exclude)
+    issues = [s for s in snippets_from_hits(hits, evidence) if s.kind == "issue"]
+    best = round(max((s.relevance for s in issues), default=0.0), 3)
+    floor = config.relevance_floor
+    related = [s for s in issues if s.relevance >= floor][: config.max_related]
+    if not related:
+        why = "no earlier issue at or above the relevance floor"
+        return left_out(PartName.RELATED, why, best if issues else None, floor)
+    items = tuple(
+        PartItem(s.external_id, round(s.relevance, 3), _resolved(s.state, s.resolved_by))
+        for s in related
+    )
+    return Part(PartName.RELATED, best, floor, items, related_paragraph(related, evidence))
+
+
+def _resolved(state: str | None, resolved_by: tuple[str, ...]) -> str:
+    if resolved_by:
+        return f"{state or 'closed'}, fixed by {', '.join(resolved_by[:3])}"
+    return state or ""
+
+
 @dataclass(frozen=True)
 class PartsConfig:
     label_floor: float = DEFAULT_MIN_PROBABILITY
+    # Related issues (None: no retrieval, the part is not made); ``as_of_creation``: search the
+    # index as it was when the issue was opened (a backtest), not as it is now.
+    retriever: Retriever | None = None
+    investigation: InvestigationConfig | None = None
+    as_of_creation: bool = False
 
 
 class PartsMaker:
@@ -148,10 +191,19 @@ class PartsMaker:
     def __call__(
         self, tenant_id: UUID, evidence: IssueEvidence, policy: RepositoryPolicy
     ) -> TriageParts:
+        config = self._config
         learned = self._labels(tenant_id, evidence)
-        return TriageParts(
-            (
-                label_part(learned, evidence, policy, self._config.label_floor),
-                missing_facts_part(evidence.title, evidence.body, evidence.author_association),
-            )
-        )
+        parts = [
+            label_part(learned, evidence, policy, config.label_floor),
+            missing_facts_part(evidence.title, evidence.body, evidence.author_association),
+        ]
+        if config.retriever is not None and config.investigation is not None:
+            as_of = evidence.created_at if config.as_of_creation else None
+            try:
+                found = related_part(
+                    config.retriever, tenant_id, evidence, config.investigation, as_of
+                )
+            except ResolveFlowError as exc:
+                found = left_out(PartName.RELATED, f"retrieval failed: {exc.message}")
+            parts.append(found)
+        return TriageParts(tuple(parts))

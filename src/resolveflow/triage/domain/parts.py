@@ -13,6 +13,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from resolveflow.triage.domain.diagnosis import Snippet
+from resolveflow.triage.domain.evidence import IssueEvidence
+from resolveflow.triage.domain.investigation import related_line
 from resolveflow.triage.domain.missing_facts import (
     REQUEST_WORDS,
     MissingFact,
@@ -77,6 +80,13 @@ class Part:
         }
 
 
+def related_paragraph(related: list[Snippet], evidence: IssueEvidence) -> str:
+    """Earlier reports that look related, linked, with how each was resolved (escaped)."""
+    lines = ["Earlier reports that look related:", ""]
+    lines += [related_line(snippet, evidence.repository) for snippet in related]
+    return "\n".join(lines)
+
+
 def left_out(
     name: PartName, why: str, score: float | None = None, floor: float | None = None
 ) -> Part:
@@ -97,6 +107,12 @@ class TriageParts:
 
     def as_json(self) -> list[dict[str, Any]]:
         return [part.as_json() for part in self.parts]
+
+    def without(self, name: PartName, why: str) -> TriageParts:
+        """The parts with ``name`` left out (another step already shows it)."""
+        return TriageParts(
+            tuple(left_out(p.name, why) if p.name is name else p for p in self.parts)
+        )
 
     def joined(self, action: ProposedAction) -> ProposedAction:
         """The branch's action with every kept part: labels added (once), paragraphs appended to

@@ -279,6 +279,8 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         action = dataclasses.replace(action, notes=action.notes + evidence.notes)
     action = _quieted(action, modes, state["repository"], branch)
     parts = _parts(deps, state, evidence, policy, modes)
+    if branch is Classification.AI_INVESTIGATION and investigated is not None:
+        parts = parts.without(PartName.RELATED, "the investigation's comment lists them")
     action = parts.joined(action)
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
@@ -298,6 +300,7 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 _PART_KINDS = {
     PartName.LABELS: SuggestionKind.LABEL,
     PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
+    PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
 }
 
 
