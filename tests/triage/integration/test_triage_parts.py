@@ -14,15 +14,18 @@ import pytest
 
 from conftest import World, make_executor, make_world
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
+from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.policy_file import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
+from resolveflow.retrieval.search import Searcher
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.store.checkpoints import checkpoint_saver
 from resolveflow.store.database import Database
 from resolveflow.triage import runs as run_service
 from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.runs import RunController
+from resolveflow.triage.investigation_config import InvestigationConfig
 from resolveflow.triage.parts import LabelModels, PartsConfig, PartsMaker
 
 REPO = "acme/widgets"
@@ -97,17 +100,28 @@ def _runs(
     policy: PolicyFile = DEFAULT_POLICY,
     floor: float = 0.35,
     history: bool = True,
+    related: bool = False,
 ) -> Runs:
     fake.add_repo(REPO, LABELS)
     world = make_world(db, repository=REPO)
+    # Related issues are found with the shipped model, whose relevance is calibrated (the
+    # hashing embedder's is a raw cosine, meaningless against a floor).
+    embedder = OnnxMiniLM() if related else HashingEmbedder()
     if history:
-        Indexer(db, HashingEmbedder()).upsert(world.tenant.id, _history(REPO))
+        Indexer(db, embedder).upsert(world.tenant.id, _history(REPO))
     deps = TriageDeps(
         db=db,
         github=github,
         policy=lambda: policy,
         executor=lambda: make_executor(db, github),
-        parts=PartsMaker(LabelModels(db).for_issue, PartsConfig(label_floor=floor)),
+        parts=PartsMaker(
+            LabelModels(db).for_issue,
+            PartsConfig(
+                label_floor=floor,
+                retriever=Searcher(db, embedder) if related else None,
+                investigation=InvestigationConfig(relevance_floor=0.15, max_related=2),
+            ),
+        ),
     )
     return Runs(db, world, fake, deps)
 
@@ -224,3 +238,34 @@ def test_without_labelled_history_and_with_a_part_silenced_nothing_is_shown(
     # what remains is the branch's own proposal: the triage label, no comment
     action = view["proposal"]["action"]
     assert (action["comment"], action["labels"]) == (None, ["needs-triage"])
+
+
+def test_earlier_related_issues_are_linked_on_a_human_review_run(
+    db: Database, fake_github: FakeGitHubServer, github_client: Any
+) -> None:
+    runs = _runs(db, fake_github, github_client, related=True)
+    try:
+        view = runs.start(
+            45,
+            "Segfault on empty input file",
+            "Loading an empty input file makes the loader crash with a segfault, every time, "
+            "on the current release; the file has zero bytes, and nothing else is special "
+            "about it: Traceback (most recent call last) is not printed, it just dies.",
+        )
+        unrelated = runs.start(
+            46,
+            "Quarterly roadmap sync notes",
+            "Notes from the planning call: priorities for the quarter, who owns which "
+            "milestone, and dates for the next two meetings with the partner teams here.",
+        )
+    finally:
+        runs.pool.close()
+    related = _parts(view)["related"]
+    assert related["kept"] and related["floor"] == 0.15
+    refs = [item["ref"] for item in related["items"]]
+    assert refs[0] == "13"  # "Segfault on empty input", the 13th issue of the history
+    assert len(refs) <= 2  # max_related
+    comment = view["proposal"]["action"]["comment"]
+    assert "Earlier reports that look related:" in comment
+    assert "Segfault on empty input" in comment
+    assert "no earlier issue" in _parts(unrelated)["related"]["left_out"]
