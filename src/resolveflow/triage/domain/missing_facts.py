@@ -49,7 +49,11 @@ _NOT_A_BUG = re.compile(
     re.IGNORECASE,
 )
 # A report about the documentation needs no version or traceback, whatever it calls broken.
-_ABOUT_DOCS = re.compile(r"\b(typos?|docs?|documentation|docstrings?|readme|tutorial)\b", re.I)
+_ABOUT_DOCS = re.compile(
+    r"\b(typos?|docs?|documentation|docstrings?|readme|tutorial|release notes|changelog|"
+    r"website|web site|wiki)\b",
+    re.IGNORECASE,
+)
 _ERROR_SAID = re.compile(
     r"\b(error|errors|exception|traceback|crash(es|ed|ing)?|raises?|raised|throws?|thrown|"
     r"segfault|segmentation fault|panic|fails? with)\b",
@@ -105,14 +109,16 @@ class FactsRead:
 
     @property
     def ask(self) -> bool:
-        """Worth a request: a failure reported without a way to reproduce it or without what it
-        printed, or lacking three of the four facts. A report with its steps and its error can
-        usually be looked into without the version and the system, so those alone are not
-        asked for."""
+        """Worth a request: a failure reported without a way to reproduce it, or lacking two of
+        the four facts. One alone is not asked for (an error quoted in plain words is often what
+        it printed), nor the version and the system alone: with the steps and the error a report
+        can usually be looked into."""
         if not self.says_it_fails:
             return False
-        essential = {MissingFact.REPRODUCTION, MissingFact.ERROR_OUTPUT}
-        return bool(essential & set(self.missing)) or len(self.missing) >= 3
+        missing = set(self.missing)
+        if MissingFact.REPRODUCTION in missing:
+            return True
+        return len(missing) >= 2 and missing != {MissingFact.VERSION, MissingFact.ENVIRONMENT}
 
 
 def read_facts(title: str, body: str) -> FactsRead:
