@@ -326,10 +326,14 @@ class App:
         from resolveflow.triage.parts import LabelModels, PartsConfig, PartsMaker
 
         def made() -> PartsMaker:
+            from resolveflow.bootstrap.refine import clone_histories
+
             config = PartsConfig(
-                retriever=self.searcher(), investigation=investigation_config(self.settings)
+                retriever=self.searcher(),
+                investigation=investigation_config(self.settings),
+                history_for=clone_histories(self.policy),
             )
-            return PartsMaker(LabelModels(self.db).for_issue, config)
+            return PartsMaker(LabelModels(self.db).for_issue, config, self.db)
 
         return self._once("triage_parts", made)
 

@@ -17,6 +17,7 @@ from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.bootstrap.app import App, load_policy
 from resolveflow.config import Settings
 from resolveflow.domain.records import Principal
+from resolveflow.errors import ResolveFlowError
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import PolicyFile
 from resolveflow.refine.domain.document import RefineDocument
@@ -101,6 +102,29 @@ def step_deps(
         readers=readers, tenant_id=tenant_id, db=lambda: app.db, searcher=app.searcher,
         model=lambda: _budgeted(app, principal), policy=policy, changes=changes,
     )  # fmt: skip
+
+
+def clone_histories(
+    policy: Callable[[], PolicyFile],
+) -> Callable[[str], RepositoryHistory | None]:
+    """A repository's local clone (the policy file's ``refine.clone``) read once a process, for
+    triage's likely files; None without one, or when it cannot be read (logged: the other
+    parts still stand)."""
+    read: dict[str, RepositoryHistory | None] = {}
+
+    def history_for(repository: str) -> RepositoryHistory | None:
+        from resolveflow.refine.domain.rules import repository_refine
+
+        if repository not in read:
+            clone = repository_refine(policy(), repository).clone
+            try:
+                read[repository] = _history(repository, Path(clone)) if clone else None
+            except ResolveFlowError as exc:
+                logger.warning("no likely files: %s", exc.message, extra={"repo": repository})
+                read[repository] = None
+        return read[repository]
+
+    return history_for
 
 
 def _history(repository: str, clone: Path) -> RepositoryHistory:

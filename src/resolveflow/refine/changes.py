@@ -20,6 +20,7 @@ from uuid import UUID
 
 from resolveflow.adapters.git import CommitInfo, FileStat, ObjectMissing
 from resolveflow.adapters.git.history import RepositoryHistory
+from resolveflow.domain.localize import PastFix, suggest_files
 from resolveflow.refine.domain.document import (
     ChangedFile,
     FixCommit,
@@ -32,7 +33,6 @@ from resolveflow.refine.domain.document import (
     SuggestedFile,
     TaskKind,
 )
-from resolveflow.refine.domain.localize import PastFix, suggest_files
 from resolveflow.refine.domain.rules import FileRules
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents as store

@@ -26,10 +26,10 @@ from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.adapters.git import GitRepository
 from resolveflow.adapters.git.history import RepositoryHistory
+from resolveflow.domain.localize import PastFix, vote_files
 from resolveflow.errors import InvalidInput
 from resolveflow.refine.changes import SIMILAR_DEPTH, ChangesDeps, changes_step, task_from_hit
 from resolveflow.refine.domain.document import RefineDocument, Ticket, TicketSource
-from resolveflow.refine.domain.localize import PastFix, vote_files
 from resolveflow.refine.domain.rules import FileRules, RefinePolicy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument

@@ -207,7 +207,13 @@ def run_backtest(
         searcher = Searcher(db, embedder, params)
         parts = PartsMaker(
             LabelModelsAsOf(db, SOURCE).for_issue,
-            PartsConfig(retriever=searcher, investigation=config, as_of_creation=True),
+            PartsConfig(
+                retriever=searcher,
+                investigation=config,
+                as_of_creation=True,
+                history_for=lambda _: history,
+            ),
+            db,
         )
         setting = Replay(repository, labels, rules, searcher, tenant_id, model, config, parts)
         items = [_replay(doc, setting) for doc in replay]
@@ -287,6 +293,7 @@ def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
         ProposedPart(PartName.LABELS, tuple(sorted(topical(action.labels)))),
         ProposedPart(PartName.RELATED, cited + kept.get(PartName.RELATED, ())),
         ProposedPart(PartName.MISSING_FACTS, kept.get(PartName.MISSING_FACTS, ())),
+        ProposedPart(PartName.FILES, kept.get(PartName.FILES, ())),
     )
     record = ReplayRecord(
         doc.external_id,

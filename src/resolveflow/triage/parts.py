@@ -23,12 +23,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from uuid import UUID
 
+from resolveflow.adapters.git.history import RepositoryHistory
+from resolveflow.domain.localize import PastFix, suggest_files
 from resolveflow.errors import ResolveFlowError
 from resolveflow.policy_file import RepositoryPolicy
+from resolveflow.retrieval.records import Hit
+from resolveflow.store import documents
 from resolveflow.store.database import Database
 from resolveflow.triage.domain.evidence import IssueEvidence
+from resolveflow.triage.domain.missing_facts import read_facts
 from resolveflow.triage.domain.parts import (
     Part,
     PartItem,
@@ -50,6 +56,9 @@ from resolveflow.triage.labels import (
 logger = logging.getLogger(__name__)
 
 LABEL_MODEL_MAX_AGE_SECONDS = 600.0
+SIMILAR_DEPTH = 50  # similar issues searched: enough that a few have a fix in the clone (refine's)
+MAX_FIXED_SIMILAR = 20  # of them, the fixed ones whose changed files vote (refine's MAX_TASKS)
+SUGGESTED_FILES = 5
 
 
 @dataclass(frozen=True)
@@ -139,19 +148,11 @@ def label_part(
     return Part(PartName.LABELS, score, floor, (PartItem(best.label, score, why),))
 
 
-def related_part(
-    retriever: Retriever,
-    tenant_id: UUID,
-    evidence: IssueEvidence,
-    config: InvestigationConfig,
-    as_of: datetime | None,
-) -> Part:
+def related_part(hits: list[Hit], evidence: IssueEvidence, config: InvestigationConfig) -> Part:
     """The earlier issues that look related, at or above the relevance floor (the
     investigation's, calibrated by ``eval floor``), with links and how each was resolved."""
-    exclude = (f"github:{evidence.repository.lower()}", str(evidence.number))
-    text = f"{evidence.title}\n\n{evidence.body}"
-    hits = retriever.search(tenant_id, text, k=config.top_k, as_of=as_of, exclude=exclude)
-    issues = [s for s in snippets_from_hits(hits, evidence) if s.kind == "issue"]
+    found = snippets_from_hits(hits[: config.top_k], evidence)
+    issues = [s for s in found if s.kind == "issue"]
     best = round(max((s.relevance for s in issues), default=0.0), 3)
     floor = config.relevance_floor
     related = [s for s in issues if s.relevance >= floor][: config.max_related]
@@ -163,6 +164,69 @@ def related_part(
         for s in related
     )
     return Part(PartName.RELATED, best, floor, items, related_paragraph(related, evidence))
+
+
+def files_part(
+    history: RepositoryHistory | None,
+    fixing_pulls: Callable[[list[str]], dict[str, list[str]]],
+    evidence: IssueEvidence,
+    similar: list[Hit],
+) -> Part:
+    """The files a fix of this issue would likely change (internal: shown to the team, never
+    posted), for a report that says something fails: ranked by ``domain/localize.py`` from the
+    files the report names or its traceback runs through, and those the fixes of the most
+    similar earlier issues changed, in the clone as it was when the issue was opened."""
+    if history is None:
+        return left_out(PartName.FILES, "no local clone of this repository is configured")
+    if not read_facts(evidence.title, evidence.body).says_it_fails:
+        return left_out(PartName.FILES, "the report does not say something fails")
+    snapshot = history.snapshot(evidence.created_at)
+    if snapshot is None:
+        return left_out(PartName.FILES, "the clone has no commit from before the issue")
+    files = history.files_at(snapshot)
+    fixes = _past_fixes(history, fixing_pulls, similar, evidence.created_at, frozenset(files))
+    text = f"{evidence.title}\n\n{evidence.body}"
+    ranked = suggest_files(text, files, {}, fixes, limit=SUGGESTED_FILES)
+    if not ranked:
+        return left_out(PartName.FILES, "nothing in the report or in similar fixes names a file")
+    items = tuple(
+        PartItem(r.path, round(r.score, 4), "; ".join(dict.fromkeys(r.reasons))) for r in ranked
+    )
+    return Part(PartName.FILES, items[0].score, None, items)
+
+
+def _past_fixes(
+    history: RepositoryHistory,
+    fixing_pulls: Callable[[list[str]], dict[str, list[str]]],
+    similar: list[Hit],
+    as_of: datetime,
+    in_snapshot: frozenset[str],
+) -> list[PastFix]:
+    """The similar earlier issues that a commit of the clone fixed before ``as_of``: the
+    commits that say they fix one, and the squash commits of the pull requests that do."""
+    ids = [hit.external_id for hit in similar if hit.external_id.isdigit()]
+    pulls = fixing_pulls(ids) if ids else {}
+    found: list[tuple[Hit, list[str]]] = []
+    for hit in similar:
+        if not hit.external_id.isdigit():
+            continue
+        commits = list(history.by_issue.get(int(hit.external_id), []))
+        commits += history.squash_commits(pulls.get(hit.external_id, []))
+        shas = list(dict.fromkeys(c.sha for c in commits if c.committed_at < as_of))
+        if shas:
+            found.append((hit, shas))
+        if len(found) == MAX_FIXED_SIMILAR:
+            break
+    stats = history.stats([sha for _, shas in found for sha in shas])
+    return [
+        PastFix(
+            hit.external_id,
+            hit.fused,
+            frozenset(f.path for sha in shas for f in stats.get(sha, [])) & in_snapshot,
+            tuple(shas),
+        )
+        for hit, shas in found
+    ]
 
 
 def _resolved(state: str | None, resolved_by: tuple[str, ...]) -> str:
@@ -179,14 +243,19 @@ class PartsConfig:
     retriever: Retriever | None = None
     investigation: InvestigationConfig | None = None
     as_of_creation: bool = False
+    # The repository's local clone, read once (None: no likely files).
+    history_for: Callable[[str], RepositoryHistory | None] | None = None
 
 
 class PartsMaker:
     """Every part of one issue's triage result, for a live run and a backtest alike."""
 
-    def __init__(self, labels: LabelSource, config: PartsConfig | None = None) -> None:
+    def __init__(
+        self, labels: LabelSource, config: PartsConfig | None = None, db: Database | None = None
+    ) -> None:
         self._labels = labels  # the repository's model when the issue is read
         self._config = config or PartsConfig()
+        self._db = db  # the index's fix links, for the likely files
 
     def __call__(
         self, tenant_id: UUID, evidence: IssueEvidence, policy: RepositoryPolicy
@@ -198,12 +267,38 @@ class PartsMaker:
             missing_facts_part(evidence.title, evidence.body, evidence.author_association),
         ]
         if config.retriever is not None and config.investigation is not None:
-            as_of = evidence.created_at if config.as_of_creation else None
-            try:
-                found = related_part(
-                    config.retriever, tenant_id, evidence, config.investigation, as_of
-                )
-            except ResolveFlowError as exc:
-                found = left_out(PartName.RELATED, f"retrieval failed: {exc.message}")
-            parts.append(found)
+            parts += self._found(tenant_id, evidence, config.retriever, config.investigation)
         return TriageParts(tuple(parts))
+
+    def _found(
+        self,
+        tenant_id: UUID,
+        evidence: IssueEvidence,
+        retriever: Retriever,
+        investigation: InvestigationConfig,
+    ) -> list[Part]:
+        """The parts read from the similar earlier issues: related issues, likely files."""
+        config = self._config
+        as_of = evidence.created_at if config.as_of_creation else None
+        exclude = (f"github:{evidence.repository.lower()}", str(evidence.number))
+        text = f"{evidence.title}\n\n{evidence.body}"
+        depth = max(investigation.top_k, SIMILAR_DEPTH)
+        try:
+            hits = retriever.search(tenant_id, text, k=depth, as_of=as_of, exclude=exclude)
+        except ResolveFlowError as exc:
+            why = f"retrieval failed: {exc.message}"
+            return [left_out(PartName.RELATED, why), left_out(PartName.FILES, why)]
+        own = (f"github:{evidence.repository.lower()}", str(evidence.number))
+        issues = [h for h in hits if h.kind == "issue" and (h.source, h.external_id) != own]
+        history = config.history_for(evidence.repository) if config.history_for else None
+        fixing = partial(self._fixing_pulls, tenant_id, issues[0].source if issues else "")
+        return [
+            related_part(hits, evidence, investigation),
+            files_part(history, fixing, evidence, issues),
+        ]
+
+    def _fixing_pulls(self, tenant_id: UUID, source: str, ids: list[str]) -> dict[str, list[str]]:
+        if self._db is None:
+            return {}
+        with self._db.tenant(tenant_id) as conn:
+            return documents.fixing_pulls(conn, tenant_id, source, ids)

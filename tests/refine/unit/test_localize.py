@@ -1,8 +1,8 @@
-"""Suggested files from a ticket's own words and the fixes of similar tasks (refine/domain/localize.py)."""
+"""Suggested files from a ticket's own words and the fixes of similar tasks (domain/localize.py)."""
 
 from __future__ import annotations
 
-from resolveflow.refine.domain.localize import (
+from resolveflow.domain.localize import (
     PastFix,
     match_path,
     named_files,

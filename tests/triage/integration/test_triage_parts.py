@@ -8,13 +8,17 @@ record; the repository's own people are not asked for facts."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import World, make_executor, make_world
+from git_repos import commit, init
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
+from resolveflow.adapters.git import GitRepository
+from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.policy_file import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
@@ -101,6 +105,7 @@ def _runs(
     floor: float = 0.35,
     history: bool = True,
     related: bool = False,
+    clone: Path | None = None,
 ) -> Runs:
     fake.add_repo(REPO, LABELS)
     world = make_world(db, repository=REPO)
@@ -120,7 +125,13 @@ def _runs(
                 label_floor=floor,
                 retriever=Searcher(db, embedder) if related else None,
                 investigation=InvestigationConfig(relevance_floor=0.15, max_related=2),
+                history_for=(
+                    (lambda repo: RepositoryHistory.read(repo, GitRepository(clone)))
+                    if clone
+                    else None
+                ),
             ),
+            db,
         ),
     )
     return Runs(db, world, fake, deps)
@@ -213,7 +224,7 @@ def test_a_label_below_its_floor_is_left_out_with_its_score(
     assert view["proposal"] is None or not set(view["proposal"]["action"]["labels"]) - {
         "needs-triage"
     }
-    assert any("labels left out" in note for note in view["detail"]["notes"])
+    assert not any("left out" in note for note in view["detail"]["notes"])  # the record says
 
 
 def test_without_labelled_history_and_with_a_part_silenced_nothing_is_shown(
@@ -269,3 +280,38 @@ def test_earlier_related_issues_are_linked_on_a_human_review_run(
     assert "Earlier reports that look related:" in comment
     assert "Segfault on empty input" in comment
     assert "no earlier issue" in _parts(unrelated)["related"]["left_out"]
+
+
+def test_likely_files_come_from_the_fixes_of_similar_issues_and_are_never_posted(
+    db: Database, fake_github: FakeGitHubServer, github_client: Any, tmp_path: Path
+) -> None:
+    clone = init(tmp_path / "widgets")
+    files = {"src/widgets/loader.py": "def load(): ...\n", "src/widgets/saver.py": "x = 1\n"}
+    commit(clone, 1, "Initial layout", {**files, "docs/index.md": "# Widgets\n"})
+    commit(clone, 2, "Guard empty input\n\nfixes #13", {"src/widgets/loader.py": "def load(): 1\n"})
+    runs = _runs(db, fake_github, github_client, related=True, clone=clone)
+    try:
+        view = runs.start(
+            47,
+            "The loader crashes with a segfault on an empty file",
+            "Loading an empty file makes the loader crash with a segfault every single time; "
+            "I tried it with three different empty files and a fresh install, same result, "
+            "and no error text is printed before it dies. Files with content load fine.",
+            created_at="2024-06-01T00:00:00Z",
+        )
+        feature = runs.start(
+            48,
+            "Please add a parquet exporter for widgets",
+            "It would be great to export widgets to parquet files so that the data team can "
+            "read them with their usual tools; today we convert by hand, which takes a while.",
+            created_at="2024-06-01T00:00:00Z",
+        )
+    finally:
+        runs.pool.close()
+    likely = _parts(view)["files"]
+    assert likely["kept"], likely
+    first = likely["items"][0]
+    assert first["ref"] == "src/widgets/loader.py"
+    assert "changed by the fixes of similar tasks" in first["why"]
+    assert "loader.py" not in (view["proposal"]["action"]["comment"] or "")  # internal only
+    assert "does not say something fails" in _parts(feature)["files"]["left_out"]

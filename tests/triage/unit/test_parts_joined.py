@@ -36,17 +36,13 @@ def test_paragraphs_go_before_a_comment_s_closing_line_and_labels_are_not_repeat
     assert blocks[1].startswith("To look into this")
 
 
-def test_a_left_out_part_adds_only_a_note_and_is_counted() -> None:
+def test_a_left_out_part_adds_nothing_and_is_counted() -> None:
     below = left_out(PartName.LABELS, "the likeliest label, bug, is below its floor", 0.2, 0.35)
     quiet = missing_facts_part("Add a CSV export", "It would be nice.", "NONE")
     parts = TriageParts((below, quiet))
     joined = parts.joined(ProposedAction(None, (), ("a note",)))
     assert (joined.comment, joined.labels) == (None, ())
-    assert joined.notes == (
-        "a note",
-        "labels left out: the likeliest label, bug, is below its floor",
-        "missing_facts left out: the report does not say something fails",
-    )
+    assert joined.notes == ("a note",)  # no noise in the inbox: the record says why
     assert parts.left_out_count == 2 and parts.kept == ()
     assert parts.as_json()[0] == {
         "name": "labels",

@@ -116,19 +116,15 @@ class TriageParts:
 
     def joined(self, action: ProposedAction) -> ProposedAction:
         """The branch's action with every kept part: labels added (once), paragraphs appended to
-        the comment (or made the comment), each left-out part named in the notes."""
+        the comment (or made the comment). A left-out part adds nothing, not even a note in the
+        inbox: the run's record keeps why (``as_json``)."""
         learned = (label for part in self.kept for label in part.labels)
         labels = tuple(dict.fromkeys((*action.labels, *learned)))
         paragraphs = [p.paragraph for p in self.kept if p.paragraph]
         comment = action.comment
         if paragraphs:
             comment = _with_paragraphs(comment, paragraphs)
-        notes = action.notes + tuple(
-            f"{part.name.value} left out: {part.left_out}"
-            for part in self.parts
-            if part.left_out is not None
-        )
-        return replace(action, comment=comment, labels=labels, notes=notes)
+        return replace(action, comment=comment, labels=labels)
 
 
 def _with_paragraphs(comment: str | None, paragraphs: list[str]) -> str:
