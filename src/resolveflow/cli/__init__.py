@@ -116,7 +116,8 @@ COMMANDS: tuple[Entry, ...] = (
     ),
     Entry(
         "backtest",
-        "Replay triage on past issues in shadow mode (nothing is proposed or sent).",
+        "Replay triage on past issues in shadow mode (nothing is proposed or sent) and measure "
+        "each part of what it would have proposed against what the maintainers did.",
         _CLI + "investigation_cmds:backtest",
     ),
     Entry(

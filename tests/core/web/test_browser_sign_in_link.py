@@ -63,10 +63,11 @@ ENUM_WORDS = sorted(
 )
 SNAKE = re.compile(r"\b[a-z]+_[a-z_]+\b")
 ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|amp|lt|gt|quot|apos);", re.I)
-# The page's text as a person reads it, without code and pre elements (a digest, a command).
+# The page's text as a person reads it, without code and pre elements (a digest, a command) and
+# without the editor of a comment's Markdown (a textarea holds the source, as the pre does).
 _TEXT = """() => {
   const copy = document.body.cloneNode(true);
-  copy.querySelectorAll("code, pre, script, style").forEach(node => node.remove());
+  copy.querySelectorAll("code, pre, script, style, textarea").forEach(node => node.remove());
   return copy.textContent.replace(/\\s+/g, " ");
 }"""
 

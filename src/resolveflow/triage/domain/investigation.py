@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from resolveflow.triage.domain.diagnosis import Diagnosis, Snippet, url_issue
 from resolveflow.triage.domain.review import Review, resolve_reference
-from resolveflow.triage.domain.rules import ProposedAction, inline
+from resolveflow.triage.domain.rules import ProposedAction, inline, inline_title
 
 FOOTER = "Drafted by ResolveFlow and reviewed by a person before it was posted."
 NO_MODEL = (
@@ -57,7 +57,7 @@ def related_line(snippet: Snippet, repository: str) -> str:
     """``- [#123](url) (closed): title, fixed by [#456](url)`` with every piece escaped."""
     head = link(snippet.url, f"{snippet.source}:{snippet.external_id}", repository)
     state = f" ({inline(snippet.state, 20)})" if snippet.state else ""
-    line = f"- {head}{state}: {inline(snippet.title, 120)}"
+    line = f"- {head}{state}: {inline_title(snippet.title, 120)}"
     fixes = [link(ref, ref, repository) for ref in snippet.resolved_by[:3]]
     if fixes:
         line += ", fixed by " + ", ".join(fixes)

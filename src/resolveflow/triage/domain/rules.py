@@ -121,6 +121,24 @@ def inline(text: str, limit: int = 120) -> str:
     return _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", cleaned)
 
 
+# A name from code (``test_render_timeout``, ``load_dataset``): letters, digits and underscores
+# only, so it is safe inside a code span, where it reads as code instead of as escaped prose.
+_CODE_NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]\b")
+
+
+def inline_title(text: str, limit: int = 120) -> str:
+    """An untrusted title made inert like ``inline``, its code names set as code spans."""
+    cleaned = " ".join(text.split())[:limit]
+    pieces: list[str] = []
+    last = 0
+    for name in _CODE_NAME.finditer(cleaned):
+        pieces.append(_UNSAFE.sub(lambda m: f"&#{ord(m.group())};", cleaned[last : name.start()]))
+        pieces.append(f"`{name.group()}`")
+        last = name.end()
+    pieces.append(_UNSAFE.sub(lambda m: f"&#{ord(m.group())};", cleaned[last:]))
+    return "".join(pieces)
+
+
 def _safe_url(url: str) -> str | None:
     return url if re.fullmatch(r"https?://[^\s<>()\"']+", url) else None
 
