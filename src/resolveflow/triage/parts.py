@@ -34,7 +34,6 @@ from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents
 from resolveflow.store.database import Database
 from resolveflow.triage.domain.evidence import IssueEvidence
-from resolveflow.triage.domain.missing_facts import read_facts
 from resolveflow.triage.domain.parts import (
     Part,
     PartItem,
@@ -172,14 +171,14 @@ def files_part(
     evidence: IssueEvidence,
     similar: list[Hit],
 ) -> Part:
-    """The files a fix of this issue would likely change (internal: shown to the team, never
-    posted), for a report that says something fails: ranked by ``domain/localize.py`` from the
-    files the report names or its traceback runs through, and those the fixes of the most
-    similar earlier issues changed, in the clone as it was when the issue was opened."""
+    """The files a change for this issue would likely touch (internal: shown to the team, never
+    posted), ranked by ``domain/localize.py`` from the files the report names or its traceback
+    runs through, and those the fixes of the most similar earlier issues changed, in the clone as
+    it was when the issue was opened. Made for every report, not only failures: a feature's
+    files are as useful to whoever takes it (on hf-datasets, failures only: Hit@5 0.56 over the
+    fixed issues, 40 of 121 not read as failures; every report: 0.79)."""
     if history is None:
         return left_out(PartName.FILES, "no local clone of this repository is configured")
-    if not read_facts(evidence.title, evidence.body).says_it_fails:
-        return left_out(PartName.FILES, "the report does not say something fails")
     snapshot = history.snapshot(evidence.created_at)
     if snapshot is None:
         return left_out(PartName.FILES, "the clone has no commit from before the issue")
