@@ -10,6 +10,11 @@ not at all until its attempts are spent). Attempts are bounded; each failure wai
 Each tenant is told through its own webhook when it has one (``notify set``), else through the
 process's (``RESOLVEFLOW_NOTIFY_URL``); a tenant with neither is not scanned at all, and a tenant
 whose own webhook does not decrypt is skipped (with a warning), never told through another's.
+
+One tenant's receiver never costs another anything: each message is claimed alone, under a lease
+longer than its send's deadline (the sender ends every delivery by it); a tenant's first failure
+ends its turn; tenants whose webhook failed last go last; and the round starts no tenant after
+``round_seconds``. The worker runs the round on a queue of its own (``store/queue.py``).
 """
 
 from __future__ import annotations
