@@ -41,9 +41,10 @@ from resolveflow.config_systems import (
     http_url,
 )
 from resolveflow.domain.network_addresses import AddressPolicy
-from resolveflow.errors import ConfigError
+from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.gate.domain.quiet import QuietRules
 from resolveflow.gate.lease import GateSettings
+from resolveflow.notify.domain.destination import check_host
 from resolveflow.retrieval import loaders
 from resolveflow.retrieval.document_bounds import TextLimits as _Text
 from resolveflow.retrieval.extraction import ExtractionLimits as _Ex
@@ -255,6 +256,17 @@ class NotifySettings(SettingsGroup):
 
     def address_policy(self) -> AddressPolicy:
         return AddressPolicy.parse(self.allowed_hosts)
+
+    @model_validator(mode="after")
+    def _url_not_inward(self) -> NotifySettings:
+        # The process's webhook is held to the tenants' destination policy from the start: an
+        # internal host (and no exception for it) stops every command in one line.
+        if self.url is not None:
+            try:
+                check_host(self.url.get_secret_value(), self.address_policy())
+            except InvalidInput as exc:
+                raise ValueError(f"RESOLVEFLOW_NOTIFY_URL: {exc.message}") from None
+        return self
 
     @field_validator("secret")
     @classmethod

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from resolveflow.adapters.notify_webhook import WebhookSender, refuse_inward
 from resolveflow.config import Settings
-from resolveflow.errors import ConfigError, InvalidInput
-from resolveflow.notify.domain.destination import Destination, check_host
+from resolveflow.notify.domain.destination import Destination
 from resolveflow.notify.domain.message import NotifyFormat
 from resolveflow.notify.notifier import Notifier, NotifyConfig, Sender
 from resolveflow.store.database import Database
@@ -46,18 +45,13 @@ def notify_config(settings: Settings) -> NotifyConfig:
 
 
 def process_destination(settings: Settings) -> Destination | None:
-    """``RESOLVEFLOW_NOTIFY_URL`` (with its format and key), for tenants without their own,
-    held to the same destination policy as a tenant's (a ``ConfigError`` naming the setting)."""
+    """``RESOLVEFLOW_NOTIFY_URL`` (with its format and key), for tenants without their own. The
+    settings held its host to the tenants' destination policy when they were read."""
     notify = settings.notify
     if notify.url is None:
         return None
     secret = notify.secret.get_secret_value() if notify.secret else None
-    url = notify.url.get_secret_value()
-    try:
-        check_host(url, notify.address_policy())
-    except InvalidInput as exc:
-        raise ConfigError(f"RESOLVEFLOW_NOTIFY_URL: {exc.message}") from None
-    return Destination(url, NotifyFormat(notify.format), secret)
+    return Destination(notify.url.get_secret_value(), NotifyFormat(notify.format), secret)
 
 
 def sender_for(settings: Settings, where: Destination) -> Sender:

@@ -138,3 +138,17 @@ def test_a_bad_allowed_host_is_named(entry: str) -> None:
 
 def test_the_refusal_is_an_invalid_input_for_the_edges() -> None:
     assert issubclass(DestinationRefused, InvalidInput)
+
+
+def test_the_process_webhook_is_held_to_the_policy_when_the_settings_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from resolveflow.config import load_settings
+    from resolveflow.errors import ConfigError
+
+    monkeypatch.setenv("RESOLVEFLOW_NOTIFY_URL", "http://169.254.169.254/latest/")
+    with pytest.raises(ConfigError, match="RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS") as refused:
+        load_settings()
+    assert "\n" not in refused.value.message and "/latest" not in refused.value.message
+    monkeypatch.setenv("RESOLVEFLOW_NOTIFY_ALLOWED_HOSTS", "169.254.169.254")
+    assert load_settings().notify.url is not None
