@@ -14,8 +14,6 @@ prints what they did.
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import os
 import socket
 import threading
@@ -29,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostile_http import _read_request
+from process_memory import reset_peak, resident_mb, status_mb
 from resolveflow.adapters.notify_webhook import NotDelivered, WebhookSender
 from resolveflow.domain.network_addresses import AddressPolicy
 
@@ -234,26 +233,6 @@ def receiver() -> Iterator[ScriptedReceiver]:
 # --- the property --------------------------------------------------------------------------------
 
 
-def _status_mb(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise AssertionError(f"no {key}")
-
-
-def _resident_mb() -> float:
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    return _status_mb("VmRSS:")
-
-
-def _reset_peak() -> float:
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-    return _status_mb("VmRSS:")
-
-
 def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -268,7 +247,7 @@ def test_fuzzed_receivers_deliver_or_not_in_bounded_time_and_memory(
     )
     ran = Counter[str]()
     slowest, worst = 0.0, 0.0
-    before, fds = _resident_mb(), _open_fds()
+    before, fds = resident_mb(), _open_fds()
 
     @settings(
         max_examples=cases, deadline=None, suppress_health_check=list(HealthCheck), database=None
@@ -277,7 +256,7 @@ def test_fuzzed_receivers_deliver_or_not_in_bounded_time_and_memory(
     def one_case(answer: Answer) -> None:
         nonlocal slowest, worst
         receiver.answer = answer
-        resident, started = _reset_peak(), time.monotonic()
+        resident, started = reset_peak(), time.monotonic()
         try:
             sender.send(b'{"text": "fuzz"}')
             ran["delivered"] += 1
@@ -285,7 +264,7 @@ def test_fuzzed_receivers_deliver_or_not_in_bounded_time_and_memory(
         except NotDelivered as exc:
             assert exc.message == NOT_DELIVERED
             ran["not delivered"] += 1
-        took, peak = time.monotonic() - started, _status_mb("VmHWM:") - resident
+        took, peak = time.monotonic() - started, status_mb("VmHWM:") - resident
         slowest, worst = max(slowest, took), max(worst, peak)
         assert took < CASE_SECONDS, (took, answer.head[:200])
         assert peak < MAX_CASE_PEAK_MB, (peak, answer.head[:200])
@@ -294,7 +273,7 @@ def test_fuzzed_receivers_deliver_or_not_in_bounded_time_and_memory(
     one_case()
     sender.close()
     time.sleep(DEADLINE * 3)  # the receiver's last threads finish their hang
-    growth, fd_growth = _resident_mb() - before, _open_fds() - fds
+    growth, fd_growth = resident_mb() - before, _open_fds() - fds
     print(
         f"\nnotify fuzz: {ran['cases']} cases ({ran['delivered']} delivered, "
         f"{ran['not delivered']} not); slowest {slowest:.2f} s; largest peak {worst:.0f} MB over "

@@ -21,6 +21,7 @@ from hostile_http import (
     trickle_body,
     trickle_status,
 )
+from process_memory import rss_bytes
 from resolveflow.adapters.notify_webhook import (
     NotDelivered,
     Resolver,
@@ -33,14 +34,6 @@ from resolveflow.domain.network_addresses import host_address as parse
 LOOPBACK = AddressPolicy.parse("127.0.0.1")
 PUBLIC_ONLY = AddressPolicy()
 GIB = 1 << 30
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as status_file:
-        for line in status_file:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 @pytest.fixture
@@ -58,12 +51,12 @@ def _sender(url: str, timeout: float = 1.0, policy: AddressPolicy = LOOPBACK) ->
 def test_a_flood_of_1_5_gb_after_200_is_delivered_without_reading_it(
     receiver: HostileReceiver,
 ) -> None:
-    before = _rss_bytes()
+    before = rss_bytes()
     sender = _sender(receiver.url, timeout=10)
     sender.send(b'{"text": "waiting"}')
     sender.close()
     time.sleep(0.5)  # the receiver notices the closed connection
-    grown = _rss_bytes() - before
+    grown = rss_bytes() - before
     assert grown < 64 * 1024 * 1024, f"the sender grew by {grown / 1e6:.0f} MB"
     # the connection was closed, not drained: what was sent is what the socket buffers held
     assert receiver.bytes_sent < 256 * 1024 * 1024

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import World, make_world
 from hostile_http import Behaviour, HostileReceiver, flood, status, trickle_status
+from process_memory import rss_bytes
 from resolveflow.bootstrap.app import App
 from resolveflow.config import ApprovalSettings, NotifySettings, Settings, WebSettings
 from resolveflow.domain.network_addresses import AddressPolicy
@@ -63,14 +64,6 @@ def _propose(db: Database, world: World, issue: int) -> Proposal:
 def _rows(db: Database, world: World) -> list[store.NotificationRow]:
     with db.tenant(world.tenant.id) as conn:
         return store.notifications_of(conn, world.tenant.id)
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as status_file:
-        for line in status_file:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 @pytest.fixture
@@ -126,11 +119,11 @@ def test_a_1_5_gb_answer_costs_the_worker_no_memory_and_each_message_goes_once(
         app = _app(db)
         _hook(app, "acme", receiver.url)
         told = [_propose(db, world, issue).id for issue in (1, 2, 3)]
-        before = _rss_bytes()
+        before = rss_bytes()
         jobs = Jobs(app)
         assert jobs.notify()["sent"] == 3
         assert jobs.notify()["sent"] == 0  # the next round: nothing again
-        grown = _rss_bytes() - before
+        grown = rss_bytes() - before
         requests = list(receiver.requests)
     assert grown < 96 * 1024 * 1024, f"the worker grew by {grown / 1e6:.0f} MB"
     assert len(requests) == 3  # exactly once each

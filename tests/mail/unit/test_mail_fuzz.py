@@ -11,8 +11,6 @@ runs 200 cases; the ``fuzz`` tier (``-m fuzz``) runs 10,000 and prints what they
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from process_memory import reset_peak, resident_mb, status_mb
 from resolveflow.mail.loader import MailSource, UnreadableMessage, parse_message
 
 SMALL, FULL = 200, 10_000
@@ -204,32 +203,10 @@ BOMBS = (
 # --- the property -------------------------------------------------------------------------------
 
 
-def _status_mb(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise AssertionError(f"no {key}")
-
-
-def _resident_mb() -> float:
-    """Resident memory in use, freed arenas given back first (as web/test_api_fuzz.py does)."""
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    return _status_mb("VmRSS:")
-
-
-def _reset_peak() -> float:
-    """The resident memory now; the high-water mark (VmHWM) starts again from here."""
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-    return _status_mb("VmRSS:")
-
-
 def _run(cases: int, folder: Path) -> None:
     ran = Counter[str]()
     slowest, worst = 0.0, 0.0
-    before = _resident_mb()
+    before = resident_mb()
 
     @settings(
         max_examples=cases, deadline=None, suppress_health_check=list(HealthCheck), database=None
@@ -239,7 +216,7 @@ def _run(cases: int, folder: Path) -> None:
     @example(data=BOMBS[1])
     def one_case(data: bytes) -> None:
         nonlocal slowest, worst
-        resident, started = _reset_peak(), time.monotonic()
+        resident, started = reset_peak(), time.monotonic()
         try:
             parse_message(data, "fuzz.eml")
             ran["parsed"] += 1
@@ -253,14 +230,14 @@ def _run(cases: int, folder: Path) -> None:
             got = list(source)
             assert len(got) + len(source.skipped) >= (0 if data.startswith(b"From ") else 1)
             ran["files"] += 1
-        took, peak = time.monotonic() - started, _status_mb("VmHWM:") - resident
+        took, peak = time.monotonic() - started, status_mb("VmHWM:") - resident
         slowest, worst = max(slowest, took), max(worst, peak)
         assert took < CASE_SECONDS, (took, data[:200])
         assert peak < MAX_CASE_PEAK_MB, (peak, data[:200])
         ran["cases"] += 1
 
     one_case()
-    growth = _resident_mb() - before
+    growth = resident_mb() - before
     print(
         f"\nmail fuzz: {ran['cases']} cases ({ran['parsed']} parsed, {ran['unreadable']} "
         f"unreadable, {ran['files']} through MailSource); slowest {slowest:.2f} s; largest "

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from process_memory import reset_peak, status_mb
 from resolveflow.policy_file import parse_policy
 from resolveflow.triage.domain.repository_config import CONFIG_PATH, MAX_BYTES
 from resolveflow.triage.repository_config import ConfigCache, checked, effective_policy
@@ -210,21 +211,6 @@ ALWAYS = (
 # --- the property -------------------------------------------------------------------------------
 
 
-def _status_mb(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise AssertionError(f"no {key}")
-
-
-def _reset_peak() -> float:
-    """The resident memory now; the high-water mark (VmHWM) starts again from here."""
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-    return _status_mb("VmRSS:")
-
-
 def _check(data: bytes, cache: ConfigCache, ran: Counter[str]) -> None:
     read = checked(f"sha{ran['cases']}", data, cache, REPO, POLICY)  # a new blob each time
     assert (read.config is None) == bool(read.errors), read
@@ -250,9 +236,9 @@ def _run(cases: int) -> None:
     @example(data=ALWAYS[3])
     def one_case(data: bytes) -> None:
         nonlocal slowest, worst
-        resident, started = _reset_peak(), time.monotonic()
+        resident, started = reset_peak(), time.monotonic()
         _check(data, cache, ran)
-        took, peak = time.monotonic() - started, _status_mb("VmHWM:") - resident
+        took, peak = time.monotonic() - started, status_mb("VmHWM:") - resident
         slowest, worst = max(slowest, took), max(worst, peak)
         assert took < CASE_SECONDS, (took, data[:200])
         assert peak < MAX_CASE_PEAK_MB, (peak, data[:200])
