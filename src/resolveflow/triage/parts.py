@@ -287,8 +287,7 @@ class PartsMaker:
         except ResolveFlowError as exc:
             why = f"retrieval failed: {exc.message}"
             return [left_out(PartName.RELATED, why), left_out(PartName.FILES, why)]
-        own = (f"github:{evidence.repository.lower()}", str(evidence.number))
-        issues = [h for h in hits if h.kind == "issue" and (h.source, h.external_id) != own]
+        issues = [h for h in hits if h.kind == "issue" and (h.source, h.external_id) != exclude]
         history = config.history_for(evidence.repository) if config.history_for else None
         fixing = partial(self._fixing_pulls, tenant_id, issues[0].source if issues else "")
         return [
