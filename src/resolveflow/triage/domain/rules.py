@@ -117,8 +117,11 @@ _UNSAFE = re.compile(r"[<>`|\[\]\\*_#@]")
 
 def inline(text: str, limit: int = 120) -> str:
     """Untrusted one-line text (a check name) made inert in Markdown: no HTML, links, mentions."""
-    cleaned = " ".join(text.split())[:limit]
-    return _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", cleaned)
+    return _escaped(" ".join(text.split())[:limit])
+
+
+def _escaped(text: str) -> str:
+    return _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", text)
 
 
 # A name from code (``test_render_timeout``, ``load_dataset``): letters, digits and underscores
@@ -132,10 +135,10 @@ def inline_title(text: str, limit: int = 120) -> str:
     pieces: list[str] = []
     last = 0
     for name in _CODE_NAME.finditer(cleaned):
-        pieces.append(_UNSAFE.sub(lambda m: f"&#{ord(m.group())};", cleaned[last : name.start()]))
+        pieces.append(_escaped(cleaned[last : name.start()]))
         pieces.append(f"`{name.group()}`")
         last = name.end()
-    pieces.append(_UNSAFE.sub(lambda m: f"&#{ord(m.group())};", cleaned[last:]))
+    pieces.append(_escaped(cleaned[last:]))
     return "".join(pieces)
 
 
