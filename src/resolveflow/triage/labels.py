@@ -80,6 +80,9 @@ class LabelModel:
         self._vectorizer = vectorizer
         self.labels = labels
         self._classifiers = classifiers
+        # Each feature column's word, once per model (``reasons`` runs on every triage run).
+        vocabulary = vectorizer.vocabulary if vectorizer is not None else {}
+        self._words = sorted(vocabulary, key=vocabulary.__getitem__)
 
     @classmethod
     def train(cls, examples: Sequence[Example]) -> LabelModel:
@@ -124,9 +127,8 @@ class LabelModel:
             return []
         row = self._vectorizer.transform([text])
         weights = row.values * classifier.weights[row.columns]
-        words = {index: word for word, index in self._vectorizer.vocabulary.items()}
         order = np.argsort(-weights)
-        return [str(words[int(row.columns[i])]) for i in order[:n] if weights[i] > 0]
+        return [self._words[int(row.columns[i])] for i in order[:n] if weights[i] > 0]
 
     def suggest_many(
         self,
