@@ -8,6 +8,7 @@ pasted into a proposed comment: comments are built from check-run data, escaped.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from resolveflow.policy_file import Classification, RepositoryPolicy
@@ -81,7 +82,8 @@ def propose(
         wanted.insert(0, policy.ci_label)
     if branch is Classification.HUMAN_REVIEW and policy.triage_label:
         wanted.insert(0, policy.triage_label)
-    labels = _usable_labels(wanted, policy.labels_for(branch), evidence, notes)
+    usable = usable_labels(wanted, policy.labels_for(branch), evidence)
+    labels, notes = list(usable.labels), list(usable.notes)
     comment = None
     if branch is Classification.DETERMINISTIC and evidence.failing_checks:
         comment = failing_checks_comment(evidence)
@@ -95,13 +97,23 @@ def propose(
     return ProposedAction(comment=comment, labels=tuple(labels), notes=tuple(notes))
 
 
-def _usable_labels(
-    wanted: list[str], allowed: set[str], evidence: IssueEvidence, notes: list[str]
-) -> list[str]:
+@dataclass(frozen=True)
+class UsableLabels:
+    labels: tuple[str, ...]
+    notes: tuple[str, ...]  # why each other label was left out
+
+
+def usable_labels(
+    wanted: Iterable[str], allowed: Collection[str] | None, evidence: IssueEvidence
+) -> UsableLabels:
+    """The one filter every proposed label passes, whoever proposes it (a rule, the
+    investigation, the label model): it exists in the repository, is not on the issue yet, and
+    the policy (as the repository's file narrows it) allows it (``allowed``; None: any)."""
     labels: list[str] = []
+    notes: list[str] = []
     existing = set(evidence.repository_labels)
     for label in dict.fromkeys(wanted):
-        if label not in allowed:
+        if allowed is not None and label not in allowed:
             notes.append(f"label {label!r} is not allowed for this branch by the policy")
         elif label not in existing:
             notes.append(f"label {label!r} does not exist in {evidence.repository}")
@@ -109,7 +121,7 @@ def _usable_labels(
             notes.append(f"label {label!r} is already on the issue")
         else:
             labels.append(label)
-    return labels
+    return UsableLabels(tuple(labels), tuple(notes))
 
 
 _UNSAFE = re.compile(r"[<>`|\[\]\\*_#@]")
