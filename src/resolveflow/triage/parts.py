@@ -3,9 +3,10 @@
 - **labels**: one label model per repository (``labels.py``), learned from the repository's own
   labelled issues in the tenant's index and learned again after ``max_age_seconds``, so that what
   maintainers label (the index follows the ``issues`` webhook) is learned within minutes. Only a
-  label the repository has, that the issue does not carry yet, that the policy's
-  ``allowed_labels`` (or the repository's file) lets through, and that is topical may be
-  proposed, and only above the floor; its reason is the issue's own words that weigh most for it.
+  topical label that passes the repository's one label filter (``rules.usable_labels``: it
+  exists, is not on the issue yet, the policy's ``allowed_labels`` or the repository's file lets
+  it through) may be proposed, and only above the floor; its reason is the issue's own words that
+  weigh most for it.
 - **missing facts**: pure (``domain/missing_facts.py``).
 - **related issues**: the earlier issues retrieval finds at or above the investigation's
   relevance floor, on every branch (the investigation's own comment lists them on its branch, so
@@ -43,6 +44,7 @@ from resolveflow.triage.domain.parts import (
     missing_facts_part,
     related_paragraph,
 )
+from resolveflow.triage.domain.rules import usable_labels
 from resolveflow.triage.investigation import InvestigationConfig, Retriever, snippets_from_hits
 from resolveflow.triage.labels import (
     DEFAULT_MIN_PROBABILITY,
@@ -129,9 +131,8 @@ def label_part(
     """The most probable label the issue may be given, when it clears ``floor``."""
     if not learned.model.labels:
         return left_out(PartName.LABELS, "no labelled history of this repository to learn from")
-    allowed = topical(set(evidence.repository_labels) - set(evidence.labels))
-    if policy.allowed_labels is not None:
-        allowed &= set(policy.allowed_labels)
+    topics = sorted(topical(evidence.repository_labels))
+    allowed = set(usable_labels(topics, policy.allowed_labels, evidence).labels)
     text = training_text(evidence.title, evidence.body)
     [best] = learned.model.suggest_many([text], allowed=allowed, min_probability=0.0)
     if best is None:
