@@ -23,7 +23,7 @@ from langgraph.types import interrupt
 
 from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub
-from resolveflow.domain.vocabulary import AuditEvent, SuggestionKind, SuggestionMode
+from resolveflow.domain.vocabulary import AuditEvent, RunStatus, SuggestionKind, SuggestionMode
 from resolveflow.errors import ResolveFlowError
 from resolveflow.gate.domain.quiet import QuietRules, off_reason, place_modes
 from resolveflow.gate.executor import Executor
@@ -316,4 +316,4 @@ def _execute(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 
 def _fail(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     steps.mark_failed(deps.db, state, state.get("error") or "unknown error")
-    return {"outcome": "failed"}
+    return {"outcome": RunStatus.FAILED.value}
