@@ -348,7 +348,8 @@ def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
     )
     gold = tuple(sorted(topical(doc.labels)))
     classification = replayed.result.classification.value
-    return Replayed(doc.external_id, classification, outcome, gold, record, reason)
+    fixes = tuple(f for p in replayed.composed.parts.parts for f in p.fixes)
+    return Replayed(doc.external_id, classification, outcome, gold, record, reason, fixes)
 
 
 def proposed_parts(composed: Composed, cited: tuple[str, ...] = ()) -> tuple[ProposedPart, ...]:

@@ -101,3 +101,47 @@ def test_the_label_part_uses_the_same_filter() -> None:
     narrowed = RepositoryPolicy(allowed_labels=("bug",))
     part = label_part(learned, _evidence(body="the docs page has a typo"), narrowed, 0.0)
     assert part.labels in {("bug",), ()}
+
+
+def test_the_backtest_measures_every_kept_part_whatever_its_name() -> None:
+    from resolveflow.triage.backtest import proposed_parts
+    from resolveflow.triage.domain.composition import Composed
+
+    docs = Part(PartName.DOCS, 0.7, 0.5, (PartItem("guide.md", 0.7),), "See the guide.")
+    quiet = Part(PartName.DUPLICATE, 0.2, 0.5, (PartItem("9", 0.2),), left_out="below")
+    parts = TriageParts((LABEL, RELATED, docs, quiet))
+    composed = Composed(ProposedAction(None, ("docs", "needs-triage"), ()), parts)
+    measured = {p.name: p.items for p in proposed_parts(composed, cited=("5",))}
+    assert measured == {
+        PartName.LABELS: ("docs",),  # topical only
+        PartName.RELATED: ("5", "7"),
+        PartName.DOCS: ("guide.md",),
+    }
+
+
+def test_earlier_fixes_are_listed_with_a_replayed_item_and_never_posted() -> None:
+    from resolveflow.triage.backtest_report import Replayed
+    from resolveflow.triage.domain.backtest_figures import ReplayRecord
+    from resolveflow.triage.domain.parts import EarlierFix
+
+    fix = EarlierFix("13", ("abc123",), ("40",), "Guard empty input (#40)")
+    files = Part(PartName.FILES, 0.9, None, (PartItem("src/loader.py", 0.9),), fixes=(fix,))
+    assert files.paragraph is None  # internal: nothing of it joins the comment
+    assert TriageParts((files,)).joined(ProposedAction(None, (), ())).comment is None
+    assert files.as_json()["fixes"] == [
+        {
+            "issue": "13",
+            "commits": ["abc123"],
+            "pulls": ["40"],
+            "subject": "Guard empty input (#40)",
+        }
+    ]
+    item = Replayed("1", "human_review", None, (), ReplayRecord("1", False, 0.1, ()), None, (fix,))
+    assert item.as_json()["earlier_fixes"] == files.as_json()["fixes"]
+    assert "earlier_fixes" not in replace_fixes(item).as_json()
+
+
+def replace_fixes(item: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(item, earlier_fixes=())

@@ -171,3 +171,5 @@ def test_a_replayed_issue_and_its_live_webhook_propose_the_same(web: Web, tmp_pa
     assert "off" in live_parts["missing_facts"]["left_out"]
     assert "Earlier reports that look related:" in action["comment"]
     assert live_parts["files"]["items"][0]["ref"] == "tests/fixtures/s3.py"
+    fixes = {fix["issue"]: fix["subject"] for fix in live_parts["files"]["fixes"]}
+    assert fixes == {"3069": "Start moto in the s3 fixture", "3839": "Pin responses"}
