@@ -23,7 +23,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from uuid import UUID
@@ -33,6 +33,7 @@ from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.adapters.git.history import RepositoryHistory
 from resolveflow.errors import InvalidInput
+from resolveflow.gate.domain.quiet import place_modes
 from resolveflow.llm.protocol import ChatModel
 from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
@@ -48,10 +49,11 @@ from resolveflow.triage.backtest_report import (
 )
 from resolveflow.triage.backtest_truth import ground_truth
 from resolveflow.triage.domain.backtest_figures import ProposedPart, ReplayRecord
+from resolveflow.triage.domain.composition import Composed, Modes, compose
 from resolveflow.triage.domain.diagnosis import url_issue
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
-from resolveflow.triage.domain.parts import PartName
-from resolveflow.triage.domain.rules import classify, propose
+from resolveflow.triage.domain.parts import PartName, TriageParts
+from resolveflow.triage.domain.rules import ClassificationResult, classify
 from resolveflow.triage.floor_backtest import FloorBacktest, floor_backtest, stream_issue
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
 from resolveflow.triage.known_relations import known_cases
@@ -151,6 +153,7 @@ class Replay:
     model: ChatModel | None
     config: InvestigationConfig
     parts: PartsMaker | None = None  # what every live run joins to its proposal
+    modes: Modes = field(default_factory=dict)  # the policy file's modes for the repository
 
     def investigate(self, doc: SourceDocument) -> Investigation:
         """``doc`` investigated as a live run would have when it was opened; nothing counted."""
@@ -164,6 +167,36 @@ class Replay:
             budget=ModelCallBudget.shadow(self.tenant_id),  # nothing counted or written
             as_of=doc.created_at,
         )
+
+
+def replay_for(
+    db: Database,
+    embedder: Embedder,
+    documents: Sequence[SourceDocument],
+    tenant_id: UUID,
+    config: InvestigationConfig,
+    *,
+    params: SearchParams | None = None,
+    policy: PolicyFile | None = None,
+    model: ChatModel | None = None,
+    history: RepositoryHistory | None = None,
+) -> Replay:
+    """What each issue of ``documents`` (indexed in ``tenant_id``) is replayed with: the rules,
+    the policy's modes, and the parts a live run makes, as of the issue's creation."""
+    repository, labels, rules = replay_setting(documents, policy)
+    searcher = Searcher(db, embedder, params)
+    parts = PartsMaker(
+        LabelModelsAsOf(db, SOURCE).for_issue,
+        PartsConfig(
+            retriever=searcher,
+            investigation=config,
+            as_of_creation=True,
+            history_for=lambda _: history,
+        ),
+        db,
+    )
+    modes = place_modes(policy, repository) if policy is not None else {}
+    return Replay(repository, labels, rules, searcher, tenant_id, model, config, parts, modes)
 
 
 def run_backtest(
@@ -191,7 +224,6 @@ def run_backtest(
     duplicate floor fitted from the decisions a team would have made on the issues before it
     changes on those after (``floor_backtest.py``)."""
     documents = read_corpora(corpora)
-    repository, labels, rules = replay_setting(documents, policy)
     replay = replayed_issues(documents, since, limit)
     truth = ground_truth(
         documents,
@@ -204,18 +236,17 @@ def run_backtest(
         started = time.perf_counter()
         Indexer(db, embedder).upsert(tenant_id, documents)
         indexed = time.perf_counter() - started
-        searcher = Searcher(db, embedder, params)
-        parts = PartsMaker(
-            LabelModelsAsOf(db, SOURCE).for_issue,
-            PartsConfig(
-                retriever=searcher,
-                investigation=config,
-                as_of_creation=True,
-                history_for=lambda _: history,
-            ),
+        setting = replay_for(
             db,
+            embedder,
+            documents,
+            tenant_id,
+            config,
+            params=params,
+            policy=policy,
+            model=model,
+            history=history,
         )
-        setting = Replay(repository, labels, rules, searcher, tenant_id, model, config, parts)
         items = [_replay(doc, setting) for doc in replay]
         floor = None
         if fit_before is not None:
@@ -269,37 +300,69 @@ def _floor(
     return floor_backtest(stream, fit_before, config.relevance_floor, config.max_related)
 
 
-def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
-    """``doc`` as the live path would have triaged it when it was opened, timed."""
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class ReplayedProposal:
+    """One replayed issue's proposal, composed as a live run composes it."""
+
+    result: ClassificationResult
+    composed: Composed
+    investigation: Investigation | None
+
+
+def replayed_proposal(doc: SourceDocument, setting: Replay) -> ReplayedProposal:
+    """``doc`` as the live path would have triaged it when it was opened: the same rules, the
+    same parts and the same composition (``triage/domain/composition.py``) as ``graph/build.py``."""
     evidence = evidence_at_creation(doc, setting.repository, setting.labels)
     result = classify(evidence, setting.rules)
+    branch = result.classification
+    found = setting.investigate(doc) if branch is Classification.AI_INVESTIGATION else None
+    made = setting.parts(setting.tenant_id, evidence, setting.rules) if setting.parts else None
+    composed = compose(
+        evidence,
+        result,
+        setting.rules,
+        branch,
+        setting.modes,
+        made or TriageParts(),
+        found.action if found else None,
+    )
+    return ReplayedProposal(result, composed, found)
+
+
+def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
+    """``doc`` replayed, timed, and measured part by part."""
+    started = time.perf_counter()
+    replayed = replayed_proposal(doc, setting)
+    action, found = replayed.composed.action, replayed.investigation
     outcome = reason = None
     cited: tuple[str, ...] = ()
-    if result.classification is not Classification.AI_INVESTIGATION:
-        action = propose(evidence, result, setting.rules, result.classification)
-    else:
-        found = setting.investigate(doc)
-        action, outcome, reason = found.action, found.review.outcome.value, found.reason
+    if found is not None:
+        outcome, reason = found.review.outcome.value, found.reason
         by_id = {s.id: s for s in found.snippets}
         cited = tuple(by_id[c].external_id for c in dict.fromkeys(found.citations) if c in by_id)
-    made = setting.parts(setting.tenant_id, evidence, setting.rules) if setting.parts else None
-    if made is not None:  # joined as the live run joins them (graph/build.py)
-        if result.classification is Classification.AI_INVESTIGATION:
-            made = made.without(PartName.RELATED, "the investigation's comment lists them")
-        action = made.joined(action)
-    kept = {part.name: tuple(i.ref for i in part.items) for part in (made.kept if made else ())}
-    parts = (
-        ProposedPart(PartName.LABELS, tuple(sorted(topical(action.labels)))),
-        ProposedPart(PartName.RELATED, cited + kept.get(PartName.RELATED, ())),
-        ProposedPart(PartName.MISSING_FACTS, kept.get(PartName.MISSING_FACTS, ())),
-        ProposedPart(PartName.FILES, kept.get(PartName.FILES, ())),
-    )
     record = ReplayRecord(
         doc.external_id,
         not action.empty,
         time.perf_counter() - started,
-        tuple(p for p in parts if p.items),
+        proposed_parts(replayed.composed, cited),
     )
     gold = tuple(sorted(topical(doc.labels)))
-    return Replayed(doc.external_id, result.classification.value, outcome, gold, record, reason)
+    classification = replayed.result.classification.value
+    fixes = tuple(f for p in replayed.composed.parts.parts for f in p.fixes)
+    return Replayed(doc.external_id, classification, outcome, gold, record, reason, fixes)
+
+
+def proposed_parts(composed: Composed, cited: tuple[str, ...] = ()) -> tuple[ProposedPart, ...]:
+    """What is measured of a proposal: its topical labels (whoever proposed them), the related
+    issues (those the investigation cited, then the part's), and every other kept part's items,
+    whatever its name; a part with nothing is not listed."""
+    kept = {p.name: tuple(i.ref for i in p.items) for p in composed.parts.kept}
+    labels = tuple(sorted(topical(composed.action.labels)))
+    related = cited + kept.pop(PartName.RELATED, ())
+    kept.pop(PartName.LABELS, None)
+    parts = (
+        ProposedPart(PartName.LABELS, labels),
+        ProposedPart(PartName.RELATED, related),
+        *(ProposedPart(name, refs) for name, refs in kept.items()),
+    )
+    return tuple(p for p in parts if p.items)

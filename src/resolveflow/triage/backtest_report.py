@@ -18,7 +18,7 @@ from resolveflow.triage.domain.backtest_figures import (
     ReplayRecord,
     backtest_figures,
 )
-from resolveflow.triage.domain.parts import PartName
+from resolveflow.triage.domain.parts import EarlierFix, PartName
 from resolveflow.triage.floor_backtest import FloorBacktest
 
 
@@ -30,6 +30,8 @@ class Replayed:
     gold: tuple[str, ...]
     record: ReplayRecord  # what was proposed, part by part, and how long it took
     reason: str | None = None  # the review's, for investigated issues
+    # the likely files part's evidence: the earlier fixes of similar issues (internal)
+    earlier_fixes: tuple[EarlierFix, ...] = ()
 
     @property
     def proposed(self) -> bool:
@@ -55,6 +57,11 @@ class Replayed:
             "reason": self.reason,
             "parts": self.record.as_json(),
             "seconds": round(self.record.seconds, 4),
+            **(
+                {"earlier_fixes": [fix.as_json() for fix in self.earlier_fixes]}
+                if self.earlier_fixes
+                else {}
+            ),
         }
 
 

@@ -3,9 +3,10 @@
 - **labels**: one label model per repository (``labels.py``), learned from the repository's own
   labelled issues in the tenant's index and learned again after ``max_age_seconds``, so that what
   maintainers label (the index follows the ``issues`` webhook) is learned within minutes. Only a
-  label the repository has, that the issue does not carry yet, that the policy's
-  ``allowed_labels`` (or the repository's file) lets through, and that is topical may be
-  proposed, and only above the floor; its reason is the issue's own words that weigh most for it.
+  topical label that passes the repository's one label filter (``rules.usable_labels``: it
+  exists, is not on the issue yet, the policy's ``allowed_labels`` or the repository's file lets
+  it through) may be proposed, and only above the floor; its reason is the issue's own words that
+  weigh most for it.
 - **missing facts**: pure (``domain/missing_facts.py``).
 - **related issues**: the earlier issues retrieval finds at or above the investigation's
   relevance floor, on every branch (the investigation's own comment lists them on its branch, so
@@ -27,6 +28,8 @@ from functools import partial
 from uuid import UUID
 
 from resolveflow.adapters.git.history import RepositoryHistory
+from resolveflow.adapters.git.records import CommitInfo
+from resolveflow.domain.commit_messages import squash_pr
 from resolveflow.domain.localize import PastFix, suggest_files
 from resolveflow.errors import ResolveFlowError
 from resolveflow.policy_file import RepositoryPolicy
@@ -35,6 +38,7 @@ from resolveflow.store import documents
 from resolveflow.store.database import Database
 from resolveflow.triage.domain.evidence import IssueEvidence
 from resolveflow.triage.domain.parts import (
+    EarlierFix,
     Part,
     PartItem,
     PartName,
@@ -43,6 +47,7 @@ from resolveflow.triage.domain.parts import (
     missing_facts_part,
     related_paragraph,
 )
+from resolveflow.triage.domain.rules import usable_labels
 from resolveflow.triage.investigation import InvestigationConfig, Retriever, snippets_from_hits
 from resolveflow.triage.labels import (
     DEFAULT_MIN_PROBABILITY,
@@ -129,9 +134,8 @@ def label_part(
     """The most probable label the issue may be given, when it clears ``floor``."""
     if not learned.model.labels:
         return left_out(PartName.LABELS, "no labelled history of this repository to learn from")
-    allowed = topical(set(evidence.repository_labels) - set(evidence.labels))
-    if policy.allowed_labels is not None:
-        allowed &= set(policy.allowed_labels)
+    topics = sorted(topical(evidence.repository_labels))
+    allowed = set(usable_labels(topics, policy.allowed_labels, evidence).labels)
     text = training_text(evidence.title, evidence.body)
     [best] = learned.model.suggest_many([text], allowed=allowed, min_probability=0.0)
     if best is None:
@@ -176,14 +180,17 @@ def files_part(
     runs through, and those the fixes of the most similar earlier issues changed, in the clone as
     it was when the issue was opened. Made for every report, not only failures: a feature's
     files are as useful to whoever takes it (on hf-datasets, failures only: Hit@5 0.56 over the
-    fixed issues, 40 of 121 not read as failures; every report: 0.79)."""
+    fixed issues, 40 of 121 not read as failures; every report: 0.79). The part carries those
+    earlier fixes (each similar issue, its commits, pull requests and subject line) for the run
+    page and ``backtest --items``; it has no paragraph, so nothing of it is posted."""
     if history is None:
         return left_out(PartName.FILES, "no local clone of this repository is configured")
     snapshot = history.snapshot(evidence.created_at)
     if snapshot is None:
         return left_out(PartName.FILES, "the clone has no commit from before the issue")
     files = history.files_at(snapshot)
-    fixes = _past_fixes(history, fixing_pulls, similar, evidence.created_at, frozenset(files))
+    found = _past_fixes(history, fixing_pulls, similar, evidence.created_at)
+    fixes = _voting(history, found, frozenset(files))
     text = f"{evidence.title}\n\n{evidence.body}"
     ranked = suggest_files(text, files, {}, fixes, limit=SUGGESTED_FILES)
     if not ranked:
@@ -191,7 +198,16 @@ def files_part(
     items = tuple(
         PartItem(r.path, round(r.score, 4), "; ".join(dict.fromkeys(r.reasons))) for r in ranked
     )
-    return Part(PartName.FILES, items[0].score, None, items)
+    earlier = tuple(_earlier(fix) for fix in found)
+    return Part(PartName.FILES, items[0].score, None, items, fixes=earlier)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A similar earlier issue and the commits of the clone that fixed it."""
+
+    hit: Hit
+    commits: tuple[CommitInfo, ...]
 
 
 def _past_fixes(
@@ -199,33 +215,49 @@ def _past_fixes(
     fixing_pulls: Callable[[list[str]], dict[str, list[str]]],
     similar: list[Hit],
     as_of: datetime,
-    in_snapshot: frozenset[str],
-) -> list[PastFix]:
+) -> list[_Found]:
     """The similar earlier issues that a commit of the clone fixed before ``as_of``: the
     commits that say they fix one, and the squash commits of the pull requests that do."""
     ids = [hit.external_id for hit in similar if hit.external_id.isdigit()]
     pulls = fixing_pulls(ids) if ids else {}
-    found: list[tuple[Hit, list[str]]] = []
+    found: list[_Found] = []
     for hit in similar:
         if not hit.external_id.isdigit():
             continue
         commits = list(history.by_issue.get(int(hit.external_id), []))
         commits += history.squash_commits(pulls.get(hit.external_id, []))
-        shas = list(dict.fromkeys(c.sha for c in commits if c.committed_at < as_of))
-        if shas:
-            found.append((hit, shas))
+        kept = {c.sha: c for c in commits if c.committed_at < as_of}
+        if kept:
+            found.append(_Found(hit, tuple(kept.values())))
         if len(found) == MAX_FIXED_SIMILAR:
             break
-    stats = history.stats([sha for _, shas in found for sha in shas])
+    return found
+
+
+def _voting(
+    history: RepositoryHistory, found: list[_Found], in_snapshot: frozenset[str]
+) -> list[PastFix]:
+    """Each fix as ``suggest_files`` weighs it: the files its commits changed."""
+    stats = history.stats([c.sha for fix in found for c in fix.commits])
     return [
         PastFix(
-            hit.external_id,
-            hit.fused,
-            frozenset(f.path for sha in shas for f in stats.get(sha, [])) & in_snapshot,
-            tuple(shas),
+            fix.hit.external_id,
+            fix.hit.fused,
+            frozenset(f.path for c in fix.commits for f in stats.get(c.sha, [])) & in_snapshot,
+            tuple(c.sha for c in fix.commits),
         )
-        for hit, shas in found
+        for fix in found
     ]
+
+
+def _earlier(fix: _Found) -> EarlierFix:
+    pulls = (squash_pr(c.subject) for c in fix.commits)
+    return EarlierFix(
+        fix.hit.external_id,
+        tuple(c.sha for c in fix.commits),
+        tuple(dict.fromkeys(str(n) for n in pulls if n is not None)),
+        fix.commits[0].subject,
+    )
 
 
 def _resolved(state: str | None, resolved_by: tuple[str, ...]) -> str:

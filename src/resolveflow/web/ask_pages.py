@@ -23,6 +23,7 @@ from resolveflow.accounts import admin
 from resolveflow.ask import passages
 from resolveflow.ask.domain.answers import Answer, AnswerOutcome
 from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
+from resolveflow.domain.inert_markdown import inert
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.decisions import reject_unstorable
@@ -36,6 +37,7 @@ router = APIRouter(include_in_schema=False)
 MAX_TITLE = 256
 MAX_BODY = 65_000
 TITLE_CHARS = 120  # a prefilled title: the question's start
+SOURCE_NAME_CHARS = 200  # a source's title or path in a prefilled body
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 _BIGINT = 2**63 - 1
 _CITE = Markup('<a class="cite" href="{0}" aria-label="citation {1}">[{1}]</a>')
@@ -167,8 +169,9 @@ def _quoted(text: str) -> str:
 
 
 def _md(text: str) -> str:
-    """Text inside a Markdown link's brackets: brackets escaped so it cannot close the link."""
-    return re.sub(r"([\[\]\\])", r"\\\1", " ".join(text.split()))
+    """A document's title or path in the issue body: inert, like everything posted (it can
+    neither close the link it sits in nor mention anyone)."""
+    return inert(text, SOURCE_NAME_CHARS)
 
 
 @router.get("/passages/{chunk_id}", response_class=HTMLResponse)

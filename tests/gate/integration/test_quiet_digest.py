@@ -16,7 +16,7 @@ from conftest import World
 from fixtures_cli import InProcessCli
 from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.domain.records import Proposal
-from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE, SuggestionKind
+from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE, RunStatus, SuggestionKind
 from resolveflow.errors import PolicyViolation
 from resolveflow.gate import approvals, proposals, quiet
 from resolveflow.gate.domain.actions import build_action
@@ -48,7 +48,9 @@ def _waiting(db: Database, world: World, proposal: Proposal) -> Proposal:
     """The run waits for a decision, as the graph leaves it (the inbox lists such runs)."""
     assert proposal.run_id is not None
     with db.tenant(world.tenant.id) as conn:
-        run_store.set_status(conn, world.tenant.id, proposal.run_id, "awaiting_approval", {})
+        run_store.set_status(
+            conn, world.tenant.id, proposal.run_id, RunStatus.AWAITING_APPROVAL, {}
+        )
     return proposal
 
 

@@ -22,7 +22,7 @@ from test_decision_examples import _approve, _reject, _run_proposal
 from conftest import World, make_world
 from fixtures_web import REPO, web_settings
 from resolveflow.bootstrap.app import open_app
-from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE
+from resolveflow.domain.vocabulary import REFINE_PROPOSAL_NOTE, RunStatus
 from resolveflow.gate import proposals
 from resolveflow.gate.domain.actions import build_action
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
@@ -67,7 +67,9 @@ def _history(db: Database, world: World, quiet: Any) -> list[str]:
             db, world, "human_review", "fallback", [], quiet=quiet, issue=next(issues)
         )
         with db.tenant(world.tenant.id) as conn:
-            run_store.set_status(conn, world.tenant.id, made.run_id, "awaiting_approval", {})
+            run_store.set_status(
+                conn, world.tenant.id, made.run_id, RunStatus.AWAITING_APPROVAL, {}
+            )
         return made
 
     for n in range(12):

@@ -289,7 +289,9 @@ def test_likely_files_come_from_the_fixes_of_similar_issues_and_are_never_posted
     clone = init(tmp_path / "widgets")
     files = {"src/widgets/loader.py": "def load(): ...\n", "src/widgets/saver.py": "x = 1\n"}
     commit(clone, 1, "Initial layout", {**files, "docs/index.md": "# Widgets\n"})
-    commit(clone, 2, "Guard empty input\n\nfixes #13", {"src/widgets/loader.py": "def load(): 1\n"})
+    fix = commit(
+        clone, 2, "Guard empty input\n\nfixes #13", {"src/widgets/loader.py": "def load(): 1\n"}
+    )
     runs = _runs(db, fake_github, github_client, related=True, clone=clone)
     try:
         view = runs.start(
@@ -315,6 +317,11 @@ def test_likely_files_come_from_the_fixes_of_similar_issues_and_are_never_posted
     assert first["ref"] == "src/widgets/loader.py"
     assert "changed by the fixes of similar tasks" in first["why"]
     assert "loader.py" not in (view["proposal"]["action"]["comment"] or "")  # internal only
+    # the earlier fix of the similar issue is carried with the part, for the run page
+    assert likely["fixes"] == [
+        {"issue": "13", "commits": [fix], "pulls": [], "subject": "Guard empty input"}
+    ]
+    assert "Guard empty input" not in (view["proposal"]["action"]["comment"] or "")
     # a feature request gets files too (internal, for whoever takes it): here only the one fixed
     # similar issue votes, and nothing of it is posted either
     for item in _parts(feature)["files"]["items"]:

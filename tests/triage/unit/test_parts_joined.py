@@ -65,10 +65,10 @@ def test_the_repository_s_own_people_and_complete_reports_are_not_asked() -> Non
 
 
 def test_a_title_s_code_names_become_code_spans_and_the_rest_stays_inert() -> None:
-    from resolveflow.triage.domain.rules import inline_title
+    from resolveflow.domain.inert_markdown import inert_title
 
     title = "Flaky `x` test_render_timeout <img src=x> @team [a](b) __init__"
-    shown = inline_title(title)
+    shown = inert_title(title, 120)
     assert "`test_render_timeout`" in shown
     assert "&#96;x&#96;" in shown  # a backtick of the title never opens a code span
     for raw in ("<img", "@team", "[a]", "](b)", "__init__"):

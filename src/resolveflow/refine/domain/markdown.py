@@ -16,10 +16,9 @@ to the task it fixed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
-from resolveflow.domain.inert_markdown import backtick_run, code, inert
+from resolveflow.domain.inert_markdown import backtick_run, code, inert, link
 from resolveflow.refine.domain.document import (
     PAGE_FLOOR,
     FixCommit,
@@ -36,11 +35,6 @@ MAX_EXCERPTS_SHOWN = 3
 MAX_FILES_PER_COMMIT = 10
 MAX_SUGGESTED = 20
 CUT = "\n\n(cut)"
-_SAFE_URL = re.compile(r"^https?://[^\s<>()\"'\[\]`]+$")
-
-
-def _link(text: str, url: str | None) -> str:
-    return f"[{text}]({url})" if url and _SAFE_URL.match(url) else text
 
 
 def _task_ref(task: RelatedHit) -> str:
@@ -75,7 +69,7 @@ def _summary(doc: RefineDocument) -> Iterator[str]:
 def _judged_line(item: RelatedHit, judged: Judgement | None, name: str) -> str:
     level = f"**{judged.relevance.value}**" if judged else "**not judged**"
     reason = f" ({inert(judged.reason, 200)})" if judged else ""
-    return (f"- {level} {_link(name, item.url)}: {inert(item.title, 160)}{reason}, "
+    return (f"- {level} {link(name, item.url)}: {inert(item.title, 160)}{reason}, "
             f"score {item.score:.3f}, cosine {item.cosine:.2f}")  # fmt: skip
 
 
@@ -118,7 +112,7 @@ def _runbook(doc: RefineDocument) -> Iterator[str]:
         return
     yield "### Runbook"
     yield ""
-    title = _link(inert(runbook.title, 200), runbook.url)
+    title = link(inert(runbook.title, 200), runbook.url)
     yield f"{title} ({code(runbook.path)}), chosen by {inert(runbook.why, 200)}. Its checklist:"
     yield ""
     checklist = runbook.checklist.strip()[:MAX_CHECKLIST_CHARS]
@@ -132,7 +126,7 @@ def _commit(doc: RefineDocument, commit: FixCommit) -> Iterator[str]:
     when = commit.committed_at.date().isoformat()
     judged = doc.judgement(commit.task)
     task = next((t for t in doc.related if t.external_id == commit.task), None)
-    fixed = _link(_task_ref(task), task.url) if task else inert(commit.task, 40)
+    fixed = link(_task_ref(task), task.url) if task else inert(commit.task, 40)
     said = f"{judged.relevance.value}, " if judged else ""
     yield (f"- {code(commit.sha[:7])} {when} {inert(commit.subject, 160)} "
            f"(fixed {fixed}, {said}found by {inert(commit.how, 40)})")  # fmt: skip

@@ -7,12 +7,13 @@ cited snippets' URLs), never from the model. The executor appends its hidden mar
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
+from resolveflow.domain.inert_markdown import inert, inert_title
+from resolveflow.domain.inert_markdown import link as inert_link
 from resolveflow.triage.domain.diagnosis import Diagnosis, Snippet, url_issue
 from resolveflow.triage.domain.review import Review, resolve_reference
-from resolveflow.triage.domain.rules import ProposedAction, inline, inline_title
+from resolveflow.triage.domain.rules import ProposedAction
 
 FOOTER = "Drafted by ResolveFlow and reviewed by a person before it was posted."
 NO_MODEL = (
@@ -24,40 +25,31 @@ HOLDING_COMMENT = (
     "Drafted by ResolveFlow and reviewed by a person before it was posted."
 )
 MAX_NEIGHBOUR_LABELS = 2
-_SAFE_URL = re.compile(r"^https?://[^\s<>()\"'\[\]]+$")
-_SCHEME = re.compile(r"\b([a-z][a-z0-9+.-]{1,15}):(?=//)", re.IGNORECASE)
-_WWW = re.compile(r"\bwww\.", re.IGNORECASE)
 
 
 def model_text(text: str, limit: int) -> str:
-    """Model prose made inert: escaped like issue text, and URLs defanged (``https[:]//``) so
-    that GitHub does not autolink them: the only links in a comment come from our index."""
-    return inline(_WWW.sub("www[.]", _SCHEME.sub(r"\1[:]", text)), limit)
-
-
-def _safe_url(url: str | None) -> str | None:
-    return url if url and _SAFE_URL.match(url) else None
+    """Model prose made inert like issue text (URLs defanged too, so that GitHub does not
+    autolink them: the only links in a comment come from our index)."""
+    return inert(text, limit)
 
 
 def _ref_text(url: str | None, fallback: str, repository: str) -> str:
     located = url_issue(url)
     if located is None:
-        return inline(fallback, 80)
+        return inert(fallback, 80)
     repo, number = located
-    return f"#{number}" if repo == repository.lower() else f"{inline(repo, 100)}#{number}"
+    return f"#{number}" if repo == repository.lower() else f"{inert(repo, 100)}#{number}"
 
 
 def link(url: str | None, fallback: str, repository: str) -> str:
-    text = _ref_text(url, fallback, repository)
-    safe = _safe_url(url)
-    return f"[{text}]({safe})" if safe else text
+    return inert_link(_ref_text(url, fallback, repository), url)
 
 
 def related_line(snippet: Snippet, repository: str) -> str:
     """``- [#123](url) (closed): title, fixed by [#456](url)`` with every piece escaped."""
     head = link(snippet.url, f"{snippet.source}:{snippet.external_id}", repository)
-    state = f" ({inline(snippet.state, 20)})" if snippet.state else ""
-    line = f"- {head}{state}: {inline_title(snippet.title, 120)}"
+    state = f" ({inert(snippet.state, 20)})" if snippet.state else ""
+    line = f"- {head}{state}: {inert_title(snippet.title, 120)}"
     fixes = [link(ref, ref, repository) for ref in snippet.resolved_by[:3]]
     if fixes:
         line += ", fixed by " + ", ".join(fixes)

@@ -53,6 +53,25 @@ class PartItem:
 
 
 @dataclass(frozen=True)
+class EarlierFix:
+    """A change that fixed a similar earlier issue (the likely files part's evidence): internal,
+    shown on the run page and in ``backtest --items``, never posted."""
+
+    issue: str  # the similar issue's id
+    commits: tuple[str, ...]  # the fixing commits' shas
+    pulls: tuple[str, ...]  # the pull requests they squash, when their subject says
+    subject: str  # the first fixing commit's subject line
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "commits": list(self.commits),
+            "pulls": list(self.pulls),
+            "subject": self.subject,
+        }
+
+
+@dataclass(frozen=True)
 class Part:
     name: PartName
     score: float | None  # the part's own measure (a label's probability...); None: a rule's yes
@@ -60,6 +79,7 @@ class Part:
     items: tuple[PartItem, ...] = ()
     paragraph: str | None = None  # Markdown for the public comment
     left_out: str | None = None  # why it is not shown; None: kept
+    fixes: tuple[EarlierFix, ...] = ()  # the likely files': earlier fixes of similar issues
 
     @property
     def kept(self) -> bool:
@@ -70,7 +90,7 @@ class Part:
         return tuple(item.ref for item in self.items) if self.name is PartName.LABELS else ()
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        shown: dict[str, Any] = {
             "name": self.name.value,
             "score": self.score,
             "floor": self.floor,
@@ -78,6 +98,9 @@ class Part:
             "left_out": self.left_out,
             "items": [item.as_json() for item in self.items],
         }
+        if self.fixes:
+            shown["fixes"] = [fix.as_json() for fix in self.fixes]
+        return shown
 
 
 def related_paragraph(related: list[Snippet], evidence: IssueEvidence) -> str:

@@ -2,14 +2,16 @@
 
 Issue text is untrusted. It can never choose the branch except through rules the team wrote (a
 policy's title-prefix rule), never picks a label outside the branch's allowed set, and is never
-pasted into a proposed comment: comments are built from check-run data, escaped.
+pasted into a proposed comment: comments are built from check-run data, made inert by
+``domain/inert_markdown.py`` like everything posted.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from resolveflow.domain.inert_markdown import inert, link
 from resolveflow.policy_file import Classification, RepositoryPolicy
 from resolveflow.triage.domain.evidence import IssueEvidence
 
@@ -81,7 +83,8 @@ def propose(
         wanted.insert(0, policy.ci_label)
     if branch is Classification.HUMAN_REVIEW and policy.triage_label:
         wanted.insert(0, policy.triage_label)
-    labels = _usable_labels(wanted, policy.labels_for(branch), evidence, notes)
+    usable = usable_labels(wanted, policy.labels_for(branch), evidence)
+    labels, notes = list(usable.labels), list(usable.notes)
     comment = None
     if branch is Classification.DETERMINISTIC and evidence.failing_checks:
         comment = failing_checks_comment(evidence)
@@ -95,13 +98,23 @@ def propose(
     return ProposedAction(comment=comment, labels=tuple(labels), notes=tuple(notes))
 
 
-def _usable_labels(
-    wanted: list[str], allowed: set[str], evidence: IssueEvidence, notes: list[str]
-) -> list[str]:
+@dataclass(frozen=True)
+class UsableLabels:
+    labels: tuple[str, ...]
+    notes: tuple[str, ...]  # why each other label was left out
+
+
+def usable_labels(
+    wanted: Iterable[str], allowed: Collection[str] | None, evidence: IssueEvidence
+) -> UsableLabels:
+    """The one filter every proposed label passes, whoever proposes it (a rule, the
+    investigation, the label model): it exists in the repository, is not on the issue yet, and
+    the policy (as the repository's file narrows it) allows it (``allowed``; None: any)."""
     labels: list[str] = []
+    notes: list[str] = []
     existing = set(evidence.repository_labels)
     for label in dict.fromkeys(wanted):
-        if label not in allowed:
+        if allowed is not None and label not in allowed:
             notes.append(f"label {label!r} is not allowed for this branch by the policy")
         elif label not in existing:
             notes.append(f"label {label!r} does not exist in {evidence.repository}")
@@ -109,41 +122,7 @@ def _usable_labels(
             notes.append(f"label {label!r} is already on the issue")
         else:
             labels.append(label)
-    return labels
-
-
-_UNSAFE = re.compile(r"[<>`|\[\]\\*_#@]")
-
-
-def inline(text: str, limit: int = 120) -> str:
-    """Untrusted one-line text (a check name) made inert in Markdown: no HTML, links, mentions."""
-    return _escaped(" ".join(text.split())[:limit])
-
-
-def _escaped(text: str) -> str:
-    return _UNSAFE.sub(lambda m: f"&#{ord(m.group())};", text)
-
-
-# A name from code (``test_render_timeout``, ``load_dataset``): letters, digits and underscores
-# only, so it is safe inside a code span, where it reads as code instead of as escaped prose.
-_CODE_NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]\b")
-
-
-def inline_title(text: str, limit: int = 120) -> str:
-    """An untrusted title made inert like ``inline``, its code names set as code spans."""
-    cleaned = " ".join(text.split())[:limit]
-    pieces: list[str] = []
-    last = 0
-    for name in _CODE_NAME.finditer(cleaned):
-        pieces.append(_escaped(cleaned[last : name.start()]))
-        pieces.append(f"`{name.group()}`")
-        last = name.end()
-    pieces.append(_escaped(cleaned[last:]))
-    return "".join(pieces)
-
-
-def _safe_url(url: str) -> str | None:
-    return url if re.fullmatch(r"https?://[^\s<>()\"']+", url) else None
+    return UsableLabels(tuple(labels), tuple(notes))
 
 
 def failing_checks_comment(evidence: IssueEvidence) -> str:
@@ -154,11 +133,9 @@ def failing_checks_comment(evidence: IssueEvidence) -> str:
         "",
     ]
     for run in failing[:MAX_LISTED_CHECKS]:
-        url = _safe_url(run.url)
-        name = inline(run.name)
-        entry = f"[{name}]({url})" if url else name
+        entry = link(inert(run.name, 120), run.url)
         kind = "workflow run" if run.kind == "workflow_run" else "check"
-        lines.append(f"- {entry}: {kind} concluded **{inline(run.conclusion or 'unknown', 20)}**")
+        lines.append(f"- {entry}: {kind} concluded **{inert(run.conclusion or 'unknown', 20)}**")
     if len(failing) > MAX_LISTED_CHECKS:
         lines.append(f"- … and {len(failing) - MAX_LISTED_CHECKS} more")
     lines += ["", "Drafted by ResolveFlow from the check results and approved by a maintainer."]

@@ -9,7 +9,6 @@ re-verifies everything from the database, so a forged resume value cannot cause 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,23 +23,22 @@ from langgraph.types import interrupt
 
 from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub
-from resolveflow.domain.vocabulary import AuditEvent, SuggestionKind, SuggestionMode
+from resolveflow.domain.vocabulary import AuditEvent, RunStatus, SuggestionKind, SuggestionMode
 from resolveflow.errors import ResolveFlowError
-from resolveflow.gate.domain.quiet import QuietRules, apply_off, off_reason, place_modes
-from resolveflow.gate.domain.suggestions import branch_kind
+from resolveflow.gate.domain.quiet import QuietRules, off_reason, place_modes
 from resolveflow.gate.executor import Executor
 from resolveflow.gate.quiet import Quiet
 from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.telemetry import span
 from resolveflow.triage import evidence as evidence_service
 from resolveflow.triage import repository_config
+from resolveflow.triage.domain.composition import compose
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
-from resolveflow.triage.domain.parts import Part, PartName, TriageParts, left_out
+from resolveflow.triage.domain.parts import TriageParts
 from resolveflow.triage.domain.rules import (
     INVESTIGATION_NOT_CONFIGURED,
     ProposedAction,
     classify,
-    propose,
 )
 from resolveflow.triage.graph import steps
 from resolveflow.triage.graph.state import TriageState
@@ -250,42 +248,21 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         modes = place_modes(policy_file, state["repository"])
     except ResolveFlowError as exc:
         return {"error": exc.message}
-    result = classify(evidence, policy)
-    branch = Classification(state["branch"])
     investigated = state.get("investigation_action")
-    if branch is Classification.AI_INVESTIGATION and investigated is not None:
-        # Whatever the investigation suggests, only labels that exist in the repository, are
-        # not on the issue yet and the policy (as the repository's file narrows it) allows
-        # survive (the review's permission gate also checks the tenant's policy).
-        existing, present = set(evidence.repository_labels), set(evidence.labels)
-        allowed = policy.labels_for(branch)
-        labels = [
-            label
-            for label in investigated.get("labels") or ()
-            if isinstance(label, str)
-            and label in existing
-            and label not in present
-            and label in allowed
-        ]
-        comment = investigated.get("comment")
-        action = ProposedAction(
-            comment=comment if isinstance(comment, str) else None,
-            labels=tuple(dict.fromkeys(labels)),
-            notes=tuple(str(note) for note in investigated.get("notes") or ()),
-        )
-    else:
-        action = propose(evidence, result, policy, branch)
-    if evidence.notes:  # e.g. linked runs that could not be read: the reviewer should know
-        action = dataclasses.replace(action, notes=action.notes + evidence.notes)
-    action = _quieted(action, modes, state["repository"], branch)
-    parts = _parts(deps, state, evidence, policy, modes)
-    if branch is Classification.AI_INVESTIGATION and investigated is not None:
-        parts = parts.without(PartName.RELATED, "the investigation's comment lists them")
-    action = parts.joined(action)
+    composed = compose(
+        evidence,
+        classify(evidence, policy),
+        policy,
+        Classification(state["branch"]),
+        modes,
+        _parts(deps, state, evidence, policy),
+        _investigated(investigated),
+    )
+    action = composed.action
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
     try:
-        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet, parts)
+        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet, composed.parts)
     except ResolveFlowError as exc:
         return {"error": f"could not create the proposal: {exc.message}"}
     update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
@@ -296,54 +273,29 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     return update
 
 
-# The suggestion kind each part is counted as, and silenced by (the policy's ``suggestions``).
-_PART_KINDS = {
-    PartName.LABELS: SuggestionKind.LABEL,
-    PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
-    PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
-}
+def _investigated(kept: dict[str, Any] | None) -> ProposedAction | None:
+    """The investigation's action as the state keeps it (plain JSON), read back."""
+    if kept is None:
+        return None
+    comment = kept.get("comment")
+    return ProposedAction(
+        comment=comment if isinstance(comment, str) else None,
+        labels=tuple(label for label in kept.get("labels") or () if isinstance(label, str)),
+        notes=tuple(str(note) for note in kept.get("notes") or ()),
+    )
 
 
 def _parts(
-    deps: TriageDeps,
-    state: TriageState,
-    evidence: IssueEvidence,
-    policy: RepositoryPolicy,
-    modes: dict[SuggestionKind, SuggestionMode],
+    deps: TriageDeps, state: TriageState, evidence: IssueEvidence, policy: RepositoryPolicy
 ) -> TriageParts:
-    """The run's parts, each one whose kind is off in this place left out (and said so)."""
+    """The run's parts (``compose`` leaves out those whose kind is off in this place)."""
     if deps.parts is None:
         return TriageParts()
     try:
-        made = deps.parts(UUID(state["tenant_id"]), evidence, policy)
+        return deps.parts(UUID(state["tenant_id"]), evidence, policy)
     except ResolveFlowError as exc:  # the branch's own action still stands
         logger.warning("triage parts not made: %s", exc.message, extra={"run": state["run_id"]})
         return TriageParts()
-    return TriageParts(tuple(_unless_off(part, modes, state["repository"]) for part in made.parts))
-
-
-def _unless_off(part: Part, modes: dict[SuggestionKind, SuggestionMode], place: str) -> Part:
-    kind = _PART_KINDS.get(part.name)
-    if kind is not None and modes.get(kind) is SuggestionMode.OFF:
-        return left_out(part.name, off_reason(kind, place))
-    return part
-
-
-def _quieted(
-    action: ProposedAction,
-    modes: dict[SuggestionKind, SuggestionMode],
-    repository: str,
-    branch: Classification,
-) -> ProposedAction:
-    """The action under the policy file's ``off`` modes: nothing when the branch's kind is off,
-    no labels when labels are; the note says why (the run's record keeps it)."""
-    kind = branch_kind(branch.value)
-    if kind is None:
-        return action
-    kept = apply_off(modes, repository, kind, action.labels)
-    if not kept.proposed:
-        return ProposedAction(comment=None, labels=(), notes=action.notes + kept.notes)
-    return dataclasses.replace(action, labels=kept.labels, notes=action.notes + kept.notes)
 
 
 def _await_approval(state: TriageState) -> dict[str, Any]:
@@ -364,4 +316,4 @@ def _execute(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 
 def _fail(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     steps.mark_failed(deps.db, state, state.get("error") or "unknown error")
-    return {"outcome": "failed"}
+    return {"outcome": RunStatus.FAILED.value}

@@ -13,7 +13,7 @@ from uuid import UUID
 from langgraph.types import Command
 
 from resolveflow.domain.records import Principal, Role, actor_of
-from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.domain.vocabulary import AuditEvent, RunStatus
 from resolveflow.errors import (
     InvalidInput,
     NotAuthorized,
@@ -118,8 +118,10 @@ class RunController:
             logger.exception("triage run failed", extra={"run": str(run_id)})
             with self.db.tenant(tenant_id) as conn:
                 run = run_store.run_by_id(conn, tenant_id, run_id)
-                if run.status in ("running", "awaiting_approval"):
-                    run_store.set_status(conn, tenant_id, run_id, "failed", {"error": reason})
+                if run.status in (RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL):
+                    run_store.set_status(
+                        conn, tenant_id, run_id, RunStatus.FAILED, {"error": reason}
+                    )
                     audit.record(
                         conn,
                         tenant_id=tenant_id,
@@ -191,7 +193,7 @@ class RunController:
         with self._leased(principal.tenant_id, run_id):
             snapshot = self.graph.get_state(self._config(run_id))
             waiting = tuple(snapshot.next)
-            if not waiting and snapshot.created_at is None and run.status == "running":
+            if not waiting and snapshot.created_at is None and run.status == RunStatus.RUNNING:
                 # Killed before its first checkpoint: the run starts over from its request.
                 state = _initial_state(
                     principal.tenant_id,

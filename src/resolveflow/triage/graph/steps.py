@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import ExecutionState, Proposal
-from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.domain.vocabulary import AuditEvent, Decision, RunStatus
 from resolveflow.errors import NotFound, ResolveFlowError
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.executor import Executor
@@ -26,10 +26,10 @@ logger = logging.getLogger(__name__)
 
 WORKFLOW_ACTOR = "workflow:triage"
 _RUN_STATUS_FOR_EXECUTION = {
-    ExecutionState.SENT: "completed",
-    ExecutionState.PARTIAL: "completed",
-    ExecutionState.FAILED: "failed",
-    ExecutionState.NOT_SENT: "failed",
+    ExecutionState.SENT: RunStatus.COMPLETED,
+    ExecutionState.PARTIAL: RunStatus.COMPLETED,
+    ExecutionState.FAILED: RunStatus.FAILED,
+    ExecutionState.NOT_SENT: RunStatus.FAILED,
 }
 
 
@@ -78,7 +78,7 @@ def record_config(db: Database, state: TriageState, config: dict[str, Any]) -> N
     tenant_id, run_id = _ids(state)
     detail = {"config_sha": config.get("sha"), "config_errors": list(config.get("errors") or ())}
     with db.tenant(tenant_id) as conn:
-        run_store.set_status(conn, tenant_id, run_id, "running", detail)
+        run_store.set_status(conn, tenant_id, run_id, RunStatus.RUNNING, detail)
 
 
 def create_run_proposal(
@@ -98,9 +98,13 @@ def create_run_proposal(
         if existing is not None:
             # The node is re-running after a crash between its commit and the checkpoint (the
             # status may not have been written yet either: a run at its pause must say so).
-            if run_store.run_by_id(conn, tenant_id, run_id).status == "running":
+            if run_store.run_by_id(conn, tenant_id, run_id).status == RunStatus.RUNNING:
                 run_store.set_status(
-                    conn, tenant_id, run_id, "awaiting_approval", {"proposal_id": str(existing.id)}
+                    conn,
+                    tenant_id,
+                    run_id,
+                    RunStatus.AWAITING_APPROVAL,
+                    {"proposal_id": str(existing.id)},
                 )
             return existing
         run_store.insert_classification(
@@ -116,7 +120,7 @@ def create_run_proposal(
         requester = tenant_store.principal_by_id(conn, tenant_id, UUID(state["requested_by"]))
         if action.empty:
             run_store.set_status(
-                conn, tenant_id, run_id, "no_action", {"notes": list(action.notes), **shown}
+                conn, tenant_id, run_id, RunStatus.NO_ACTION, {"notes": list(action.notes), **shown}
             )
             _audit_in(conn, state, AuditEvent.RUN_NO_ACTION, notes=list(action.notes))
             return None
@@ -139,7 +143,7 @@ def create_run_proposal(
             conn,
             tenant_id,
             run_id,
-            "awaiting_approval",
+            RunStatus.AWAITING_APPROVAL,
             {"proposal_id": str(proposal.id), "notes": list(action.notes), **shown},
         )
     return proposal
@@ -165,14 +169,16 @@ def execute_approved(
         latest = proposal_store.latest_for_run(conn, tenant_id, run_id)
         if proposal.run_id != run_id or latest is None or latest.id != proposal.id:
             return refuse_resume(conn, state, "the approval is for another proposal")
-        if approval.decision == "rejected":
-            run_store.set_status(conn, tenant_id, run_id, "rejected", {"reason": approval.reason})
-            return {"outcome": "rejected", "resume_refused": None}
+        if approval.decision is Decision.REJECTED:
+            run_store.set_status(
+                conn, tenant_id, run_id, RunStatus.REJECTED, {"reason": approval.reason}
+            )
+            return {"outcome": RunStatus.REJECTED.value, "resume_refused": None}
         execution = execution_store.execution_for_proposal(conn, tenant_id, proposal.id)
         if execution is None:
             return refuse_resume(conn, state, "the approval has no execution")
         run_store.set_status(
-            conn, tenant_id, run_id, "executing", {"execution_id": str(execution.id)}
+            conn, tenant_id, run_id, RunStatus.EXECUTING, {"execution_id": str(execution.id)}
         )
     try:
         final = executor.execute_one(tenant_id, execution.id)
@@ -192,5 +198,5 @@ def execute_approved(
 def mark_failed(db: Database, state: TriageState, reason: str) -> None:
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
-        run_store.set_status(conn, tenant_id, run_id, "failed", {"error": reason})
+        run_store.set_status(conn, tenant_id, run_id, RunStatus.FAILED, {"error": reason})
         _audit_in(conn, state, AuditEvent.RUN_FAILED, error=reason)

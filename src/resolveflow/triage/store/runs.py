@@ -9,6 +9,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.errors import NotFound
 from resolveflow.store import rows
 from resolveflow.store.database import Connection
@@ -99,11 +100,11 @@ def list_runs(conn: Connection, tenant_id: UUID, status: str | None, limit: int)
 
 
 def set_status(
-    conn: Connection, tenant_id: UUID, run_id: UUID, status: str, detail: dict[str, Any]
+    conn: Connection, tenant_id: UUID, run_id: UUID, status: RunStatus, detail: dict[str, Any]
 ) -> None:
     row = conn.execute(
         q("triage/store/runs", "set_status"),
-        {"tenant_id": tenant_id, "id": run_id, "status": status, "detail": Jsonb(detail)},
+        {"tenant_id": tenant_id, "id": run_id, "status": status.value, "detail": Jsonb(detail)},
     ).fetchone()
     if row is None:
         raise NotFound(f"no run {run_id}")
