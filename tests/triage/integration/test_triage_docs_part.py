@@ -6,6 +6,9 @@ a question or not, is not answered from the docs."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +26,10 @@ from resolveflow.sandbox.forge.server import FakeGitHubServer
 from resolveflow.store.checkpoints import checkpoint_saver
 from resolveflow.store.database import Database
 from resolveflow.triage import runs as run_service
+from resolveflow.triage.backtest import run_backtest
 from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.runs import RunController
+from resolveflow.triage.investigation_config import InvestigationConfig
 from resolveflow.triage.parts import LabelModels, PartsConfig, PartsMaker
 
 REPO = "acme/widgets"
@@ -171,3 +176,58 @@ def test_the_policy_can_turn_the_docs_part_off(
     assert part["kept"] is False and "off" in part["left_out"]
     comment = (view["proposal"] or {}).get("action", {}).get("comment") or ""
     assert "documentation may answer" not in comment
+
+
+def _record(number: int, day: int, title: str, body: str) -> str:
+    return json.dumps(
+        {
+            "id": str(number),
+            "kind": "issue",
+            "title": title,
+            "body": body,
+            "created_at": f"2024-03-{day:02d}T00:00:00Z",
+            "state": "open",
+            "labels": [],
+            "url": f"https://github.com/{REPO}/issues/{number}",
+        }
+    )
+
+
+def test_the_backtest_replays_the_docs_part_through_the_same_code(
+    db: Database, tmp_path: Path
+) -> None:
+    """``backtest --docs``: the folder indexed beside the corpus, a question answered from it
+    and counted, with its cited page as the example; a failure report not."""
+    folder = tmp_path / "docs"
+    for path, text in PAGES.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text, encoding="utf-8")
+    corpus = tmp_path / "issues.jsonl"
+    corpus.write_text(
+        "\n".join([_record(60, 1, *QUESTION), _record(61, 2, *FAILURE)]), encoding="utf-8"
+    )
+    report = run_backtest(
+        db,
+        OnnxMiniLM(),
+        [corpus],
+        datetime(2024, 1, 1, tzinfo=UTC),
+        config=InvestigationConfig(relevance_floor=0.15),
+        docs=folder,
+        docs_answerer=partial(ask_docs, db),
+    )
+    figures = report.as_json(items=True)
+    assert figures["parts"]["docs"] == {
+        "count": 1,
+        "examples": [{"issue": "60", "items": ["guides/export.md"]}],
+    }
+    items = {item["id"]: item for item in figures["items"]}
+    assert "docs" not in items["61"]["parts"]
+    # without the answerer's documents, the part is not made at all
+    plain = run_backtest(
+        db,
+        OnnxMiniLM(),
+        [corpus],
+        datetime(2024, 1, 1, tzinfo=UTC),
+        config=InvestigationConfig(relevance_floor=0.15),
+    )
+    assert plain.as_json()["parts"]["docs"] == {"count": 0}
