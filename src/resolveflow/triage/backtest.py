@@ -225,9 +225,9 @@ def run_backtest(
     """The figures are measured against the ground truth (``backtest_truth.py``): the corpus's
     labels, the ``duplicates`` pairs, the issues fixed by one merged pull request
     (``merged_fix_links``) and, with the clone's ``history``, the files each fix changed. The
-    ``docs`` folder is indexed beside the corpus as ``index docs`` indexes it, and, with
-    ``docs_answerer`` (Ask, from the wiring), answers question-like issues as a live run's docs
-    part does: today's documents, not as of each issue. With ``fit_before``, also what the
+    ``docs`` folder is indexed beside the corpus as ``index docs`` indexes it, and
+    ``docs_answerer`` (Ask, from the wiring) answers question-like issues from it as a live run's
+    docs part does: today's documents, not as of each issue (without ``docs``, from nothing). With ``fit_before``, also what the
     duplicate floor fitted from the decisions a team would have made on the issues before it
     changes on those after (``floor_backtest.py``)."""
     documents = read_corpora(corpora)
@@ -255,7 +255,7 @@ def run_backtest(
             policy=policy,
             model=model,
             history=history,
-            docs=docs_answerer if docs is not None else None,
+            docs=docs_answerer,
         )
         items = [_replay(doc, setting) for doc in replay]
         floor = None

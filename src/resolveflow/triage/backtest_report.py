@@ -174,7 +174,7 @@ def notes(inputs: BacktestInputs) -> list[str]:
             "part) as the folder is today, not as of each issue"
         )
     else:
-        said.append("no --docs: no document answers a question (the docs part is not made)")
+        said.append("no --docs: no document answers a question (the docs part is left out)")
     if not inputs.duplicates:
         said.append("no --duplicates: a duplicate flag cannot be verified")
     if not inputs.fix_links:
