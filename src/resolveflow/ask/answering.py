@@ -46,7 +46,7 @@ from resolveflow.llm.protocol import ChatModel, Purpose
 from resolveflow.llm.structured import structured_call
 from resolveflow.retrieval.fusion import DOCUMENT_KINDS
 from resolveflow.retrieval.records import Hit
-from resolveflow.retrieval.search import Searcher
+from resolveflow.retrieval.search import MAX_K, Searcher
 from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
 from resolveflow.store.documents import IndexState
@@ -74,6 +74,9 @@ class AskService:
     rule: AnswerabilityRule = field(default_factory=AnswerabilityRule)
     max_model_attempts: int = 2  # invalid model answers are retried this many times in all
     runner_up_ratio: float = RUNNER_UP_RATIO
+    # The kinds of document it answers from (None: whatever is indexed). Triage's docs part
+    # answers from documentation only: earlier issues are its related part's to show.
+    kinds: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,12 +93,9 @@ def ask(
 ) -> Answer:
     """Answer ``question`` from tenant ``tenant_id``'s documents (the caller has authorized the
     principal for that tenant) and record the ask (``Answer.record_id``); ``principal_id`` is
-    who asked, when a principal did."""
-    question = question.strip()
-    if not question:
-        raise InvalidInput("the question is empty")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise InvalidInput(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    who asked, when a principal did. Recorded asks are what the ask history and the
+    coverage-gap report (``gaps.py``) read."""
+    question = _checked(question)
     ranked, answerable, answer = _answer(service, tenant_id, question)
     with service.db.tenant(tenant_id) as conn:
         record_id = store.insert_ask_record(
@@ -104,12 +104,29 @@ def ask(
     return answer.model_copy(update={"record_id": record_id})
 
 
+def answer_only(service: AskService, tenant_id: UUID, question: str) -> Answer:
+    """``ask`` without the record: the same ranking, calibration and answerability rule, so an
+    uncertain answer is no answer, but no ask row, nothing in the history or the gap report
+    (another product asking on a person's behalf, not a person asking). The calibration is
+    still measured and stored when the index changed: it is the index's, not the ask's."""
+    return _answer(service, tenant_id, _checked(question))[2]
+
+
+def _checked(question: str) -> str:
+    question = question.strip()
+    if not question:
+        raise InvalidInput("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidInput(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    return question
+
+
 def _answer(
     service: AskService, tenant_id: UUID, question: str
 ) -> tuple[list[_Ranked], bool | None, Answer]:
     """The ranking, the answerability decision (None: nothing retrieved) and the answer."""
     asked = read_question(question)
-    hits = service.searcher.search(tenant_id, asked.search_text, k=DEPTH)
+    hits = _search(service, tenant_id, asked.search_text)
     if not hits:
         empty = Answer(
             question=question,
@@ -142,6 +159,15 @@ def _answer(
     else:
         answer = _generated(service, tenant_id, question, ranked, retrieved, features)
     return ranked, True, answer
+
+
+def _search(service: AskService, tenant_id: UUID, text: str) -> list[Hit]:
+    """The ``DEPTH`` best hits of the kinds it answers from; searched deeper when it keeps some
+    kinds only, since earlier issues outnumber a project's pages many times over."""
+    if service.kinds is None:
+        return service.searcher.search(tenant_id, text, k=DEPTH)
+    hits = service.searcher.search(tenant_id, text, k=MAX_K)
+    return [hit for hit in hits if hit.kind in service.kinds][:DEPTH]
 
 
 def _record(

@@ -327,11 +327,13 @@ class App:
 
         def made() -> PartsMaker:
             from resolveflow.bootstrap.refine import clone_histories
+            from resolveflow.bootstrap.triage_docs import ask_docs
 
             config = PartsConfig(
                 retriever=self.searcher(),
                 investigation=investigation_config(self.settings),
                 history_for=clone_histories(self.policy),
+                docs=ask_docs(self.db, self.searcher()),
             )
             return PartsMaker(LabelModels(self.db).for_issue, config, self.db)
 

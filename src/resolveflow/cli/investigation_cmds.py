@@ -7,6 +7,7 @@ three evaluations to the existing ``eval`` group.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +180,7 @@ def backtest(
         None, "--clone", help="A git clone of the repository: the files each fix changed."
     ),
     docs: Path | None = typer.Option(
-        None, "--docs", help="The team's documents (a folder); recorded, no part uses it yet."
+        None, "--docs", help="The team's documents (a folder): indexed, they answer questions."
     ),
     items: bool = typer.Option(
         False, "--items", help="Include every replayed issue, and examples of each part."
@@ -206,6 +207,8 @@ def backtest(
             policy = parse_policy(policy_file.read_text(encoding="utf-8"), str(policy_file))
         except OSError as exc:
             raise InvalidInput(f"cannot read {policy_file}: {exc.strerror}") from None
+    from resolveflow.bootstrap.triage_docs import ask_docs  # Ask's imports: only when replaying
+
     with common.app() as opened:
         settings = opened.settings
         model = build_model(settings)
@@ -226,6 +229,7 @@ def backtest(
                 merged_fix_links=read_fix_links(fix_links, merged_only=True) if fix_links else None,
                 history=history,
                 docs=folder,
+                docs_answerer=partial(ask_docs, opened.db),
             )
         finally:
             close = getattr(model, "close", None)

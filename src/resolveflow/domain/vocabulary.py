@@ -201,6 +201,7 @@ class SuggestionKind(StrEnum):
     REVIEW_REQUEST = "review_request"  # triage sent it to a person (a vague report)
     LABEL = "label"  # one label of a proposal, counted per label
     MISSING_FACTS = "missing_facts"  # triage's request for what a bug report lacks
+    DOCS = "docs"  # triage's cited pages of the documentation that answer a question
     DRAFT = "draft"  # a reply drafted from a mailbox's past replies
     REFINE_SUMMARY = "refine_summary"  # refine's enrichment of a ticket
     NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner, a gap)

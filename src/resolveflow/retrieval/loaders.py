@@ -50,6 +50,7 @@ MEDIA_TYPES = (MARKDOWN, TEXT, HTML, PDF)
 SUFFIXES = {
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
+    ".mdx": MARKDOWN,  # Markdown with components (Hugging Face's, Docusaurus' docs): read as Markdown
     ".txt": TEXT,
     ".html": HTML,
     ".htm": HTML,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +39,7 @@ from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher, SearchParams
-from resolveflow.retrieval.sources import read_corpus
+from resolveflow.retrieval.sources import DocsFolder, read_corpus
 from resolveflow.store.database import Database
 from resolveflow.triage.backtest_report import (
     BacktestInputs,
@@ -58,11 +58,12 @@ from resolveflow.triage.floor_backtest import FloorBacktest, floor_backtest, str
 from resolveflow.triage.investigation import Investigation, InvestigationConfig, investigate
 from resolveflow.triage.known_relations import known_cases
 from resolveflow.triage.labels import topical
-from resolveflow.triage.parts import LabelModelsAsOf, PartsConfig, PartsMaker
+from resolveflow.triage.parts import DocsAnswerer, LabelModelsAsOf, PartsConfig, PartsMaker
 
 logger = logging.getLogger(__name__)
 
 SOURCE = "backtest"
+DOCS_SOURCE = "docs"  # as ``index docs`` names a folder's documents
 FALLBACK_REPOSITORY = "corpus/corpus"
 
 
@@ -180,9 +181,11 @@ def replay_for(
     policy: PolicyFile | None = None,
     model: ChatModel | None = None,
     history: RepositoryHistory | None = None,
+    docs: Callable[[Searcher], DocsAnswerer] | None = None,
 ) -> Replay:
     """What each issue of ``documents`` (indexed in ``tenant_id``) is replayed with: the rules,
-    the policy's modes, and the parts a live run makes, as of the issue's creation."""
+    the policy's modes, and the parts a live run makes, as of the issue's creation; ``docs``
+    makes the answerer of the docs part over the same search."""
     repository, labels, rules = replay_setting(documents, policy)
     searcher = Searcher(db, embedder, params)
     parts = PartsMaker(
@@ -192,6 +195,7 @@ def replay_for(
             investigation=config,
             as_of_creation=True,
             history_for=lambda _: history,
+            docs=docs(searcher) if docs is not None else None,
         ),
         db,
     )
@@ -216,11 +220,14 @@ def run_backtest(
     merged_fix_links: dict[str, set[str]] | None = None,
     history: RepositoryHistory | None = None,
     docs: Path | None = None,
+    docs_answerer: Callable[[Searcher], DocsAnswerer] | None = None,
 ) -> BacktestReport:
     """The figures are measured against the ground truth (``backtest_truth.py``): the corpus's
     labels, the ``duplicates`` pairs, the issues fixed by one merged pull request
-    (``merged_fix_links``) and, with the clone's ``history``, the files each fix changed. ``docs``
-    is only recorded (no part answers from documents yet). With ``fit_before``, also what the
+    (``merged_fix_links``) and, with the clone's ``history``, the files each fix changed. The
+    ``docs`` folder is indexed beside the corpus as ``index docs`` indexes it, and
+    ``docs_answerer`` (Ask, from the wiring) answers question-like issues from it as a live run's
+    docs part does: today's documents, not as of each issue (without ``docs``, from nothing). With ``fit_before``, also what the
     duplicate floor fitted from the decisions a team would have made on the issues before it
     changes on those after (``floor_backtest.py``)."""
     documents = read_corpora(corpora)
@@ -235,6 +242,8 @@ def run_backtest(
     with scratch_tenant(db) as tenant_id:
         started = time.perf_counter()
         Indexer(db, embedder).upsert(tenant_id, documents)
+        if docs is not None:
+            Indexer(db, embedder).upsert(tenant_id, DocsFolder(docs, DOCS_SOURCE))
         indexed = time.perf_counter() - started
         setting = replay_for(
             db,
@@ -246,6 +255,7 @@ def run_backtest(
             policy=policy,
             model=model,
             history=history,
+            docs=docs_answerer,
         )
         items = [_replay(doc, setting) for doc in replay]
         floor = None

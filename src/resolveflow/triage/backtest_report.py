@@ -146,27 +146,35 @@ class BacktestInputs:
         }
 
 
-# The parts today's replay fills; the others are measured as zero until the live run's code
-# produces them.
-FILLED = (PartName.LABELS, PartName.RELATED)
+# The parts today's replay fills (docs with --docs); the others are measured as zero until the
+# live run's code produces them.
+FILLED = (
+    PartName.LABELS,
+    PartName.RELATED,
+    PartName.FILES,
+    PartName.MISSING_FACTS,
+    PartName.DOCS,
+)
 
 
 def notes(inputs: BacktestInputs) -> list[str]:
     """What the figures cannot say, in plain words, rather than silently."""
     empty = ", ".join(p.value for p in PartName if p not in FILLED)
-    said = [
-        f"the replay fills the labels and related parts only: {empty} are never proposed yet "
-        "(their figures are 0 or n/a)"
-    ]
+    said = [f"the replay never proposes {empty} yet (their figures are 0 or n/a)"]
     if inputs.clone:
         said.append(
             "--clone is read for the files each fixing pull request changed (the files "
-            "ground truth); no part suggests files yet"
+            "ground truth) and for the files part, as of each issue"
         )
     else:
         said.append("no --clone: the files part has no ground truth")
     if inputs.docs:
-        said.append("--docs is checked and recorded; no part answers from documents yet")
+        said.append(
+            "--docs is indexed beside the corpus and answers question-like issues (the docs "
+            "part) as the folder is today, not as of each issue"
+        )
+    else:
+        said.append("no --docs: no document answers a question (the docs part is left out)")
     if not inputs.duplicates:
         said.append("no --duplicates: a duplicate flag cannot be verified")
     if not inputs.fix_links:

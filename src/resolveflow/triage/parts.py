@@ -11,6 +11,9 @@
 - **related issues**: the earlier issues retrieval finds at or above the investigation's
   relevance floor, on every branch (the investigation's own comment lists them on its branch, so
   there the part is left out by the graph).
+- **docs**: for a question-like issue (``domain/docs.py``), the passages of the tenant's
+  documentation a ``DocsAnswerer`` (Ask, wired in ``bootstrap/``) answers it with, cited, or
+  nothing.
 
 ``TriageParts`` is what a run joins to its proposal (``graph/build.py``) and what a backtest
 measures, through this same code.
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import Protocol
 from uuid import UUID
 
 from resolveflow.adapters.git.history import RepositoryHistory
@@ -36,6 +40,7 @@ from resolveflow.policy_file import RepositoryPolicy
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents
 from resolveflow.store.database import Database
+from resolveflow.triage.domain.docs import DocsAnswer, docs_part, question_like
 from resolveflow.triage.domain.evidence import IssueEvidence
 from resolveflow.triage.domain.parts import (
     EarlierFix,
@@ -266,6 +271,14 @@ def _resolved(state: str | None, resolved_by: tuple[str, ...]) -> str:
     return state or ""
 
 
+class DocsAnswerer(Protocol):
+    """The tenant's documentation asked one question: the passages that answer it, with the
+    answer's score and floor; None when nothing in the documents relates. Records nothing: a
+    triage run is no person asking."""
+
+    def __call__(self, tenant_id: UUID, question: str) -> DocsAnswer | None: ...
+
+
 @dataclass(frozen=True)
 class PartsConfig:
     label_floor: float = DEFAULT_MIN_PROBABILITY
@@ -276,6 +289,8 @@ class PartsConfig:
     as_of_creation: bool = False
     # The repository's local clone, read once (None: no likely files).
     history_for: Callable[[str], RepositoryHistory | None] | None = None
+    # The tenant's documentation (None: no docs part is made).
+    docs: DocsAnswerer | None = None
 
 
 class PartsMaker:
@@ -299,7 +314,19 @@ class PartsMaker:
         ]
         if config.retriever is not None and config.investigation is not None:
             parts += self._found(tenant_id, evidence, config.retriever, config.investigation)
+        if config.docs is not None:
+            parts.append(self._docs(tenant_id, evidence, config.docs))
         return TriageParts(tuple(parts))
+
+    def _docs(self, tenant_id: UUID, evidence: IssueEvidence, answerer: DocsAnswerer) -> Part:
+        """The documentation that answers a question-like issue; only such an issue is asked."""
+        if not question_like(evidence.title, evidence.body):
+            return docs_part(False, None)
+        try:
+            answer = answerer(tenant_id, f"{evidence.title}\n\n{evidence.body}")
+        except ResolveFlowError as exc:
+            return left_out(PartName.DOCS, f"the documents could not be searched: {exc.message}")
+        return docs_part(True, answer)
 
     def _found(
         self,

@@ -144,6 +144,7 @@ SUGGESTION_KIND: dict[SuggestionKind, str] = {
     SuggestionKind.REVIEW_REQUEST: "a request for a person's review",
     SuggestionKind.LABEL: "a label",
     SuggestionKind.MISSING_FACTS: "a request for the facts a report lacks",
+    SuggestionKind.DOCS: "the documentation that answers a question",
     SuggestionKind.DRAFT: "a reply draft",
     SuggestionKind.REFINE_SUMMARY: "a refine summary",
     SuggestionKind.NEW_ISSUE: "a prepared new issue",

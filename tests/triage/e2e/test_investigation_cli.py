@@ -281,8 +281,8 @@ def test_backtest_measures_each_part_against_what_the_maintainers_did(
     assert report["inputs"] == {
         "fix_links": True, "duplicates": True, "clone": str(clone), "docs": str(docs),
     }  # fmt: skip
-    assert any("no part suggests files yet" in n for n in report["notes"])
-    assert any("no part answers from documents yet" in n for n in report["notes"])
+    assert any("and for the files part, as of each issue" in n for n in report["notes"])
+    assert any("--docs is indexed beside the corpus" in n for n in report["notes"])
     assert all(item["seconds"] > 0 for item in report["items"])
     text = cli.run(*args).stdout
     for shown in (
@@ -291,7 +291,7 @@ def test_backtest_measures_each_part_against_what_the_maintainers_did(
         "seconds per issue", "median", "p95", "precision 75.0%, recall 50.0%, coverage 50.0%",
         "precision n/a, recall 0.0% (0 flags, known pairs 2)", "Hit@5 0.0% of 2 fixed issues",
         "66.7% of 3 issues", "missing_facts", "failing_checks", str(clone), str(docs),
-        "note: --docs is checked and recorded",
+        "note: --docs is indexed beside the corpus",
     ):  # fmt: skip
         assert shown in text, shown
 

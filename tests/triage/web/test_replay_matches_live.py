@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -130,6 +131,7 @@ def _live(web: Web, documents: list[SourceDocument]) -> dict[str, Any]:
 
 def _replayed(web: Web, documents: list[SourceDocument], clone: Path) -> Any:
     from resolveflow.bootstrap.refine import clone_histories
+    from resolveflow.bootstrap.triage_docs import ask_docs
 
     app = web.app
     [doc] = [d for d in documents if d.external_id == str(NUMBER)]
@@ -144,6 +146,7 @@ def _replayed(web: Web, documents: list[SourceDocument], clone: Path) -> Any:
             params=search_params(app.settings),
             policy=app.policy(),
             history=clone_histories(app.policy)(REPO),
+            docs=partial(ask_docs, app.db),  # as the live run's parts (bootstrap/app.py)
         )
         return replayed_proposal(doc, setting)
 

@@ -44,6 +44,7 @@ NOUN: dict[SuggestionKind, str] = {
     SuggestionKind.REVIEW_REQUEST: "review request",
     SuggestionKind.LABEL: "label",
     SuggestionKind.MISSING_FACTS: "request for missing facts",
+    SuggestionKind.DOCS: "documentation answer",
     SuggestionKind.DRAFT: "reply draft",
     SuggestionKind.REFINE_SUMMARY: "refine summary",
     SuggestionKind.NEW_ISSUE: "new issue",

@@ -32,6 +32,7 @@ Modes = dict[SuggestionKind, SuggestionMode]
 PART_KINDS = {
     PartName.LABELS: SuggestionKind.LABEL,
     PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
+    PartName.DOCS: SuggestionKind.DOCS,
     PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
 }
 INVESTIGATION_LISTS_RELATED = "the investigation's comment lists them"

@@ -137,6 +137,11 @@ def read_facts(title: str, body: str) -> FactsRead:
     return FactsRead(says_it_fails, missing)
 
 
+def names_a_failure(text: str) -> bool:
+    """Whether ``text`` uses a word of failure ("error", "crash", "does not work"...)."""
+    return bool(_FAILS.search(text))
+
+
 def _says_it_fails(title: str, body: str) -> bool:
     """A bug's template, a failure in the title, or a failure in the body beside what it
     printed; never a feature request, a documentation change or a question."""
