@@ -11,8 +11,11 @@ two points measured on the tenant's own index:
 - **related**: the median top cosine of a fixed sample of the tenant's own page titles asked as
   questions; a page that close is about the question as much as a page is about its title.
 
-Computed on the first ask after the index changes size or space (about 70 exact nearest-chunk
-lookups, a second or two), stored per tenant (``ask_calibrations``), and read back after that.
+Computed on the first ask after the index changes space or grows or shrinks by more than
+``DRIFT`` of its size (about 70 exact nearest-chunk lookups, a second or two), stored per tenant
+(``ask_calibrations``), and read back after that. A live index changes with every issue a
+webhook brings; one more chunk among thousands moves neither point, and measuring again on each
+would cost a triage run's docs part seconds every time.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from resolveflow.store.documents import IndexState
 logger = logging.getLogger(__name__)
 
 TITLE_SAMPLE = 40
+DRIFT = 0.05  # a share of the index's size that may change before the points are measured again
 MIN_SPREAD = 0.1  # points closer than this on the cosine scale tell nothing apart
 UNRELATED_QUANTILE = 0.9
 # Questions about everything but software operations and its documentation. A tenant whose
@@ -94,9 +98,17 @@ def saved_points(
     if state is None or state.chunk_count == 0:
         return None
     saved = store.calibration(conn, tenant_id)
-    if saved and (saved.space_id, saved.chunk_count) == (state.space.id, state.chunk_count):
-        return CalibrationPoints(saved.unrelated, saved.related)
-    return None
+    if saved is None or not still_holds(saved.space_id, saved.chunk_count, state):
+        return None
+    return CalibrationPoints(saved.unrelated, saved.related)
+
+
+def still_holds(space_id: int, chunk_count: int, state: IndexState) -> bool:
+    """Points measured on ``chunk_count`` chunks of ``space_id`` still hold for ``state``: the
+    same space, and a size within ``DRIFT`` of it."""
+    if space_id != state.space.id:
+        return False
+    return abs(state.chunk_count - chunk_count) <= DRIFT * chunk_count
 
 
 def calibration_points(

@@ -227,9 +227,9 @@ def run_backtest(
     (``merged_fix_links``) and, with the clone's ``history``, the files each fix changed. The
     ``docs`` folder is indexed beside the corpus as ``index docs`` indexes it, and
     ``docs_answerer`` (Ask, from the wiring) answers question-like issues from it as a live run's
-    docs part does: today's documents, not as of each issue (without ``docs``, from nothing). With ``fit_before``, also what the
-    duplicate floor fitted from the decisions a team would have made on the issues before it
-    changes on those after (``floor_backtest.py``)."""
+    docs part does: today's documents, not as of each issue (without ``docs``, from nothing).
+    With ``fit_before``, also what the duplicate floor fitted from the decisions a team would
+    have made on the issues before it changes on those after (``floor_backtest.py``)."""
     documents = read_corpora(corpora)
     replay = replayed_issues(documents, since, limit)
     truth = ground_truth(
