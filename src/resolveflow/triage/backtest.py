@@ -292,6 +292,7 @@ def _replay(doc: SourceDocument, setting: Replay) -> Replayed:
     parts = (
         ProposedPart(PartName.LABELS, tuple(sorted(topical(action.labels)))),
         ProposedPart(PartName.RELATED, cited + kept.get(PartName.RELATED, ())),
+        ProposedPart(PartName.DUPLICATE, kept.get(PartName.DUPLICATE, ())),
         ProposedPart(PartName.MISSING_FACTS, kept.get(PartName.MISSING_FACTS, ())),
         ProposedPart(PartName.FILES, kept.get(PartName.FILES, ())),
     )

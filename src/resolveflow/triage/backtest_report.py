@@ -141,16 +141,20 @@ class BacktestInputs:
 
 # The parts today's replay fills; the others are measured as zero until the live run's code
 # produces them.
-FILLED = (PartName.LABELS, PartName.RELATED)
+# The parts the replay makes through the live run's code (``triage/parts.py``).
+FILLED = (
+    PartName.LABELS,
+    PartName.RELATED,
+    PartName.DUPLICATE,
+    PartName.MISSING_FACTS,
+    PartName.FILES,
+)
 
 
 def notes(inputs: BacktestInputs) -> list[str]:
     """What the figures cannot say, in plain words, rather than silently."""
     empty = ", ".join(p.value for p in PartName if p not in FILLED)
-    said = [
-        f"the replay fills the labels and related parts only: {empty} are never proposed yet "
-        "(their figures are 0 or n/a)"
-    ]
+    said = [f"the replay does not make these parts yet: {empty} (their figures are 0 or n/a)"]
     if inputs.clone:
         said.append(
             "--clone is read for the files each fixing pull request changed (the files "

@@ -301,6 +301,7 @@ _PART_KINDS = {
     PartName.LABELS: SuggestionKind.LABEL,
     PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
     PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
+    PartName.DUPLICATE: SuggestionKind.DUPLICATE,
 }
 
 
