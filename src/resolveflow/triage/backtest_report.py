@@ -146,11 +146,12 @@ class BacktestInputs:
         }
 
 
-# The parts today's replay fills (docs with --docs); the others are measured as zero until the
-# live run's code produces them.
+# The parts the replay makes through the live run's code (``triage/parts.py``; docs with
+# --docs); the others are measured as zero until the live run's code produces them.
 FILLED = (
     PartName.LABELS,
     PartName.RELATED,
+    PartName.DUPLICATE,
     PartName.FILES,
     PartName.MISSING_FACTS,
     PartName.DOCS,
@@ -160,7 +161,7 @@ FILLED = (
 def notes(inputs: BacktestInputs) -> list[str]:
     """What the figures cannot say, in plain words, rather than silently."""
     empty = ", ".join(p.value for p in PartName if p not in FILLED)
-    said = [f"the replay never proposes {empty} yet (their figures are 0 or n/a)"]
+    said = [f"the replay does not make these parts yet: {empty} (their figures are 0 or n/a)"]
     if inputs.clone:
         said.append(
             "--clone is read for the files each fixing pull request changed (the files "

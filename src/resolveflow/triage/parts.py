@@ -14,6 +14,8 @@
 - **docs**: for a question-like issue (``domain/docs.py``), the passages of the tenant's
   documentation a ``DocsAnswerer`` (Ask, wired in ``bootstrap/``) answers it with, cited, or
   nothing.
+- **a likely duplicate**: the one earlier issue the signals of ``domain/duplicate_signals.py``
+  score highest, when it clears the duplicate floor; it is then not listed again as related.
 
 ``TriageParts`` is what a run joins to its proposal (``graph/build.py``) and what a backtest
 measures, through this same code.
@@ -41,6 +43,7 @@ from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents
 from resolveflow.store.database import Database
 from resolveflow.triage.domain.docs import DocsAnswer, docs_part, question_like
+from resolveflow.triage.domain.duplicate_signals import DUPLICATE_FLOOR, likely_original
 from resolveflow.triage.domain.evidence import IssueEvidence
 from resolveflow.triage.domain.parts import (
     EarlierFix,
@@ -48,6 +51,7 @@ from resolveflow.triage.domain.parts import (
     PartItem,
     PartName,
     TriageParts,
+    duplicate_part,
     left_out,
     missing_facts_part,
     related_paragraph,
@@ -156,11 +160,17 @@ def label_part(
     return Part(PartName.LABELS, score, floor, (PartItem(best.label, score, why),))
 
 
-def related_part(hits: list[Hit], evidence: IssueEvidence, config: InvestigationConfig) -> Part:
+def related_part(
+    hits: list[Hit],
+    evidence: IssueEvidence,
+    config: InvestigationConfig,
+    duplicate: str | None = None,
+) -> Part:
     """The earlier issues that look related, at or above the relevance floor (the
-    investigation's, calibrated by ``eval floor``), with links and how each was resolved."""
+    investigation's, calibrated by ``eval floor``), with links and how each was resolved; not
+    ``duplicate``, the issue the duplicate part names."""
     found = snippets_from_hits(hits[: config.top_k], evidence)
-    issues = [s for s in found if s.kind == "issue"]
+    issues = [s for s in found if s.kind == "issue" and s.external_id != duplicate]
     best = round(max((s.relevance for s in issues), default=0.0), 3)
     floor = config.relevance_floor
     related = [s for s in issues if s.relevance >= floor][: config.max_related]
@@ -282,6 +292,7 @@ class DocsAnswerer(Protocol):
 @dataclass(frozen=True)
 class PartsConfig:
     label_floor: float = DEFAULT_MIN_PROBABILITY
+    duplicate_floor: float = DUPLICATE_FLOOR
     # Related issues (None: no retrieval, the part is not made); ``as_of_creation``: search the
     # index as it was when the issue was opened (a backtest), not as it is now.
     retriever: Retriever | None = None
@@ -335,7 +346,8 @@ class PartsMaker:
         retriever: Retriever,
         investigation: InvestigationConfig,
     ) -> list[Part]:
-        """The parts read from the similar earlier issues: related issues, likely files."""
+        """The parts read from the similar earlier issues: a likely duplicate, related issues,
+        likely files."""
         config = self._config
         as_of = evidence.created_at if config.as_of_creation else None
         exclude = (f"github:{evidence.repository.lower()}", str(evidence.number))
@@ -345,12 +357,19 @@ class PartsMaker:
             hits = retriever.search(tenant_id, text, k=depth, as_of=as_of, exclude=exclude)
         except ResolveFlowError as exc:
             why = f"retrieval failed: {exc.message}"
-            return [left_out(PartName.RELATED, why), left_out(PartName.FILES, why)]
+            names = (PartName.DUPLICATE, PartName.RELATED, PartName.FILES)
+            return [left_out(name, why) for name in names]
         issues = [h for h in hits if h.kind == "issue" and (h.source, h.external_id) != exclude]
         history = config.history_for(evidence.repository) if config.history_for else None
         fixing = partial(self._fixing_pulls, tenant_id, issues[0].source if issues else "")
+        candidate = likely_original(
+            evidence.title, evidence.body, snippets_from_hits(issues, evidence)
+        )
+        duplicate = duplicate_part(candidate, evidence, config.duplicate_floor)
+        shown = duplicate.items[0].ref if duplicate.kept else None
         return [
-            related_part(hits, evidence, investigation),
+            duplicate,
+            related_part(hits, evidence, investigation, shown),
             files_part(history, fixing, evidence, issues),
         ]
 

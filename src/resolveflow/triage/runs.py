@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from resolveflow.domain.records import Principal
+from resolveflow.adapters.github.protocol import GitHub
+from resolveflow.domain.records import Principal, Proposal
 from resolveflow.domain.vocabulary import RunStatus
+from resolveflow.errors import InvalidInput
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import parse_action
 from resolveflow.gate.store import proposals as proposal_store
@@ -35,8 +37,6 @@ def list_runs(
     db: Database, principal: Principal, status: str | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
     if status is not None and status not in RUN_STATUSES:
-        from resolveflow.errors import InvalidInput
-
         raise InvalidInput(f"unknown status {status!r}; one of {', '.join(RUN_STATUSES)}")
     with db.tenant(principal.tenant_id) as conn:
         runs = run_store.list_runs(conn, principal.tenant_id, status, limit)
@@ -90,3 +90,25 @@ def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, 
 def _events(db: Database, principal: Principal, ids: list[str]) -> list[audit.RecordedEvent]:
     with db.tenant(principal.tenant_id) as conn:
         return audit.events_for(conn, principal.tenant_id, ids)
+
+
+def close_as_offered(db: Database, principal: Principal, github: GitHub, run_id: UUID) -> Proposal:
+    """The close-after-grace a run's duplicate part offered (the run's record keeps the offer),
+    proposed now, by one click on the run page: the issue, the original and the default notice
+    and grace period; ``create_close_duplicate_proposal`` checks the issue is open, claims it
+    (a second click is refused, naming the first) and refuses chains and circles."""
+    with db.tenant(principal.tenant_id) as conn:
+        run = run_store.run_by_id(conn, principal.tenant_id, run_id)
+    offer = run.detail.get("close_duplicate")
+    original = offer.get("original") if isinstance(offer, dict) else None
+    if not isinstance(original, int) or isinstance(original, bool):
+        raise InvalidInput("this run offers no close as a duplicate")
+    return proposal_service.create_close_duplicate_proposal(
+        db,
+        principal,
+        github,
+        repository=run.repository,
+        issue=run.issue_number,
+        original=original,
+        note=f"offered by triage run {run_id}: its duplicate part names #{original}",
+    )

@@ -209,6 +209,15 @@ def close_duplicate(request: Request, who: ViewerDep, body: CloseDuplicate) -> J
     return proposal_service.describe(app.db, who.principal, proposal.id)
 
 
+@router.post("/runs/{run_id}/close-duplicate", status_code=201)
+def close_as_offered(request: Request, who: ViewerDep, run_id: UUID) -> Json:
+    """Propose the close-after-grace a run's duplicate part offered (its issue, the original it
+    names, the default notice and grace period): the run page's one click."""
+    app = wired(request)
+    proposal = run_service.close_as_offered(app.db, who.principal, app.github, run_id)
+    return proposal_service.describe(app.db, who.principal, proposal.id)
+
+
 @router.get("/proposals")
 def list_proposals(
     request: Request, who: ViewerDep, limit: Annotated[int, Query(ge=1, le=500)] = 50

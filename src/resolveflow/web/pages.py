@@ -21,6 +21,7 @@ from resolveflow.gate import executions as execution_service
 from resolveflow.gate.approvals import RepositoryLabels
 from resolveflow.gate.domain.actions import ActionChanges
 from resolveflow.gate.outcome_words import GITLAB_KIND
+from resolveflow.triage import runs as run_service
 from resolveflow.web import views
 from resolveflow.web.security import Viewer, check_csrf, deciding, identify, wired
 from resolveflow.web.words import words
@@ -230,6 +231,16 @@ def reject(
     viewer = _form_viewer(request, csrf_token)
     decisions.reject(wired(request).db, viewer.principal, target_id, reason, deciding(request))
     return _back(_page_of(request, target_id), "rejected")
+
+
+@router.post("/runs/{run_id}/close-duplicate")
+def close_as_offered(request: Request, run_id: UUID, csrf_token: str = Form("")) -> Response:
+    """The run page's offer to close its issue as a duplicate after a grace period: creates
+    that proposal (``triage/runs.py::close_as_offered``) and shows it."""
+    viewer = _form_viewer(request, csrf_token)
+    app = wired(request)
+    proposal = run_service.close_as_offered(app.db, viewer.principal, app.github, run_id)
+    return RedirectResponse(f"/proposals/{proposal.id}", status_code=303)
 
 
 def _page_of(request: Request, target_id: UUID) -> str:

@@ -193,8 +193,12 @@ def test_backtest_on_a_tiny_fixture_matches_the_figures_computed_by_hand(
     }
     assert items["201"]["cited"] == ["101"] and items["202"]["cited"] == ["102"]
     assert items["203"]["outcome"] == "escalate" and items["204"]["proposed"] is False
-    # The same run as parts: labels and related filled, nothing else yet.
-    assert items["201"]["parts"] == {"labels": ["bug", "printing"], "related": ["101"]}
+    # The same run as parts: labels, related (cited by the investigation) and the duplicate.
+    assert items["201"]["parts"] == {
+        "labels": ["bug", "printing"],
+        "related": ["101"],
+        "duplicate": ["101"],
+    }
     assert items["203"]["parts"] == {} and items["204"]["parts"] == {}
     # Without --clone or --duplicates: no files or duplicates ground truth, said in the notes.
     assert figures["parts"]["files"]["fixed_issues"] == 0
@@ -255,17 +259,19 @@ def test_backtest_measures_each_part_against_what_the_maintainers_did(
     # known duplicate); 203 and 204 nothing. Every replayed issue has a topical label.
     assert report["helped"] == {"issues": 2, "with_ground_truth": 4}  # 201 and 202
     assert report["helped_share"] == 0.5
-    assert report["wrong"] == {"total": 1, "labels": 1, "duplicate": 0, "files": 0}  # 202's bug
-    assert report["wrong_per_100"] == 25.0
+    # 202's bug; 201 named as a duplicate of 101 (the same fix, not a known duplicate pair)
+    assert report["wrong"] == {"total": 2, "labels": 1, "duplicate": 1, "files": 0}
+    assert report["wrong_per_100"] == 50.0
     assert report["proposal_rate"] == 0.75
     parts = report["parts"]
     assert parts["labels"] == {
         "precision": 0.75, "recall": 0.5, "coverage": 0.5, "labelled_issues": 4,
         "issues_with_a_label": 2, "proposed": 4, "right": 3, "unverified": 0,
     }  # fmt: skip
-    # Known pairs whose later report was replayed: 202-102 and 204-103; no flag is made today.
+    # Known pairs whose later report was replayed: 202-102 and 204-103; flagged: 202-102 (right)
+    # and 201-101 (wrong: 101 shares 201's fix, it is not its duplicate).
     assert parts["duplicates"] == {
-        "precision": None, "recall": 0.0, "flags": 0, "right": 0, "known_pairs": 2,
+        "precision": 0.5, "recall": 0.5, "flags": 2, "right": 1, "known_pairs": 2,
     }  # fmt: skip
     # The clone says what PRs 401 and 402 changed: 201 and 202 are fixed issues; no files today.
     assert parts["files"] == {"hit@5": 0.0, "fixed_issues": 2, "issues_with_files": 0, "hits": 0}
@@ -287,9 +293,9 @@ def test_backtest_measures_each_part_against_what_the_maintainers_did(
     text = cli.run(*args).stdout
     for shown in (
         "helped share", "50.0% (2 of 4 issues with ground truth)", "wrong per 100",
-        "25.0 (labels 1, duplicate 0, files 0)", "proposal rate", "75.0% (3)",
+        "50.0 (labels 1, duplicate 1, files 0)", "proposal rate", "75.0% (3)",
         "seconds per issue", "median", "p95", "precision 75.0%, recall 50.0%, coverage 50.0%",
-        "precision n/a, recall 0.0% (0 flags, known pairs 2)", "Hit@5 0.0% of 2 fixed issues",
+        "precision 50.0%, recall 50.0% (2 flags, known pairs 2)", "Hit@5 0.0% of 2 fixed issues",
         "66.7% of 3 issues", "missing_facts", "failing_checks", str(clone), str(docs),
         "note: --docs is indexed beside the corpus",
     ):  # fmt: skip

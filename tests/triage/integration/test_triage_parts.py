@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -19,6 +20,7 @@ from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.git import GitRepository
 from resolveflow.adapters.git.history import RepositoryHistory
+from resolveflow.errors import AlreadyExists, InvalidInput
 from resolveflow.policy_file import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
@@ -272,13 +274,15 @@ def test_earlier_related_issues_are_linked_on_a_human_review_run(
     finally:
         runs.pool.close()
     related = _parts(view)["related"]
-    assert related["kept"] and related["floor"] == 0.15
+    assert related["floor"] == 0.15
     refs = [item["ref"] for item in related["items"]]
-    assert refs[0] == "13"  # "Segfault on empty input", the 13th issue of the history
+    # "Segfault on empty input", the 13th issue of the history, is named once: as the likely
+    # duplicate, not again among the related ones (here the only one above the floor).
+    assert _parts(view)["duplicate"]["items"][0]["ref"] == "13" and "13" not in refs
     assert len(refs) <= 2  # max_related
     comment = view["proposal"]["action"]["comment"]
-    assert "Earlier reports that look related:" in comment
-    assert "Segfault on empty input" in comment
+    assert "This looks like a duplicate of #13 (Segfault on empty input)" in comment
+    assert comment.count("Segfault on empty input") == 1
     assert "no earlier issue" in _parts(unrelated)["related"]["left_out"]
     assert "no local clone" in _parts(view)["files"]["left_out"]
 
@@ -327,3 +331,71 @@ def test_likely_files_come_from_the_fixes_of_similar_issues_and_are_never_posted
     for item in _parts(feature)["files"]["items"]:
         assert item["why"] == "changed by the fixes of similar tasks"
     assert "loader.py" not in (feature["proposal"]["action"]["comment"] or "")
+
+
+def test_a_duplicate_gets_its_paragraph_and_the_close_after_grace_offer(
+    db: Database, fake_github: FakeGitHubServer, github_client: Any
+) -> None:
+    """The original is in the index (and on the forge): the run names it with its score and
+    why, says so in its comment, and its record offers the close-after-grace, which one click
+    (``close_as_offered``, the run page's and the API's) turns into a ``github.issue_close_
+    duplicate`` proposal, once. A report unlike any earlier one gets neither."""
+    runs = _runs(db, fake_github, github_client, related=True)
+    fake_github.add_issue(REPO, 13, "Segfault on empty input", "An empty file crashes it.")
+    try:
+        view = runs.start(
+            47,
+            "Segfault on empty input",
+            "An empty file makes the loader crash with a segfault, every time I try it.",
+        )
+        unlike = runs.start(
+            48,
+            "Quarterly roadmap sync notes",
+            "Notes from the planning call: priorities for the quarter, who owns which "
+            "milestone, and dates for the next two meetings with the partner teams here.",
+        )
+    finally:
+        runs.pool.close()
+    duplicate = _parts(view)["duplicate"]
+    assert duplicate["kept"] and duplicate["original"] == 13
+    assert duplicate["score"] >= duplicate["floor"] == 0.45
+    assert "the titles share" in duplicate["items"][0]["why"]
+    comment = view["proposal"]["action"]["comment"]
+    assert "This looks like a duplicate of #13 (Segfault on empty input): " in comment
+    assert view["proposal"]["action"]["kind"] == "github.issue"  # the run's own proposal
+    assert view["detail"]["close_duplicate"]["original"] == 13
+
+    approver = runs.world.approver(db)
+    close = run_service.close_as_offered(db, approver, github_client, UUID(view["run_id"]))
+    shown = close.action
+    assert shown["kind"] == "github.issue_close_duplicate"
+    assert (shown["original"], shown["target"]["issue"]) == (13, 47)
+    with pytest.raises(AlreadyExists):  # a second click names the first proposal
+        run_service.close_as_offered(db, approver, github_client, UUID(view["run_id"]))
+
+    left = _parts(unlike)["duplicate"]
+    assert not left["kept"] and left["left_out"]
+    assert "close_duplicate" not in unlike["detail"]
+    unlike_comment = (unlike["proposal"] or {}).get("action", {}).get("comment") or ""
+    assert "duplicate of" not in unlike_comment
+    with pytest.raises(InvalidInput):
+        run_service.close_as_offered(db, approver, github_client, UUID(unlike["run_id"]))
+
+
+def test_a_duplicate_part_silenced_by_the_policy_offers_no_close(
+    db: Database, fake_github: FakeGitHubServer, github_client: Any
+) -> None:
+    policy = parse_policy(
+        '[repositories."acme/widgets".suggestions]\nduplicate = "off"\n', "policy.toml"
+    )
+    runs = _runs(db, fake_github, github_client, policy=policy, related=True)
+    try:
+        view = runs.start(
+            49,
+            "Segfault on empty input",
+            "An empty file makes the loader crash with a segfault, every time I try it.",
+        )
+    finally:
+        runs.pool.close()
+    assert "off" in _parts(view)["duplicate"]["left_out"]
+    assert "close_duplicate" not in view["detail"]

@@ -105,3 +105,28 @@ def test_run_page_renders_the_investigation_inert_and_linked() -> None:
     assert "javascript:alert(3)" not in html
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
     assert "<img src=x" not in html and "<b>Hub timeout</b>" not in html
+
+
+def test_run_page_offers_the_close_after_grace_beside_a_kept_duplicate() -> None:
+    """One click (a form with the viewer's CSRF token) creates the close-as-duplicate proposal;
+    a run without the offer, or a viewer not signed in, shows no form."""
+    templates = Jinja2Templates(directory=str(TEMPLATES))
+    templates.env.filters["markdown"] = render
+    templates.env.filters["reveal"] = reveal
+    templates.env.globals["sandbox"] = False
+    filters.install(templates.env)
+    view = {**_view({}), "investigation": None}
+    offered = {
+        **view,
+        "detail": {"close_duplicate": {"issue": "acme/widgets#7", "original": 3, "score": 0.62}},
+    }
+    viewer = {"csrf_token": "tok", "via": "session", "principal": {"subject": "alex", "roles": []}}
+    page = templates.env.get_template("run.html")
+    html = page.render(run=offered, viewer=viewer, notice=None, following=False, request=None)
+    assert 'id="close-duplicate-offer"' in html
+    assert 'action="/runs/r1/close-duplicate"' in html and 'value="tok"' in html
+    assert "duplicate of #3" in html
+    none = page.render(run=view, viewer=viewer, notice=None, following=False, request=None)
+    assert 'id="close-duplicate-offer"' not in none
+    unsigned = page.render(run=offered, viewer=None, notice=None, following=False, request=None)
+    assert 'id="close-duplicate-offer"' not in unsigned

@@ -34,6 +34,7 @@ PART_KINDS = {
     PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
     PartName.DOCS: SuggestionKind.DOCS,
     PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
+    PartName.DUPLICATE: SuggestionKind.DUPLICATE,
 }
 INVESTIGATION_LISTS_RELATED = "the investigation's comment lists them"
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from resolveflow.triage.domain.diagnosis import Snippet
+from resolveflow.domain.inert_markdown import inert, inert_title
+from resolveflow.triage.domain.diagnosis import Snippet, url_issue
+from resolveflow.triage.domain.duplicate_signals import DuplicateCandidate
 from resolveflow.triage.domain.evidence import IssueEvidence
-from resolveflow.triage.domain.investigation import related_line
+from resolveflow.triage.domain.investigation import link, related_line
 from resolveflow.triage.domain.missing_facts import (
     REQUEST_WORDS,
     MissingFact,
@@ -80,6 +82,8 @@ class Part:
     paragraph: str | None = None  # Markdown for the public comment
     left_out: str | None = None  # why it is not shown; None: kept
     fixes: tuple[EarlierFix, ...] = ()  # the likely files': earlier fixes of similar issues
+    # A duplicate in the same repository: the issue a close-as-duplicate may name.
+    original: int | None = None
 
     @property
     def kept(self) -> bool:
@@ -100,6 +104,8 @@ class Part:
         }
         if self.fixes:
             shown["fixes"] = [fix.as_json() for fix in self.fixes]
+        if self.original is not None:
+            shown["original"] = self.original
         return shown
 
 
@@ -110,10 +116,63 @@ def related_paragraph(related: list[Snippet], evidence: IssueEvidence) -> str:
     return "\n".join(lines)
 
 
+def duplicate_paragraph(candidate: DuplicateCandidate, evidence: IssueEvidence) -> str:
+    """ "This looks like a duplicate of #N: why", linked and escaped as a related line is."""
+    snippet = candidate.snippet
+    original = _same_repository_issue(snippet, evidence)
+    if snippet.url is None and original is not None:
+        head = f"#{original}"  # GitHub links it in the issue's own repository
+    else:
+        head = link(snippet.url, f"{snippet.source}:{snippet.external_id}", evidence.repository)
+    title = inert_title(snippet.title, 120)
+    return f"This looks like a duplicate of {head} ({title}): {inert(candidate.why, 400)}."
+
+
+def duplicate_part(
+    candidate: DuplicateCandidate | None, evidence: IssueEvidence, floor: float
+) -> Part:
+    """The likely original, when its score clears ``floor``; below it, left out and counted."""
+    if candidate is None:
+        return left_out(PartName.DUPLICATE, "no earlier issue was found")
+    if candidate.score < floor:
+        why = f"the likeliest original, {candidate.snippet.external_id}, is below the floor"
+        return left_out(PartName.DUPLICATE, why, candidate.score, floor)
+    item = PartItem(candidate.snippet.external_id, candidate.score, candidate.why)
+    paragraph = duplicate_paragraph(candidate, evidence)
+    original = _same_repository_issue(candidate.snippet, evidence)
+    return Part(PartName.DUPLICATE, candidate.score, floor, (item,), paragraph, original=original)
+
+
+def _same_repository_issue(snippet: Snippet, evidence: IssueEvidence) -> int | None:
+    """The candidate's number when it is an issue of the report's own repository (only such an
+    original may be named by a close-as-duplicate)."""
+    located = url_issue(snippet.url)
+    if located is not None:
+        same = located[0] == evidence.repository.lower()
+        return located[1] if same and located[1] != evidence.number else None
+    own = snippet.source.lower() == f"github:{evidence.repository.lower()}"
+    number = snippet.external_id
+    return int(number) if own and number.isdigit() and int(number) != evidence.number else None
+
+
 def left_out(
     name: PartName, why: str, score: float | None = None, floor: float | None = None
 ) -> Part:
     return Part(name, score, floor, left_out=why)
+
+
+@dataclass(frozen=True)
+class CloseOffer:
+    """Closing the run's issue as a duplicate of ``original`` after a grace period, offered on
+    the run page beside the duplicate part: a maintainer creates the proposal in one click
+    (``github.issue_close_duplicate``, which checks the issue, chains and circles then)."""
+
+    issue: str  # owner/name#N
+    original: int
+    score: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"issue": self.issue, "original": self.original, "score": self.score}
 
 
 @dataclass(frozen=True)
@@ -130,6 +189,13 @@ class TriageParts:
 
     def as_json(self) -> list[dict[str, Any]]:
         return [part.as_json() for part in self.parts]
+
+    def close_offer(self, repository: str, issue: int) -> CloseOffer | None:
+        """The close-after-grace a kept duplicate part offers (same repository only)."""
+        for part in self.kept:
+            if part.name is PartName.DUPLICATE and part.original is not None:
+                return CloseOffer(f"{repository}#{issue}", part.original, part.score)
+        return None
 
     def without(self, name: PartName, why: str) -> TriageParts:
         """The parts with ``name`` left out (another step already shows it)."""

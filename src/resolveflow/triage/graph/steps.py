@@ -91,7 +91,10 @@ def create_run_proposal(
 ) -> Proposal | None:
     """Record the classification, then propose on behalf of the run's requester (or nothing).
     The run's detail keeps every part, kept or left out, with its score and floor."""
-    shown = {"parts": parts.as_json()} if parts is not None and parts.parts else {}
+    shown: dict[str, Any] = {"parts": parts.as_json()} if parts is not None and parts.parts else {}
+    offer = parts.close_offer(state["repository"], state["issue_number"]) if parts else None
+    if offer is not None:  # the run page offers it; the run's own proposal is unchanged
+        shown["close_duplicate"] = offer.as_json()
     tenant_id, run_id = _ids(state)
     with db.tenant(tenant_id) as conn:
         existing = proposal_store.latest_for_run(conn, tenant_id, run_id)
