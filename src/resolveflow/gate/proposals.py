@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -26,12 +27,14 @@ from resolveflow.gate.domain.actions import (
     parse_action,
     revise,
 )
+from resolveflow.gate.domain.parts import Drops, PartRecord, dropped
 from resolveflow.gate.domain.suggestions import suggestion_kind
 from resolveflow.gate.duplicate_checks import check_chain
 from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import digest as digest_store
 from resolveflow.gate.store import duplicate_claims as claims
 from resolveflow.gate.store import executions as execution_store
+from resolveflow.gate.store import parts as part_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
@@ -66,11 +69,17 @@ def create_proposal(
     run_id: UUID | None = None,
     author_kind: str = "principal",
     quiet: Quiet = DEFAULT_QUIET,
+    parts: Sequence[PartRecord] = (),
 ) -> Proposal:
-    """A ``github.issue`` proposal: a comment and/or labels on an existing issue."""
+    """A ``github.issue`` proposal: a comment and/or labels on an existing issue. A run's
+    ``parts`` are recorded in the transaction that records its first version."""
     _require_proposer(principal)
     action = build_action(repository, issue, comment, labels)
-    return _insert_first_version(db, principal, action, note, run_id, author_kind, quiet)
+    with db.tenant(principal.tenant_id) as conn:
+        made = _insert_first_version_in(conn, principal, action, note, run_id, author_kind, quiet)
+        if run_id is not None and parts:
+            part_store.insert_parts(conn, principal.tenant_id, run_id, made.id, parts)
+        return made
 
 
 def create_issue_proposal(
@@ -273,6 +282,35 @@ def edit_in(
         },
     )
     return proposal
+
+
+def drop_parts(db: Database, principal: Principal, proposal_id: UUID, drops: Drops) -> Proposal:
+    """A new version of a run's proposal without the parts, labels or items the approver took
+    out (``gate/domain/parts.py``): the edit path, so the new version needs its own approval of
+    its own digest, and the decisions then read each dropped part as rejected."""
+    _require_proposer(principal)
+    with db.tenant(principal.tenant_id) as conn:
+        base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        kind_rules.require_readable(conn, principal, base.action)
+        parts = _lineage_parts(conn, principal.tenant_id, base.lineage_id)
+        proposal_store.lock_lineage(conn, base.lineage_id)
+        versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
+        latest = parse_action(versions[-1].action)
+        comment = getattr(latest, "comment", None)
+        changes = dropped(comment, latest.labels, parts, drops)
+        return edit_in(conn, principal, versions[-1].id, changes)
+
+
+def _lineage_parts(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> tuple[PartRecord, ...]:
+    return part_store.parts_of_lineages(conn, tenant_id, [lineage_id]).get(lineage_id, ())
+
+
+def lineage_parts(db: Database, principal: Principal, proposal_id: UUID) -> list[PartRecord]:
+    """The parts of the run that proposed this proposal's lineage (none for any other)."""
+    with db.tenant(principal.tenant_id) as conn:
+        base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        kind_rules.require_readable(conn, principal, base.action)
+        return list(_lineage_parts(conn, principal.tenant_id, base.lineage_id))
 
 
 def carried_out(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any] | None:

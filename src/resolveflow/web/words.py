@@ -147,6 +147,9 @@ SUGGESTION_KIND: dict[SuggestionKind, str] = {
     SuggestionKind.DRAFT: "a reply draft",
     SuggestionKind.REFINE_SUMMARY: "a refine summary",
     SuggestionKind.NEW_ISSUE: "a prepared new issue",
+    SuggestionKind.RELATED: "earlier issues that look related",
+    SuggestionKind.FILES: "the files a fix would likely touch",
+    SuggestionKind.DOCS: "the documentation that answers it",
 }
 SUGGESTION_MODE: dict[SuggestionMode, str] = {
     SuggestionMode.ON: "in the inbox unless its acceptance is low",

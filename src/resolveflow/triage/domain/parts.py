@@ -9,10 +9,19 @@ every part, kept or not, with its score and floor, so the run page can show why.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from resolveflow.domain.vocabulary import SuggestionKind
+from resolveflow.gate.domain.parts import (
+    GREETING,
+    SIGNATURE,
+    PartItemRecord,
+    PartRecord,
+    item_lines,
+)
 from resolveflow.triage.domain.diagnosis import Snippet
 from resolveflow.triage.domain.evidence import IssueEvidence
 from resolveflow.triage.domain.investigation import related_line
@@ -23,8 +32,6 @@ from resolveflow.triage.domain.missing_facts import (
     request_text,
 )
 from resolveflow.triage.domain.rules import ProposedAction
-
-SIGNATURE = "Drafted by ResolveFlow and approved by a maintainer."
 
 
 class PartName(StrEnum):
@@ -38,6 +45,10 @@ class PartName(StrEnum):
     DOCS = "docs"
     MISSING_FACTS = "missing_facts"
     FAILING_CHECKS = "failing_checks"
+
+
+# Parts shown to the team only (the inbox, the run page), never posted.
+INTERNAL = frozenset({PartName.FILES})
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,11 @@ class TriageParts:
     def as_json(self) -> list[dict[str, Any]]:
         return [part.as_json() for part in self.parts]
 
+    def records(self, kinds: Mapping[PartName, SuggestionKind]) -> tuple[PartRecord, ...]:
+        """Each part as the gate stores it: its kind (what its decisions count as), public when
+        it adds labels or a paragraph to the proposal, internal otherwise (likely files)."""
+        return tuple(_record(part, kinds.get(part.name)) for part in self.parts)
+
     def without(self, name: PartName, why: str) -> TriageParts:
         """The parts with ``name`` left out (another step already shows it)."""
         return TriageParts(
@@ -127,10 +143,22 @@ class TriageParts:
         return replace(action, comment=comment, labels=labels)
 
 
+def _record(part: Part, kind: SuggestionKind | None) -> PartRecord:
+    lines = item_lines(part.paragraph, len(part.items))
+    items = tuple(
+        PartItemRecord(item.ref, item.score, item.why, line)
+        for item, line in zip(part.items, lines, strict=True)
+    )
+    why = None if part.kept else (part.left_out or "it found nothing")
+    public = part.name not in INTERNAL
+    paragraph = part.paragraph if part.kept else None
+    return PartRecord(part.name.value, kind, part.score, part.floor, why, public, paragraph, items)
+
+
 def _with_paragraphs(comment: str | None, paragraphs: list[str]) -> str:
     """The parts' paragraphs after the comment's own, before its closing line."""
     if comment is None:
-        return "\n\n".join(["Thanks for the report.", *paragraphs, SIGNATURE])
+        return "\n\n".join([GREETING, *paragraphs, SIGNATURE])
     blocks = comment.split("\n\n")
     if len(blocks) > 1 and blocks[-1].startswith("Drafted by ResolveFlow"):
         return "\n\n".join([*blocks[:-1], *paragraphs, blocks[-1]])

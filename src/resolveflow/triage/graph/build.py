@@ -285,7 +285,8 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
     try:
-        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet, parts)
+        records = parts.records(_PART_KINDS)
+        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet, parts, records)
     except ResolveFlowError as exc:
         return {"error": f"could not create the proposal: {exc.message}"}
     update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small
@@ -300,7 +301,10 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
 _PART_KINDS = {
     PartName.LABELS: SuggestionKind.LABEL,
     PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
-    PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
+    PartName.RELATED: SuggestionKind.RELATED,
+    PartName.DUPLICATE: SuggestionKind.DUPLICATE,
+    PartName.FILES: SuggestionKind.FILES,
+    PartName.DOCS: SuggestionKind.DOCS,
 }
 
 
