@@ -219,15 +219,19 @@ def part_bands_in(
     """For each part, how the decided suggestions of its kind in its score band fared in
     ``place`` (``thresholds.band_of``), other lineages' decisions only; None for a part whose
     decisions count as no kind of their own."""
-    found = [
-        e for e in decision_examples_in(conn, principal, DAYS, place) if e.lineage_id != lineage_id
-    ]
+    return bands_of(decision_examples_in(conn, principal, DAYS, place), parts, lineage_id)
+
+
+def bands_of(
+    found: Sequence[DecisionExample], parts: Sequence[PartRecord], lineage_id: UUID | None
+) -> list[BandFigure | None]:
+    """``part_bands_in`` over examples already read (one place's)."""
 
     def decided(kind: SuggestionKind) -> list[Scored | bool]:
         return [
             Scored(e.score, e.approved) if e.score is not None else e.approved
             for e in found
-            if e.kind is kind
+            if e.kind is kind and e.lineage_id != lineage_id
         ]
 
     return [None if p.kind is None else band_of(p.score, decided(p.kind)) for p in parts]

@@ -14,6 +14,7 @@ from resolveflow.domain.records import Approval, Principal, Proposal, Role, acto
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.gate import feedback, kind_rules
+from resolveflow.gate import parts as part_service
 from resolveflow.gate import quiet as quiet_service
 from resolveflow.gate.domain.actions import (
     DEFAULT_GRACE_HOURS,
@@ -285,32 +286,20 @@ def edit_in(
 
 
 def drop_parts(db: Database, principal: Principal, proposal_id: UUID, drops: Drops) -> Proposal:
-    """A new version of a run's proposal without the parts, labels or items the approver took
-    out (``gate/domain/parts.py``): the edit path, so the new version needs its own approval of
-    its own digest, and the decisions then read each dropped part as rejected."""
+    """A new version of the lineage's latest without the parts, labels or items named
+    (``gate/domain/parts.py``), through the edit path: it needs its own approval of its own
+    digest, and the decisions then read each dropped part as rejected."""
     _require_proposer(principal)
     with db.tenant(principal.tenant_id) as conn:
         base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
         kind_rules.require_readable(conn, principal, base.action)
-        parts = _lineage_parts(conn, principal.tenant_id, base.lineage_id)
+        found = part_store.parts_of_lineages(conn, principal.tenant_id, [base.lineage_id])
         proposal_store.lock_lineage(conn, base.lineage_id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
         latest = parse_action(versions[-1].action)
         comment = getattr(latest, "comment", None)
-        changes = dropped(comment, latest.labels, parts, drops)
+        changes = dropped(comment, latest.labels, found.get(base.lineage_id, ()), drops)
         return edit_in(conn, principal, versions[-1].id, changes)
-
-
-def _lineage_parts(conn: Connection, tenant_id: UUID, lineage_id: UUID) -> tuple[PartRecord, ...]:
-    return part_store.parts_of_lineages(conn, tenant_id, [lineage_id]).get(lineage_id, ())
-
-
-def lineage_parts(db: Database, principal: Principal, proposal_id: UUID) -> list[PartRecord]:
-    """The parts of the run that proposed this proposal's lineage (none for any other)."""
-    with db.tenant(principal.tenant_id) as conn:
-        base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
-        kind_rules.require_readable(conn, principal, base.action)
-        return list(_lineage_parts(conn, principal.tenant_id, base.lineage_id))
 
 
 def carried_out(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any] | None:
@@ -335,6 +324,7 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         execution = execution_store.execution_for_proposal(conn, principal.tenant_id, proposal.id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)
         like = feedback.like_this_in(conn, principal, proposal.lineage_id)
+        parts = part_service.lineage_parts_in(conn, principal, proposal)
     action = parse_action(proposal.action)
     return {
         "id": str(proposal.id),
@@ -365,6 +355,9 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         ],
         # How suggestions like this one fared in its place (issue 31); None: a person's own.
         "like_this": _like_view(like),
+        # The parts of the run that proposed it, each with its score, floor and band, and
+        # whether it is still in this version (what may be dropped from it); [] for others.
+        "parts": [part.as_json() for part in parts],
     }
 
 

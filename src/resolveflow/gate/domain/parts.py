@@ -214,3 +214,21 @@ def item_lines(paragraph: str | None, count: int) -> list[str | None]:
     if len(lines) != count:
         return [None] * count
     return list(lines)
+
+
+def in_version(part: PartRecord, comment: str | None, labels: Sequence[str]) -> bool:
+    """Whether a kept public part is still in a version: its paragraph word for word, or (the
+    labels part) any of its labels. What is no longer there cannot be dropped again."""
+    if not (part.kept and part.public):
+        return False
+    if part.paragraph:
+        return part.paragraph in (comment or "")
+    return any(label in labels for label in part.labels)
+
+
+def item_in_version(
+    part: PartRecord, item: PartItemRecord, comment: str | None, labels: Sequence[str]
+) -> bool:
+    if part.labels:
+        return item.ref in labels
+    return item.line is not None and item.line in (comment or "").split("\n")

@@ -93,3 +93,21 @@ def parts_of_lineages(
     for row in rows:
         found[row.lineage_id].append(row.record())
     return {lineage: tuple(parts) for lineage, parts in found.items()}
+
+
+@dataclass(frozen=True)
+class _RunPartRow(_PartRow):
+    run_id: UUID
+
+
+def parts_of_runs(
+    conn: Connection, tenant_id: UUID, run_ids: Sequence[UUID]
+) -> dict[UUID, tuple[PartRecord, ...]]:
+    if not run_ids:
+        return {}
+    params = {"tenant_id": tenant_id, "run_ids": list(run_ids)}
+    rows = typed.every(conn, _RunPartRow, q("gate/store/parts", "parts_of_runs"), params)
+    found: dict[UUID, list[PartRecord]] = defaultdict(list)
+    for row in rows:
+        found[row.run_id].append(row.record())
+    return {run: tuple(parts) for run, parts in found.items()}

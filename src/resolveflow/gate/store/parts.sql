@@ -19,3 +19,10 @@ SELECT proposal_id AS lineage_id, name, kind, score, floor, left_out, public, pa
 FROM triage_parts
 WHERE tenant_id = %(tenant_id)s AND proposal_id = ANY(%(lineage_ids)s)
 ORDER BY proposal_id, position
+
+-- name: parts_of_runs
+-- The parts of several runs (an inbox page's), each run's in the order it made them.
+SELECT run_id, name, kind, score, floor, left_out, public, paragraph, items
+FROM triage_parts
+WHERE tenant_id = %(tenant_id)s AND run_id = ANY(%(run_ids)s)
+ORDER BY run_id, position
