@@ -2,7 +2,7 @@
 INSERT INTO triage_parts (run_id, name, tenant_id, proposal_id, position, kind, score, floor,
                           kept, left_out, public, paragraph, items)
 VALUES (%(run_id)s, %(name)s, %(tenant_id)s, %(proposal_id)s, %(position)s, %(kind)s,
-        %(score)s, %(floor)s, %(left_out)s IS NULL, %(left_out)s, %(public)s, %(paragraph)s,
+        %(score)s, %(floor)s, %(left_out)s::text IS NULL, %(left_out)s, %(public)s, %(paragraph)s,
         %(items)s)
 ON CONFLICT (run_id, name) DO NOTHING
 
