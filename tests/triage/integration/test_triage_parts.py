@@ -372,7 +372,7 @@ def test_a_run_s_parts_are_stored_one_a_row_with_their_scores(
         assert row["kept"] == shown[name]["kept"] and str(row["proposal_id"]) == lineage
     assert stored["related"]["kind"] == "related" and stored["related"]["kept"]
     assert stored["related"]["score"] >= stored["related"]["floor"] == 0.15
-    assert [i["ref"] for i in stored["related"]["items"]][0] == "13"
+    assert next(i["ref"] for i in stored["related"]["items"]) == "13"
     assert stored["labels"]["kind"] == "label" and stored["missing_facts"]["public"]
     assert stored["files"]["public"] is False and "no local clone" in stored["files"]["left_out"]
     # the run's own view lists them with their band (nothing decided yet)
