@@ -19,6 +19,7 @@ from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as service
 from resolveflow.gate import quiet
 from resolveflow.gate.domain.actions import ActionChanges, check_digest_format, parse_action
+from resolveflow.gate.domain.parts import Drops
 
 if TYPE_CHECKING:
     # The decision path (approval checks, the executor's store, the forge's protocol) loads in
@@ -189,10 +190,20 @@ def edit(
     bcc: list[str] | None = typer.Option(None, "--bcc", help="An email's Bcc (repeat; replaces)."),
     subject: str | None = typer.Option(None, "--subject", help="An email's subject."),
     text_file: Path | None = typer.Option(None, "--text-file", help="An email's text (a file)."),
+    drop_part: list[str] | None = typer.Option(
+        None, "--drop-part", help="Take a run's part out (related, missing_facts...; repeat)."
+    ),
+    drop_label: list[str] | None = typer.Option(
+        None, "--drop-label", help="Take one label out (repeat)."
+    ),
+    drop_item: list[str] | None = typer.Option(
+        None, "--drop-item", help="Take one item of a part out, as PART:REF (repeat)."
+    ),
     token: str | None = common.TokenOption,
     as_json: bool = common.JsonOption,
 ) -> None:
     """Write a new version (new digest, needs its own approval)."""
+    drops = Drops(tuple(drop_part or ()), tuple(drop_label or ()), tuple(drop_item or ()))
     comment = "" if no_comment else _text(comment_file, None, "comment")
     changes = ActionChanges(
         comment=comment,
@@ -206,12 +217,18 @@ def edit(
         subject=subject,
         text=common.read_text_file(text_file) if text_file is not None else None,
     )
+    if not drops.empty and (changes.texts() or no_comment):
+        raise InvalidInput("--drop-part, --drop-label and --drop-item make an edit of their own")
     with common.app() as opened:
         actor = common.principal(opened, token)
         target = common.find_id(opened, actor, proposal_id, "proposal", "run")
         from resolveflow.gate import decisions
 
-        proposal = decisions.edit(opened.db, actor, target, changes)
+        proposal = (
+            decisions.edit(opened.db, actor, target, changes)
+            if drops.empty
+            else decisions.drop(opened.db, actor, target, drops)
+        )
         view = service.describe(opened.db, actor, proposal.id)
     emit(view, as_json, lambda: _render(view))
 

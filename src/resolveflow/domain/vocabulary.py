@@ -205,6 +205,8 @@ class SuggestionKind(StrEnum):
     DRAFT = "draft"  # a reply drafted from a mailbox's past replies
     REFINE_SUMMARY = "refine_summary"  # refine's enrichment of a ticket
     NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner, a gap)
+    RELATED = "related"  # triage's part: earlier issues that look related, linked
+    FILES = "files"  # triage's part: the files a fix would likely touch (internal)
 
 
 class SuggestionMode(StrEnum):

@@ -30,6 +30,7 @@ from resolveflow.gate import approvals
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import ActionChanges
+from resolveflow.gate.domain.parts import Drops
 from resolveflow.gate.lease import new_owner_id
 from resolveflow.gate.run_records import runs as run_records
 from resolveflow.gate.store import proposals as proposal_store
@@ -243,6 +244,14 @@ def edit(
     reject_unstorable(*changes.texts())
     target = find_target(db, principal, run_or_proposal)
     return proposal_service.edit_proposal(db, principal, target.proposal_id, changes)
+
+
+def drop(db: Database, principal: Principal, run_or_proposal: UUID, drops: Drops) -> Proposal:
+    """A new version of the latest proposal without the parts, labels or items named; it needs
+    its own approval."""
+    reject_unstorable(*drops.parts, *drops.labels, *drops.items)
+    target = find_target(db, principal, run_or_proposal)
+    return proposal_service.drop_parts(db, principal, target.proposal_id, drops)
 
 
 def resolve(

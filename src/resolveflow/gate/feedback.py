@@ -9,6 +9,7 @@ the mailboxes they may read only (the mail grant holds here as everywhere).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -18,6 +19,7 @@ from resolveflow.domain.vocabulary import Decision, SuggestionKind
 from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.gate import kind_rules
 from resolveflow.gate.domain.actions import parse_action
+from resolveflow.gate.domain.parts import PartRecord
 from resolveflow.gate.domain.suggestions import (
     Acceptance,
     Decided,
@@ -27,8 +29,16 @@ from resolveflow.gate.domain.suggestions import (
     suggestion_detail,
     suggestion_kind,
 )
-from resolveflow.gate.domain.thresholds import Fitted, Scored, band, fit_threshold
+from resolveflow.gate.domain.thresholds import (
+    BandFigure,
+    Fitted,
+    Scored,
+    band,
+    band_of,
+    fit_threshold,
+)
 from resolveflow.gate.store import feedback as store
+from resolveflow.gate.store import parts as part_store
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
@@ -67,14 +77,21 @@ def decision_examples_in(
     since = _since(days)
     rows = store.decided_proposals(conn, principal.tenant_id, since, MAX_DECISIONS, place)
     readers = kind_rules.readers(conn, principal)
-    found: list[DecisionExample] = []
-    for row in rows:
-        if readers.may_read(row.first_action):
-            found.extend(_examples_of(row))
-    return found
+    readable = [row for row in rows if readers.may_read(row.first_action)]
+    return _examples(conn, principal.tenant_id, readable)
 
 
-def _examples_of(row: store.DecidedRow) -> list[DecisionExample]:
+def _examples(
+    conn: Connection, tenant_id: UUID, rows: list[store.DecidedRow]
+) -> list[DecisionExample]:
+    """The examples of decided lineages, each with its run's parts when it stored them."""
+    parts = part_store.parts_of_lineages(conn, tenant_id, [row.lineage_id for row in rows])
+    return [e for row in rows for e in _examples_of(row, parts.get(row.lineage_id, ()))]
+
+
+def _examples_of(
+    row: store.DecidedRow, parts: tuple[PartRecord, ...] = ()
+) -> list[DecisionExample]:
     try:
         decided = Decided(
             proposal_id=row.proposal_id,
@@ -90,6 +107,7 @@ def _examples_of(row: store.DecidedRow) -> list[DecisionExample]:
             reason=row.reason,
             decided_at=row.decided_at,
             score=row.score,
+            parts=parts,
         )
     except ResolveFlowError as exc:  # a stored action no kind reads now: not an example
         logger.warning("decision left out", extra={"proposal_id": str(row.proposal_id)})
@@ -187,5 +205,33 @@ def fitted_threshold_in(
 
     Only scores are read, never what a suggestion said, so no reading grant applies."""
     rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
-    found = [e for row in rows for e in _examples_of(row) if e.kind is kind]
+    found = [e for e in _examples(conn, tenant_id, rows) if e.kind is kind]
     return fit_threshold(_scored(found), default)
+
+
+def part_bands_in(
+    conn: Connection,
+    principal: Principal,
+    place: str,
+    parts: Sequence[PartRecord],
+    lineage_id: UUID | None = None,
+) -> list[BandFigure | None]:
+    """For each part, how the decided suggestions of its kind in its score band fared in
+    ``place`` (``thresholds.band_of``), other lineages' decisions only; None for a part whose
+    decisions count as no kind of their own."""
+    return bands_of(decision_examples_in(conn, principal, DAYS, place), parts, lineage_id)
+
+
+def bands_of(
+    found: Sequence[DecisionExample], parts: Sequence[PartRecord], lineage_id: UUID | None
+) -> list[BandFigure | None]:
+    """``part_bands_in`` over examples already read (one place's)."""
+
+    def decided(kind: SuggestionKind) -> list[Scored | bool]:
+        return [
+            Scored(e.score, e.approved) if e.score is not None else e.approved
+            for e in found
+            if e.kind is kind and e.lineage_id != lineage_id
+        ]
+
+    return [None if p.kind is None else band_of(p.score, decided(p.kind)) for p in parts]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -13,6 +14,7 @@ from resolveflow.domain.records import Approval, Principal, Proposal, Role, acto
 from resolveflow.domain.vocabulary import AuditEvent
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.gate import feedback, kind_rules
+from resolveflow.gate import parts as part_service
 from resolveflow.gate import quiet as quiet_service
 from resolveflow.gate.domain.actions import (
     DEFAULT_GRACE_HOURS,
@@ -26,12 +28,14 @@ from resolveflow.gate.domain.actions import (
     parse_action,
     revise,
 )
+from resolveflow.gate.domain.parts import Drops, PartRecord, dropped
 from resolveflow.gate.domain.suggestions import suggestion_kind
 from resolveflow.gate.duplicate_checks import check_chain
 from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import digest as digest_store
 from resolveflow.gate.store import duplicate_claims as claims
 from resolveflow.gate.store import executions as execution_store
+from resolveflow.gate.store import parts as part_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
@@ -66,11 +70,17 @@ def create_proposal(
     run_id: UUID | None = None,
     author_kind: str = "principal",
     quiet: Quiet = DEFAULT_QUIET,
+    parts: Sequence[PartRecord] = (),
 ) -> Proposal:
-    """A ``github.issue`` proposal: a comment and/or labels on an existing issue."""
+    """A ``github.issue`` proposal: a comment and/or labels on an existing issue. A run's
+    ``parts`` are recorded in the transaction that records its first version."""
     _require_proposer(principal)
     action = build_action(repository, issue, comment, labels)
-    return _insert_first_version(db, principal, action, note, run_id, author_kind, quiet)
+    with db.tenant(principal.tenant_id) as conn:
+        made = _insert_first_version_in(conn, principal, action, note, run_id, author_kind, quiet)
+        if run_id is not None and parts:
+            part_store.insert_parts(conn, principal.tenant_id, run_id, made.id, parts)
+        return made
 
 
 def create_issue_proposal(
@@ -275,6 +285,23 @@ def edit_in(
     return proposal
 
 
+def drop_parts(db: Database, principal: Principal, proposal_id: UUID, drops: Drops) -> Proposal:
+    """A new version of the lineage's latest without the parts, labels or items named
+    (``gate/domain/parts.py``), through the edit path: it needs its own approval of its own
+    digest, and the decisions then read each dropped part as rejected."""
+    _require_proposer(principal)
+    with db.tenant(principal.tenant_id) as conn:
+        base = proposal_store.proposal_by_id(conn, principal.tenant_id, proposal_id)
+        kind_rules.require_readable(conn, principal, base.action)
+        found = part_store.parts_of_lineages(conn, principal.tenant_id, [base.lineage_id])
+        proposal_store.lock_lineage(conn, base.lineage_id)
+        versions = proposal_store.lineage_versions(conn, principal.tenant_id, base.lineage_id)
+        latest = parse_action(versions[-1].action)
+        comment = getattr(latest, "comment", None)
+        changes = dropped(comment, latest.labels, found.get(base.lineage_id, ()), drops)
+        return edit_in(conn, principal, versions[-1].id, changes)
+
+
 def carried_out(db: Database, principal: Principal, proposal_id: UUID) -> dict[str, Any] | None:
     """The version of ``proposal_id``'s lineage that was (or is being) carried out, which pages
     show as the proposal; None while none was. No version after it can be written or decided."""
@@ -297,6 +324,7 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         execution = execution_store.execution_for_proposal(conn, principal.tenant_id, proposal.id)
         versions = proposal_store.lineage_versions(conn, principal.tenant_id, proposal.lineage_id)
         like = feedback.like_this_in(conn, principal, proposal.lineage_id)
+        parts = part_service.lineage_parts_in(conn, principal, proposal)
     action = parse_action(proposal.action)
     return {
         "id": str(proposal.id),
@@ -327,6 +355,9 @@ def describe(db: Database, principal: Principal, proposal_id: UUID) -> dict[str,
         ],
         # How suggestions like this one fared in its place (issue 31); None: a person's own.
         "like_this": _like_view(like),
+        # The parts of the run that proposed it, each with its score, floor and band, and
+        # whether it is still in this version (what may be dropped from it); [] for others.
+        "parts": [part.as_json() for part in parts],
     }
 
 

@@ -214,7 +214,9 @@ def files_part(
         PartItem(r.path, round(r.score, 4), "; ".join(dict.fromkeys(r.reasons))) for r in ranked
     )
     earlier = tuple(_earlier(fix) for fix in found)
-    return Part(PartName.FILES, items[0].score, None, items, fixes=earlier)
+    # A ranking, not a probability: each file keeps its own score, the part none (no floor, no
+    # band: it is never posted, so never decided).
+    return Part(PartName.FILES, None, None, items, fixes=earlier)
 
 
 @dataclass(frozen=True)

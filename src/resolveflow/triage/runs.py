@@ -9,6 +9,7 @@ from resolveflow.adapters.github.protocol import GitHub
 from resolveflow.domain.records import Principal, Proposal
 from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.errors import InvalidInput
+from resolveflow.gate import parts as part_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import parse_action
 from resolveflow.gate.store import proposals as proposal_store
@@ -75,6 +76,9 @@ def describe_run(db: Database, principal: Principal, run_id: UUID) -> dict[str, 
     from resolveflow.triage.investigation import investigation_view
 
     view["investigation"] = investigation_view(db, principal.tenant_id, run_id)
+    # Every part the run made, kept or left out, with its score, floor and band.
+    place = run.repository or ""
+    view["parts"] = [p.as_json() for p in part_service.run_parts(db, principal, run_id, place)]
     view["timeline"] = [
         {
             "at": e.at.isoformat(),

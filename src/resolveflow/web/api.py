@@ -24,6 +24,7 @@ from resolveflow.gate.domain.actions.github_issue_close_duplicate import (
     MAX_GRACE_HOURS,
     MIN_GRACE_HOURS,
 )
+from resolveflow.gate.domain.parts import Drops
 from resolveflow.triage import runs as run_service
 from resolveflow.triage.domain.references import parse_issue_reference
 from resolveflow.web import views
@@ -84,6 +85,23 @@ class Edit(_Body):
             body=self.body,
             assignees=tuple(self.assignees) if self.assignees is not None else None,
         )
+
+
+_Name = Annotated[str, Field(min_length=1, max_length=120)]
+
+
+class Drop(_Body):
+    """What to take out of a run's proposal before approving: whole parts by name (``related``,
+    ``missing_facts``, ``labels``...), single labels, single items as ``PART:REF``."""
+
+    parts: list[_Name] = Field(default_factory=list, max_length=20)
+    labels: list[Annotated[str, Field(min_length=1, max_length=50)]] = Field(
+        default_factory=list, max_length=50
+    )
+    items: list[_Name] = Field(default_factory=list, max_length=50, examples=[["related:123"]])
+
+    def drops(self) -> Drops:
+        return Drops(tuple(self.parts), tuple(self.labels), tuple(self.items))
 
 
 class CloseDuplicate(_Body):
@@ -184,6 +202,16 @@ def edit(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Edit) ->
     """A new version of the latest proposal, with its own digest; it needs its own approval."""
     db = wired(request).db
     proposal = decisions.edit(db, who.principal, run_or_proposal, body.changes())
+    return proposal_service.describe(db, who.principal, proposal.id)
+
+
+@router.post("/runs/{run_or_proposal}/drop", status_code=201)
+@router.post("/proposals/{run_or_proposal}/drop", status_code=201)
+def drop(request: Request, who: ViewerDep, run_or_proposal: UUID, body: Drop) -> Json:
+    """A new version of the latest proposal without the parts, labels or items named (the
+    edit path: it has its own digest and needs its own approval)."""
+    db = wired(request).db
+    proposal = decisions.drop(db, who.principal, run_or_proposal, body.drops())
     return proposal_service.describe(db, who.principal, proposal.id)
 
 

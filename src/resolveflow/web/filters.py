@@ -25,7 +25,14 @@ from resolveflow.web.page_words import (
     link_event_words,
     prose,
 )
-from resolveflow.web.words import DETAIL_KEYS, fact_is_good, like_this, words
+from resolveflow.web.words import (
+    DETAIL_KEYS,
+    fact_is_good,
+    like_this,
+    part_band,
+    part_score,
+    words,
+)
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
 _REVIEW_OUTCOMES = {outcome.value for outcome in ReviewOutcome}
@@ -172,5 +179,7 @@ def install(env: Environment) -> None:
     env.filters["event"] = event_words
     env.filters["gate"] = gate_words
     env.filters["like_this"] = like_this
+    env.filters["part_score"] = part_score
+    env.filters["part_band"] = part_band
     env.filters["grace"] = grace_words
     env.globals["fact_is_good"] = fact_is_good

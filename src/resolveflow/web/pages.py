@@ -8,7 +8,7 @@ inbox filters, and the run and proposal pages following their execution until it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Form, Request
@@ -20,6 +20,7 @@ from resolveflow.gate import decisions, feedback, posting, quiet
 from resolveflow.gate import executions as execution_service
 from resolveflow.gate.approvals import RepositoryLabels
 from resolveflow.gate.domain.actions import ActionChanges
+from resolveflow.gate.domain.parts import Drops
 from resolveflow.gate.outcome_words import GITLAB_KIND
 from resolveflow.triage import runs as run_service
 from resolveflow.web import views
@@ -334,6 +335,25 @@ def edit_proposal(
     if any(len(text) > 65_000 for text in changes.texts()):
         raise InvalidInput("the text is too long")
     edited = decisions.edit(wired(request).db, viewer.principal, proposal_id, changes)
+    return _back(f"/proposals/{edited.id}", "edited")
+
+
+@router.post("/proposals/{proposal_id}/drop")
+def drop_parts(
+    request: Request,
+    proposal_id: UUID,
+    part: Annotated[list[str], Form()] = [],  # noqa: B006 - FastAPI reads the default, never shares it
+    label: Annotated[list[str], Form()] = [],  # noqa: B006
+    item: Annotated[list[str], Form()] = [],  # noqa: B006
+    csrf_token: str = Form(""),
+) -> Response:
+    """The ticked parts, labels and links taken out: a new version, with its own digest, that
+    needs its own approval (the page of the new version is shown)."""
+    viewer = _form_viewer(request, csrf_token)
+    if len(part) + len(label) + len(item) > 100:
+        raise InvalidInput("too many things to drop at once")
+    drops = Drops(tuple(part), tuple(label), tuple(item))
+    edited = decisions.drop(wired(request).db, viewer.principal, proposal_id, drops)
     return _back(f"/proposals/{edited.id}", "edited")
 
 

@@ -14,6 +14,7 @@ from resolveflow.domain.records import Principal
 from resolveflow.domain.vocabulary import RunStatus
 from resolveflow.gate import approvals
 from resolveflow.gate import executions as execution_service
+from resolveflow.gate import parts as part_service
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.actions import (
     ActionKind,
@@ -22,6 +23,7 @@ from resolveflow.gate.domain.actions import (
     parse_action,
 )
 from resolveflow.gate.domain.disclosure import Hidden, scan_action
+from resolveflow.gate.parts import ShownPart
 from resolveflow.gate.store import executions as execution_store
 from resolveflow.gate.store import inbox as inbox_store
 from resolveflow.mail import views as mail_views
@@ -75,7 +77,10 @@ def inbox(
             | set(inbox_store.proposal_repositories(conn, principal.tenant_id))
         )
         reader = mail_reader(conn, principal)
-    items = [_run_item(row) for row in rows] + [_proposal_item(row, reader) for row in pending]
+        runs = [(row.run_id, row.repository or "") for row in rows]
+        parts = part_service.runs_parts_in(conn, principal, runs)
+    items = [_run_item(row, parts.get(row.run_id, [])) for row in rows]
+    items += [_proposal_item(row, reader) for row in pending]
     items.sort(key=lambda item: item["created_at"], reverse=True)
     return {
         "items": items[:limit],
@@ -85,7 +90,7 @@ def inbox(
     }
 
 
-def _run_item(row: inbox_store.InboxRun) -> dict[str, Any]:
+def _run_item(row: inbox_store.InboxRun, parts: list[ShownPart]) -> dict[str, Any]:
     action = row.action or {}
     return {
         "type": "run",
@@ -105,6 +110,7 @@ def _run_item(row: inbox_store.InboxRun) -> dict[str, Any]:
         "assignees": [],
         "has_comment": bool(action.get("comment")),
         "created_at": row.created_at.isoformat(),
+        "parts": [part.as_json() for part in parts],
     }
 
 

@@ -32,6 +32,7 @@ from resolveflow.gate import outcome_words as outcomes
 from resolveflow.gate.domain.actions import ActionKind
 from resolveflow.gate.domain.disclosure import Hidden
 from resolveflow.policy_file import Classification
+from resolveflow.triage.domain.parts import PartName
 
 RUN_STATUS: dict[RunStatus, str] = {
     RunStatus.RUNNING: "gathering evidence",
@@ -140,7 +141,7 @@ LINK_EVENT: dict[LinkEvent, str] = {
 
 SUGGESTION_KIND: dict[SuggestionKind, str] = {
     SuggestionKind.RULE_COMMENT: "a rule's comment",
-    SuggestionKind.DUPLICATE: "related issues or a duplicate",
+    SuggestionKind.DUPLICATE: "a likely duplicate",
     SuggestionKind.REVIEW_REQUEST: "a request for a person's review",
     SuggestionKind.LABEL: "a label",
     SuggestionKind.MISSING_FACTS: "a request for the facts a report lacks",
@@ -148,6 +149,8 @@ SUGGESTION_KIND: dict[SuggestionKind, str] = {
     SuggestionKind.DRAFT: "a reply draft",
     SuggestionKind.REFINE_SUMMARY: "a refine summary",
     SuggestionKind.NEW_ISSUE: "a prepared new issue",
+    SuggestionKind.RELATED: "earlier issues that look related",
+    SuggestionKind.FILES: "the files a fix would likely touch",
 }
 SUGGESTION_MODE: dict[SuggestionMode, str] = {
     SuggestionMode.ON: "in the inbox unless its acceptance is low",
@@ -159,6 +162,15 @@ SUGGESTION_OUTCOME: dict[SuggestionOutcome, str] = {
     SuggestionOutcome.APPROVED: "approved as proposed",
     SuggestionOutcome.EDITED: "approved after an edit",
     SuggestionOutcome.REJECTED: "rejected",
+}
+PART_NAME: dict[PartName, str] = {
+    PartName.LABELS: "labels",
+    PartName.RELATED: "related issues",
+    PartName.DUPLICATE: "a likely duplicate",
+    PartName.FILES: "likely files",
+    PartName.DOCS: "the docs that answer it",
+    PartName.MISSING_FACTS: "a request for the missing facts",
+    PartName.FAILING_CHECKS: "the failing checks",
 }
 NOTIFICATION_KIND: dict[NotificationKind, str] = {
     NotificationKind.WAITING: "waiting for a decision",
@@ -190,6 +202,7 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     SuggestionOutcome: SUGGESTION_OUTCOME,
     NotificationKind: NOTIFICATION_KIND,
     NotificationState: NOTIFICATION_STATE,
+    PartName: PART_NAME,
 }
 
 # Names that are not enums: the evidence facts and their rules, and the approval checks (whose
@@ -300,6 +313,27 @@ def score_band(score: Mapping[str, Any] | None) -> str:
     )
     floor = f"; made at the floor {score['floor']:.2f}" if score.get("floor") is not None else ""
     return f"; this one scored {score['value']:.2f} ({low:.2f}-{high:.2f} here: {fared}{floor})"
+
+
+def part_score(part: Mapping[str, Any]) -> str:
+    """A part's score against its floor: "0.81 (floor 0.60)"; a rule's part has none."""
+    score, floor = part.get("score"), part.get("floor")
+    if score is None:
+        return "decided by a rule (no score)"
+    return f"{score:.2f}" + (f" (floor {floor:.2f})" if floor is not None else "")
+
+
+def part_band(band: Mapping[str, Any] | None) -> str:
+    """How suggestions of a part's kind in its score band fared here: "scored 0.80-0.90 here:
+    3 of 4 approved (75 %)"; a rule's part is read against every decision of its kind."""
+    if not band:
+        return "not counted as a suggestion of its own"
+    span = band.get("band")
+    where = f"scored {span[0]:.2f}-{span[1]:.2f} here" if span else "of its kind here"
+    if not band["decisions"]:
+        return f"{where}: none decided yet"
+    share = band["approved"] / band["decisions"]
+    return f"{where}: {band['approved']} of {band['decisions']} approved ({share:.0%})"
 
 
 def fact_is_good(name: str, value: object) -> bool:

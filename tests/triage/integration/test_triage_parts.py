@@ -7,6 +7,7 @@ record; the repository's own people are not asked for facts."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,16 @@ from uuid import UUID
 import pytest
 
 from conftest import World, make_executor, make_world
+from fixtures_cli import InProcessCli
 from git_repos import commit, init
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.git import GitRepository
 from resolveflow.adapters.git.history import RepositoryHistory
-from resolveflow.errors import AlreadyExists, InvalidInput
+from resolveflow.domain.vocabulary import SuggestionKind, SuggestionOutcome
+from resolveflow.errors import AlreadyExists, InvalidInput, ResolveFlowError
+from resolveflow.gate import approvals, decisions, feedback
+from resolveflow.gate.domain.parts import Drops
 from resolveflow.policy_file import DEFAULT_POLICY, PolicyFile, parse_policy
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
@@ -108,6 +113,7 @@ def _runs(
     history: bool = True,
     related: bool = False,
     clone: Path | None = None,
+    duplicate_floor: float = 0.45,
 ) -> Runs:
     fake.add_repo(REPO, LABELS)
     world = make_world(db, repository=REPO)
@@ -127,6 +133,7 @@ def _runs(
                 label_floor=floor,
                 retriever=Searcher(db, embedder) if related else None,
                 investigation=InvestigationConfig(relevance_floor=0.15, max_related=2),
+                duplicate_floor=duplicate_floor,
                 history_for=(
                     (lambda repo: RepositoryHistory.read(repo, GitRepository(clone)))
                     if clone
@@ -399,3 +406,136 @@ def test_a_duplicate_part_silenced_by_the_policy_offers_no_close(
         runs.pool.close()
     assert "off" in _parts(view)["duplicate"]["left_out"]
     assert "close_duplicate" not in view["detail"]
+
+
+CRASH = (
+    "Segfault on empty input file",
+    "Loading an empty input file makes the loader crash with a segfault, every time, and I "
+    "lose my work; the file has zero bytes and nothing else is special about it at all, "
+    "it happens on each of the widgets I have tried so far this week, sadly.",
+)
+
+
+def _stored(db: Database, world: World, run_id: str) -> dict[str, dict[str, Any]]:
+    """The run's ``triage_parts`` rows, read as the runtime role under the tenant's RLS."""
+    with db.tenant(world.tenant.id) as conn:
+        rows = conn.execute(
+            "SELECT name, kind, score, floor, kept, left_out, public, proposal_id, items"
+            " FROM triage_parts WHERE run_id = %s ORDER BY position",
+            (run_id,),
+        ).fetchall()
+    return {row["name"]: row for row in rows}
+
+
+# A crash much like issue 13 but not flagged as its duplicate (a floor only a certain duplicate reaches): the
+# related part lists #13, and the duplicate part is left out.
+NO_DUPLICATES = 1.0
+
+
+def test_a_run_s_parts_are_stored_one_a_row_with_their_scores(
+    db: Database, fake_github: FakeGitHubServer, github_client: Any
+) -> None:
+    runs = _runs(db, fake_github, github_client, related=True, duplicate_floor=NO_DUPLICATES)
+    try:
+        view = runs.start(48, *CRASH)
+        nothing = runs.start(
+            49,
+            "Quarterly roadmap sync notes",
+            "Notes from the planning call: priorities for the quarter, who owns which "
+            "milestone, and dates for the next two meetings with the partner teams here.",
+        )
+    finally:
+        runs.pool.close()
+    assert view["status"] == "awaiting_approval", view["detail"]
+    stored = _stored(db, runs.world, view["run_id"])
+    shown = _parts(view)
+    assert set(stored) == set(shown)  # every part, kept or left out
+    lineage = view["proposal"]["lineage_id"]
+    for name, row in stored.items():
+        assert row["score"] == shown[name]["score"] and row["floor"] == shown[name]["floor"]
+        assert row["kept"] == shown[name]["kept"] and str(row["proposal_id"]) == lineage
+    assert stored["related"]["kind"] == "related" and stored["related"]["kept"]
+    assert stored["related"]["score"] >= stored["related"]["floor"] == 0.15
+    assert next(i["ref"] for i in stored["related"]["items"]) == "13"
+    assert stored["labels"]["kind"] == "label" and stored["missing_facts"]["public"]
+    assert stored["files"]["public"] is False and "no local clone" in stored["files"]["left_out"]
+    # the run's own view lists them with their band (nothing decided yet)
+    related = next(p for p in view["parts"] if p["name"] == "related")
+    assert related["band"]["decisions"] == 0 and related["band"]["band"] is not None
+    # a run that proposes nothing stores its parts too, with no proposal
+    if nothing["proposal"] is None:
+        rows = _stored(db, runs.world, nothing["run_id"])
+        assert rows and all(row["proposal_id"] is None for row in rows.values())
+
+
+def test_dropping_a_part_then_approving_records_it_rejected_and_the_others_approved(
+    db: Database,
+    fake_github: FakeGitHubServer,
+    github_client: Any,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    runs = _runs(db, fake_github, github_client, related=True, duplicate_floor=NO_DUPLICATES)
+    try:
+        view = runs.start(50, *CRASH)
+        other = runs.start(51, *CRASH)
+    finally:
+        runs.pool.close()
+    approver, requester = runs.world.approver(db), runs.world.requester(db)
+    first = view["proposal"]
+    kept = {p["name"] for p in first["parts"] if p["present"]}
+    assert {"related", "missing_facts", "labels"} <= kept
+    with pytest.raises(InvalidInput, match="no part 'files'"):  # internal: never in it
+        decisions.drop(db, approver, UUID(first["id"]), Drops(parts=("files",)))
+    # A drop is an edit: whoever makes the new version cannot approve it (four eyes, as for
+    # every edit), so the requester drops and the approver approves.
+    new = decisions.drop(db, requester, UUID(view["run_id"]), Drops(parts=("related",)))
+    assert new.version == 2 and new.digest != first["digest"]
+    action = new.action
+    assert "Earlier reports that look related" not in action["comment"]
+    assert "To look into this" in action["comment"]
+    # the first version's digest approves nothing any more; the new one's does
+    with pytest.raises(ResolveFlowError):
+        approvals.approve(db, approver, UUID(first["id"]), first["digest"], 3600)
+    approvals.approve(db, approver, new.id, new.digest, 3600)
+    found = {
+        (e.kind, e.detail): e
+        for e in feedback.decision_examples(db, approver)
+        if str(e.lineage_id) == first["lineage_id"]
+    }
+    related = found[(SuggestionKind.RELATED, "")]
+    assert related.outcome is SuggestionOutcome.REJECTED and related.score is not None
+    assert found[(SuggestionKind.MISSING_FACTS, "")].outcome is SuggestionOutcome.APPROVED
+    label = next(e for (k, _), e in found.items() if k is SuggestionKind.LABEL and e.score)
+    assert label.outcome is SuggestionOutcome.APPROVED
+    # ...and through ``resolveflow decisions``: acceptance per kind
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVEFLOW_")}
+    env.update(RESOLVEFLOW_DATABASE_URL=database_url, RESOLVEFLOW_HOME=str(tmp_path))
+    cli = InProcessCli(env)
+    figures = cli.json("decisions", "acceptance", token=runs.world.approver_token)["figures"]
+    by_kind = {(f["kind"], f["detail"]): f for f in figures}
+    assert (by_kind[("related", "")]["rejected"], by_kind[("related", "")]["decisions"]) == (1, 1)
+    assert by_kind[("missing_facts", "")]["approved"] == 1
+    listed = cli.json("decisions", "list", token=runs.world.approver_token)
+    assert {"related", "missing_facts", "label"} <= {e["kind"] for e in listed}
+    # the CLI drops the same way: a second run's proposal, one label taken out
+    label_name = other["proposal"]["action"]["labels"][0]
+    shown = cli.json(
+        "proposals",
+        "edit",
+        other["proposal"]["id"],
+        "--drop-label",
+        label_name,
+        token=runs.world.requester_token,
+    )
+    assert shown["version"] == 2 and label_name not in shown["action"]["labels"]
+    bad = cli.run(
+        "proposals",
+        "edit",
+        other["proposal"]["id"],
+        "--drop-part",
+        "nope",
+        token=runs.world.requester_token,
+        ok=False,
+    )
+    assert bad.returncode != 0 and "no part 'nope'" in bad.stderr and "Traceback" not in bad.stderr

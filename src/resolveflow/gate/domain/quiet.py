@@ -48,6 +48,8 @@ NOUN: dict[SuggestionKind, str] = {
     SuggestionKind.DRAFT: "reply draft",
     SuggestionKind.REFINE_SUMMARY: "refine summary",
     SuggestionKind.NEW_ISSUE: "new issue",
+    SuggestionKind.RELATED: "related issues",
+    SuggestionKind.FILES: "likely files",
 }
 
 

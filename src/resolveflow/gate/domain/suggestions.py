@@ -29,6 +29,7 @@ from resolveflow.domain.vocabulary import (
     SuggestionOutcome,
 )
 from resolveflow.gate.domain.actions import AnyAction
+from resolveflow.gate.domain.parts import PartRecord, decided_parts, label_scores
 
 # A triage run's branch (``run_classifications.branch``) -> what its proposal suggests.
 _BRANCHES = {
@@ -57,6 +58,7 @@ class Decided:
     reason: str | None
     decided_at: datetime
     score: float | None = None  # what it was made with, when it had one (duplicate relevance)
+    parts: tuple[PartRecord, ...] = ()  # the triage run's parts, when it stored them
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class DecisionExample:
     changes: tuple[str, ...]  # what the approved edit changed ("comment", "labels +docs")
     reason: str | None  # a rejection's
     decided_at: datetime
-    score: float | None = None  # the proposal's score (its labels' examples have none)
+    # the proposal's score; a part's (its labels' each their own) when a run stored its parts
+    score: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -190,15 +193,24 @@ def examples(decided: Decided) -> list[DecisionExample]:
     found = [
         replace(example(kind, suggestion_detail(kind, decided.rule), outcome), score=decided.score)
     ]
+    # Each public part with a paragraph is a suggestion of its own kind (its score with it).
+    comment = getattr(decided.decided, "comment", None)
+    for part in decided_parts(decided.parts, approved, comment):
+        made_part = replace(example(part.kind, "", part.outcome), score=part.score)
+        if approved and part.outcome is SuggestionOutcome.REJECTED:
+            made_part = replace(made_part, reason="removed by the edit that was approved")
+        found.append(made_part)
+    scores = label_scores(decided.parts)
     kept = set(decided.decided.labels)
     for label in dict.fromkeys(decided.first.labels):
         if not approved:
-            found.append(example(SuggestionKind.LABEL, label, SuggestionOutcome.REJECTED))
+            labelled = example(SuggestionKind.LABEL, label, SuggestionOutcome.REJECTED)
         elif label not in kept:
             removed = example(SuggestionKind.LABEL, label, SuggestionOutcome.REJECTED)
-            found.append(replace(removed, reason="removed by the edit that was approved"))
+            labelled = replace(removed, reason="removed by the edit that was approved")
         else:
-            found.append(example(SuggestionKind.LABEL, label, SuggestionOutcome.APPROVED))
+            labelled = example(SuggestionKind.LABEL, label, SuggestionOutcome.APPROVED)
+        found.append(replace(labelled, score=scores.get(label)))
     return found
 
 

@@ -127,3 +127,41 @@ def band(score: float, width: float = BAND_WIDTH) -> tuple[float, float]:
     steps = round(1 / width)
     low = min(math.floor(score / width + 1e-9), steps - 1) * width
     return round(low, 4), round(low + width, 4)
+
+
+@dataclass(frozen=True)
+class BandFigure:
+    """How the decided suggestions of one kind, in one place, whose score fell in one band fared:
+    ``approved`` (as proposed or after an edit) of ``decisions``. A part made by a rule (no
+    score) is read against every decision of its kind (``low`` and ``high`` None)."""
+
+    low: float | None
+    high: float | None
+    approved: int
+    decisions: int
+
+    @property
+    def acceptance(self) -> float | None:
+        """The share approved; None before any decision."""
+        return self.approved / self.decisions if self.decisions else None
+
+    def as_json(self) -> dict[str, Any]:
+        rate = self.acceptance
+        return {
+            "band": None if self.low is None else [self.low, self.high],
+            "approved": self.approved,
+            "decisions": self.decisions,
+            "acceptance": None if rate is None else round(rate, 4),
+        }
+
+
+def band_of(score: float | None, decided: Sequence[Scored | bool]) -> BandFigure:
+    """How suggestions of a kind in ``score``'s band fared: ``decided`` are that kind's decisions
+    in one place (``Scored``, or a bare yes/no for decisions made without a score). With a score,
+    only decisions scored in the same band count; without one, every decision does."""
+    if score is None:
+        taken = [d.approved if isinstance(d, Scored) else d for d in decided]
+        return BandFigure(None, None, sum(taken), len(taken))
+    low, high = band(score)
+    inside = [d for d in decided if isinstance(d, Scored) and band(d.score) == (low, high)]
+    return BandFigure(low, high, sum(d.approved for d in inside), len(inside))

@@ -32,9 +32,10 @@ Modes = dict[SuggestionKind, SuggestionMode]
 PART_KINDS = {
     PartName.LABELS: SuggestionKind.LABEL,
     PartName.MISSING_FACTS: SuggestionKind.MISSING_FACTS,
-    PartName.DOCS: SuggestionKind.DOCS,
-    PartName.RELATED: SuggestionKind.DUPLICATE,  # related issues, a likely duplicate
+    PartName.RELATED: SuggestionKind.RELATED,
     PartName.DUPLICATE: SuggestionKind.DUPLICATE,
+    PartName.FILES: SuggestionKind.FILES,
+    PartName.DOCS: SuggestionKind.DOCS,
 }
 INVESTIGATION_LISTS_RELATED = "the investigation's comment lists them"
 

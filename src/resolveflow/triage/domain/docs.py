@@ -89,7 +89,10 @@ def docs_part(question: bool, answer: DocsAnswer | None) -> Part:
         return left_out(PartName.DOCS, NOT_A_QUESTION)
     if answer is None:
         return left_out(PartName.DOCS, NO_ANSWER)
-    score = round(answer.score, 3)
+    # Ask's relation places the top page between the index's own "unrelated" (0) and "related"
+    # (1) points and may fall outside them; a part's score is on [0, 1] like every other (its
+    # band, its stored column), and beyond the points nothing more is said.
+    score = round(min(1.0, max(0.0, answer.score)), 3)
     if not answer.passages or answer.score < answer.floor:
         return left_out(PartName.DOCS, NO_ANSWER, score, answer.floor)
     cited: dict[str, list[DocsPassage]] = {}

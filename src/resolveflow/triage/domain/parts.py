@@ -9,11 +9,20 @@ every part, kept or not, with its score and floor, so the run page can show why.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from resolveflow.domain.inert_markdown import inert, inert_title
+from resolveflow.domain.vocabulary import SuggestionKind
+from resolveflow.gate.domain.parts import (
+    GREETING,
+    SIGNATURE,
+    PartItemRecord,
+    PartRecord,
+    item_lines,
+)
 from resolveflow.triage.domain.diagnosis import Snippet, url_issue
 from resolveflow.triage.domain.duplicate_signals import DuplicateCandidate
 from resolveflow.triage.domain.evidence import IssueEvidence
@@ -25,8 +34,6 @@ from resolveflow.triage.domain.missing_facts import (
     request_text,
 )
 from resolveflow.triage.domain.rules import ProposedAction
-
-SIGNATURE = "Drafted by ResolveFlow and approved by a maintainer."
 
 
 class PartName(StrEnum):
@@ -40,6 +47,10 @@ class PartName(StrEnum):
     DOCS = "docs"
     MISSING_FACTS = "missing_facts"
     FAILING_CHECKS = "failing_checks"
+
+
+# Parts shown to the team only (the inbox, the run page), never posted.
+INTERNAL = frozenset({PartName.FILES})
 
 
 @dataclass(frozen=True)
@@ -197,6 +208,11 @@ class TriageParts:
                 return CloseOffer(f"{repository}#{issue}", part.original, part.score)
         return None
 
+    def records(self, kinds: Mapping[PartName, SuggestionKind]) -> tuple[PartRecord, ...]:
+        """Each part as the gate stores it: its kind (what its decisions count as), public when
+        it adds labels or a paragraph to the proposal, internal otherwise (likely files)."""
+        return tuple(_record(part, kinds.get(part.name)) for part in self.parts)
+
     def without(self, name: PartName, why: str) -> TriageParts:
         """The parts with ``name`` left out (another step already shows it)."""
         return TriageParts(
@@ -216,10 +232,29 @@ class TriageParts:
         return replace(action, comment=comment, labels=labels)
 
 
+def _record(part: Part, kind: SuggestionKind | None) -> PartRecord:
+    lines = item_lines(part.paragraph, len(part.items))
+    items = tuple(
+        PartItemRecord(item.ref, item.score, item.why, line)
+        for item, line in zip(part.items, lines, strict=True)
+    )
+    why = None if part.kept else (part.left_out or "it found nothing")
+    public = part.name not in INTERNAL
+    paragraph = part.paragraph if part.kept else None
+    score, floor = _unit(part.score), _unit(part.floor)
+    return PartRecord(part.name.value, kind, score, floor, why, public, paragraph, items)
+
+
+def _unit(value: float | None) -> float | None:
+    """A score as the table keeps it, on [0, 1] (every part's is; a stray one must not fail the
+    run's proposal)."""
+    return None if value is None else min(1.0, max(0.0, value))
+
+
 def _with_paragraphs(comment: str | None, paragraphs: list[str]) -> str:
     """The parts' paragraphs after the comment's own, before its closing line."""
     if comment is None:
-        return "\n\n".join(["Thanks for the report.", *paragraphs, SIGNATURE])
+        return "\n\n".join([GREETING, *paragraphs, SIGNATURE])
     blocks = comment.split("\n\n")
     if len(blocks) > 1 and blocks[-1].startswith("Drafted by ResolveFlow"):
         return "\n\n".join([*blocks[:-1], *paragraphs, blocks[-1]])

@@ -32,7 +32,7 @@ from resolveflow.policy_file import Classification, PolicyFile, RepositoryPolicy
 from resolveflow.telemetry import span
 from resolveflow.triage import evidence as evidence_service
 from resolveflow.triage import repository_config
-from resolveflow.triage.domain.composition import compose
+from resolveflow.triage.domain.composition import PART_KINDS, compose
 from resolveflow.triage.domain.evidence import IssueEvidence, normalize
 from resolveflow.triage.domain.parts import TriageParts
 from resolveflow.triage.domain.rules import (
@@ -262,7 +262,10 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
     try:
-        proposal = steps.create_run_proposal(deps.db, state, action, author, quiet, composed.parts)
+        records = composed.parts.records(PART_KINDS)
+        proposal = steps.create_run_proposal(
+            deps.db, state, action, author, quiet, composed.parts, records
+        )
     except ResolveFlowError as exc:
         return {"error": f"could not create the proposal: {exc.message}"}
     update: dict[str, Any] = {"raw": None}  # the snapshot holds it; keep checkpoints small

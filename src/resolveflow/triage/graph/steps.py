@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -10,9 +11,11 @@ from resolveflow.domain.records import ExecutionState, Proposal
 from resolveflow.domain.vocabulary import AuditEvent, Decision, RunStatus
 from resolveflow.errors import NotFound, ResolveFlowError
 from resolveflow.gate import proposals as proposal_service
+from resolveflow.gate.domain.parts import PartRecord
 from resolveflow.gate.executor import Executor
 from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import executions as execution_store
+from resolveflow.gate.store import parts as part_store
 from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
@@ -88,9 +91,11 @@ def create_run_proposal(
     author_kind: str = "workflow",
     quiet: Quiet = DEFAULT_QUIET,
     parts: TriageParts | None = None,
+    records: Sequence[PartRecord] = (),
 ) -> Proposal | None:
     """Record the classification, then propose on behalf of the run's requester (or nothing).
-    The run's detail keeps every part, kept or left out, with its score and floor."""
+    The run's detail keeps every part, kept or left out, with its score and floor; ``records``
+    (the same parts as the gate stores them) are written with the proposal or the no_action."""
     shown: dict[str, Any] = {"parts": parts.as_json()} if parts is not None and parts.parts else {}
     offer = parts.close_offer(state["repository"], state["issue_number"]) if parts else None
     if offer is not None:  # the run page offers it; the run's own proposal is unchanged
@@ -125,6 +130,7 @@ def create_run_proposal(
             run_store.set_status(
                 conn, tenant_id, run_id, RunStatus.NO_ACTION, {"notes": list(action.notes), **shown}
             )
+            part_store.insert_parts(conn, tenant_id, run_id, None, records)
             _audit_in(conn, state, AuditEvent.RUN_NO_ACTION, notes=list(action.notes))
             return None
     if requester is None:
@@ -140,6 +146,7 @@ def create_run_proposal(
         run_id=run_id,
         author_kind=author_kind,
         quiet=quiet,
+        parts=records,
     )
     with db.tenant(tenant_id) as conn:
         run_store.set_status(
