@@ -109,6 +109,7 @@ class LabelModels:
         self._models: dict[_Key, tuple[documents.LabelledWatermark, Learned]] = {}
         self._wanted: dict[_Key, _Wanted] = {}  # the next training of each repository
         self._running: dict[_Key, _Wanted] = {}  # the one under way
+        self._learners: set[_Key] = set()  # the repositories whose learning thread is alive
         self.trainings = 0  # how many models were learned: what the watermark saves
 
     def for_issue(self, tenant_id: UUID, evidence: IssueEvidence) -> Learned:
@@ -138,7 +139,8 @@ class LabelModels:
             return running.future
         wanted = self._wanted.setdefault(key, _Wanted(mark))
         wanted.mark = mark
-        if running is None:
+        if key not in self._learners:  # its learner takes the wanted one when it is free
+            self._learners.add(key)
             name = f"label-model-{key[1]}"
             threading.Thread(target=self._learn, args=(key,), name=name, daemon=True).start()
         return wanted.future
@@ -150,6 +152,7 @@ class LabelModels:
                 wanted = self._wanted.pop(key, None)
                 if wanted is None:
                     self._running.pop(key, None)
+                    self._learners.discard(key)
                     return
                 self._running[key] = wanted
             try:
