@@ -49,9 +49,11 @@ class CountingTrainer:
         self.calls = 0
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # set when a training has begun
 
     def __call__(self, examples: Sequence[Example]) -> LabelModel:
         self.calls += 1
+        self.entered.set()
         assert self.gate.wait(60)
         return LabelModel.train(examples)
 
@@ -110,8 +112,10 @@ def test_a_run_that_finds_a_training_under_way_goes_on_with_the_model_before(
     before = models.learned(tenant, REPO)  # the first is always waited for
 
     trainer.gate.clear()
+    trainer.entered.clear()
     _index(db, world, [_issue(30, "crash traceback error 30", ("bug",))])
     assert models.learned(tenant, REPO) is before  # the training is held: the model before
+    assert trainer.entered.wait(60)
     assert models.learned(tenant, REPO) is before and trainer.calls == 2  # not started twice
     trainer.gate.set()
     deadline = time.monotonic() + 60  # a ceiling for a loaded machine, not a measurement
