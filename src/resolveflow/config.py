@@ -135,6 +135,8 @@ class ApprovalSettings(SettingsGroup):
 class TriageSettings(SettingsGroup):
     policy_file: Path | None = None  # per-repository policy (TOML); unset: the built-in one
     run_lease_seconds: float = Field(default=300.0, gt=0)
+    # How long a run that finds the labelled history moved waits for the model that knows it.
+    label_model_wait_seconds: float = Field(default=2.0, ge=0, le=600)
 
 
 class WebSettings(SettingsGroup):

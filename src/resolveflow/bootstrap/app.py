@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from resolveflow.store.token_cipher import TokenCipher
     from resolveflow.triage.graph.runs import RunController
     from resolveflow.triage.investigation import InvestigationConfig
-    from resolveflow.triage.parts import PartsMaker
+    from resolveflow.triage.parts import LabelModels, PartsMaker
 
 logger = logging.getLogger(__name__)
 
@@ -323,7 +323,7 @@ class App:
 
     def triage_parts(self) -> PartsMaker:
         """The parts every triage run joins to its proposal (one label model cache a process)."""
-        from resolveflow.triage.parts import LabelModels, PartsConfig, PartsMaker
+        from resolveflow.triage.parts import PartsConfig, PartsMaker
 
         def made() -> PartsMaker:
             from resolveflow.bootstrap.refine import clone_histories
@@ -335,9 +335,16 @@ class App:
                 history_for=clone_histories(self.policy),
                 docs=ask_docs(self.db, self.searcher()),
             )
-            return PartsMaker(LabelModels(self.db).for_issue, config, self.db)
+            return PartsMaker(self.label_models().for_issue, config, self.db)
 
         return self._once("triage_parts", made)
+
+    def label_models(self) -> LabelModels:
+        """The process's label models, one per repository, kept as current as the index."""
+        from resolveflow.triage.parts import LabelModels
+
+        wait = self.settings.triage.label_model_wait_seconds
+        return self._once("label_models", lambda: LabelModels(self.db, wait_seconds=wait))
 
     def indexer(self) -> Indexer:
         from resolveflow.retrieval.ingest import Indexer

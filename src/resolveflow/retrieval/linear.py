@@ -52,6 +52,14 @@ class SparseRows:
         sums = np.bincount(self.columns, weights=products, minlength=self.shape[1])
         return sums.astype(np.float64, copy=False)  # weighted: already float; the stubs say int
 
+    def take(self, rows: Ints) -> SparseRows:
+        """The matrix of ``rows`` (distinct row indices), in that order."""
+        position = np.full(self.shape[0], -1, dtype=np.int64)
+        position[rows] = np.arange(len(rows))
+        keep = position[self.rows] >= 0
+        shape = (len(rows), self.shape[1])
+        return SparseRows(self.values[keep], position[self.rows[keep]], self.columns[keep], shape)
+
     def dense(self) -> Floats:
         matrix = np.zeros(self.shape)
         np.add.at(matrix, (self.rows, self.columns), self.values)

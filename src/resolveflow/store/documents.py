@@ -325,6 +325,20 @@ def labelled_documents(
 
 
 @dataclass(frozen=True)
+class LabelledWatermark:
+    """Where a source's labelled history stands: it moves when that history changes."""
+
+    issues: int
+    indexed_at: datetime | None
+
+
+def labelled_watermark(conn: Connection, tenant_id: UUID, source: str) -> LabelledWatermark:
+    params = {"tenant_id": tenant_id, "source": source}
+    found = typed.one(conn, LabelledWatermark, q("retrieval", "labelled_watermark"), params)
+    return found or LabelledWatermark(0, None)
+
+
+@dataclass(frozen=True)
 class ChunkText:
     """A chunk's text and what its embedding is made of."""
 

@@ -1,12 +1,12 @@
 """The parts of a triage result that need more than the issue itself (``domain/parts.py``).
 
 - **labels**: one label model per repository (``labels.py``), learned from the repository's own
-  labelled issues in the tenant's index and learned again after ``max_age_seconds``, so that what
-  maintainers label (the index follows the ``issues`` webhook) is learned within minutes. Only a
+  labelled issues in the tenant's index and learned again when that history moves (the index
+  follows the ``issues`` webhook), so what maintainers label is known to the next runs. Only a
   topical label that passes the repository's one label filter (``rules.usable_labels``: it
   exists, is not on the issue yet, the policy's ``allowed_labels`` or the repository's file lets
-  it through) may be proposed, and only above the floor; its reason is the issue's own words that
-  weigh most for it.
+  it through) may be proposed, and only above its own floor (learned with the model, never below
+  the global one); its reason is the issue's own words that weigh most for it.
 - **missing facts**: pure (``domain/missing_facts.py``).
 - **related issues**: the earlier issues retrieval finds at or above the investigation's
   relevance floor, on every branch (the investigation's own comment lists them on its branch, so
@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Protocol
@@ -60,6 +61,8 @@ from resolveflow.triage.domain.rules import usable_labels
 from resolveflow.triage.investigation import InvestigationConfig, Retriever, snippets_from_hits
 from resolveflow.triage.labels import (
     DEFAULT_MIN_PROBABILITY,
+    TARGET_PRECISION,
+    Example,
     LabelModel,
     tenant_examples,
     topical,
@@ -68,7 +71,10 @@ from resolveflow.triage.labels import (
 
 logger = logging.getLogger(__name__)
 
-LABEL_MODEL_MAX_AGE_SECONDS = 600.0
+# A run that finds the labelled history moved waits this long for the model that knows it (on
+# hf-datasets' 1,473 labelled issues a training with the labels' floors takes several seconds on
+# 2 busy cores; most runs find nothing moved and wait for nothing).
+LABEL_MODEL_WAIT_SECONDS = 2.0
 SIMILAR_DEPTH = 50  # similar issues searched: enough that a few have a fix in the clone (refine's)
 MAX_FIXED_SIMILAR = 20  # of them, the fixed ones whose changed files vote (refine's MAX_TASKS)
 SUGGESTED_FILES = 5
@@ -80,37 +86,110 @@ class Learned:
     examples: int
 
 
+_Key = tuple[UUID, str]  # (tenant, repository in lower case)
+
+
+@dataclass
+class _Wanted:
+    """A model someone waits for: learned from the history as it is when its training starts,
+    so it knows at least what ``mark`` (the newest watermark a caller saw) says."""
+
+    mark: documents.LabelledWatermark
+    future: Future[Learned] = field(default_factory=Future)
+
+
 class LabelModels:
-    """A label model per (tenant, repository), learned on first use and again once older than
-    ``max_age_seconds``. Thread-safe: a web process and its worker share one."""
+    """A label model per (tenant, repository), learned on first use and again only when the
+    repository's labelled history in the index has moved since (``labelled_watermark``: an
+    issue labelled, unlabelled or edited while labelled, as the index follows the ``issues``
+    webhook), so a run with no change trains nothing and a label a maintainer applies is known
+    to the runs after it. A training runs on a thread of its own, one at a time per repository;
+    a run that finds the history moved waits up to ``wait_seconds`` for it (None: as long as it
+    takes) and otherwise goes on with the model before. Thread-safe: a web process and its
+    worker share one."""
 
     def __init__(
         self,
         db: Database,
         *,
-        max_age_seconds: float = LABEL_MODEL_MAX_AGE_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        wait_seconds: float | None = LABEL_MODEL_WAIT_SECONDS,
+        train: Callable[[Sequence[Example]], LabelModel] = LabelModel.train,
     ) -> None:
         self._db = db
-        self._max_age = max_age_seconds
-        self._clock = clock
+        self._wait = wait_seconds
+        self._train = train
         self._lock = threading.Lock()
-        self._models: dict[tuple[UUID, str], tuple[float, Learned]] = {}
+        self._models: dict[_Key, tuple[documents.LabelledWatermark, Learned]] = {}
+        self._wanted: dict[_Key, _Wanted] = {}  # the next training of each repository
+        self._running: dict[_Key, _Wanted] = {}  # the one under way
+        self._learners: set[_Key] = set()  # the repositories whose learning thread is alive
+        self.trainings = 0  # how many models were learned: what the watermark saves
 
     def for_issue(self, tenant_id: UUID, evidence: IssueEvidence) -> Learned:
         return self.learned(tenant_id, evidence.repository)
 
     def learned(self, tenant_id: UUID, repository: str) -> Learned:
         key = (tenant_id, repository.lower())
+        with self._db.tenant(tenant_id) as conn:
+            mark = documents.labelled_watermark(conn, tenant_id, _source(key))
         with self._lock:
-            cached = self._models.get(key)
-            if cached is not None and self._clock() - cached[0] < self._max_age:
-                return cached[1]
-        examples = tenant_examples(self._db, tenant_id, source=f"github:{key[1]}")
-        learned = Learned(LabelModel.train(examples), len(examples))
-        with self._lock:
-            self._models[key] = (self._clock(), learned)
-        return learned
+            current = self._models.get(key)
+            if current is not None and current[0] == mark:
+                return current[1]
+            future = self._future_for(key, mark)
+        if current is None:  # nothing learned before: wait for it
+            return future.result()
+        try:
+            return future.result(timeout=self._wait)
+        except FutureTimeout:
+            return current[1]
+
+    def _future_for(self, key: _Key, mark: documents.LabelledWatermark) -> Future[Learned]:
+        """The training that will know ``mark``: the one under way if it started from it, else
+        the next (started here when none is under way). Called with the lock held."""
+        running = self._running.get(key)
+        if running is not None and running.mark == mark:
+            return running.future
+        wanted = self._wanted.setdefault(key, _Wanted(mark))
+        wanted.mark = mark
+        if key not in self._learners:  # its learner takes the wanted one when it is free
+            self._learners.add(key)
+            name = f"label-model-{key[1]}"
+            threading.Thread(target=self._learn, args=(key,), name=name, daemon=True).start()
+        return wanted.future
+
+    def _learn(self, key: _Key) -> None:
+        """Train while someone wants a newer model of ``key``; then leave."""
+        while True:
+            with self._lock:
+                wanted = self._wanted.pop(key, None)
+                if wanted is None:
+                    self._running.pop(key, None)
+                    self._learners.discard(key)
+                    return
+                self._running[key] = wanted
+            try:
+                mark, learned = self._learned_now(key)
+            except Exception as exc:  # the callers waiting get it; the thread goes on
+                logger.warning("label model not learned: %s", exc, extra={"repo": key[1]})
+                wanted.future.set_exception(exc)
+                continue
+            with self._lock:
+                self._models[key] = (mark, learned)
+                self.trainings += 1
+            wanted.future.set_result(learned)
+
+    def _learned_now(self, key: _Key) -> tuple[documents.LabelledWatermark, Learned]:
+        """The watermark, then the history (which is at least as new as it), then the model."""
+        tenant_id = key[0]
+        with self._db.tenant(tenant_id) as conn:
+            mark = documents.labelled_watermark(conn, tenant_id, _source(key))
+        examples = tenant_examples(self._db, tenant_id, source=_source(key))
+        return mark, Learned(self._train(examples), len(examples))
+
+
+def _source(key: _Key) -> str:
+    return f"github:{key[1]}"
 
 
 class LabelModelsAsOf:
@@ -140,24 +219,39 @@ LabelSource = Callable[[UUID, IssueEvidence], Learned]
 def label_part(
     learned: Learned, evidence: IssueEvidence, policy: RepositoryPolicy, floor: float
 ) -> Part:
-    """The most probable label the issue may be given, when it clears ``floor``."""
+    """The most probable label the issue may be given, when it clears its own floor (learned
+    with the model from the repository's history; never below ``floor``, the global one)."""
     if not learned.model.labels:
         return left_out(PartName.LABELS, "no labelled history of this repository to learn from")
     topics = sorted(topical(evidence.repository_labels))
     allowed = set(usable_labels(topics, policy.allowed_labels, evidence).labels)
     text = training_text(evidence.title, evidence.body)
-    [best] = learned.model.suggest_many([text], allowed=allowed, min_probability=0.0)
+    model = learned.model
+    [best] = model.suggest_many([text], allowed=allowed, min_probability=0.0, own_floors=False)
     if best is None:
         return left_out(PartName.LABELS, "no label the issue may be given was learned")
     score = round(best.probability, 3)
-    if best.probability < floor:
+    own = model.floor(best.label, floor)
+    if best.probability < own:
         why = f"the likeliest label, {best.label}, is below its floor"
-        return left_out(PartName.LABELS, why, score, floor)
-    words = learned.model.reasons(text, best.label)
+        if own > 1.0:
+            why = f"the likeliest label, {best.label}, was never right often enough to propose"
+        return left_out(PartName.LABELS, why, score, round(min(own, 1.0), 3))
+    words = model.reasons(text, best.label)
     why = f"learned from {learned.examples} labelled issues of this repository"
+    why += "; " + _floor_said(model, best.label, own)
     if words:
         why += "; the issue mentions " + ", ".join(f"'{word}'" for word in words)
-    return Part(PartName.LABELS, score, floor, (PartItem(best.label, score, why),))
+    return Part(PartName.LABELS, score, round(own, 3), (PartItem(best.label, score, why),))
+
+
+def _floor_said(model: LabelModel, label: str, floor: float) -> str:
+    if label in model.floors and model.floors[label] >= floor:
+        return (
+            f"its floor {floor:.2f}, above which it was right at least {TARGET_PRECISION:.0%} "
+            "of the time on this repository's held-out issues"
+        )
+    return f"its floor {floor:.2f} (the global one)"
 
 
 def related_part(

@@ -174,6 +174,8 @@ def test_a_human_review_run_proposes_the_learned_label_and_asks_for_missing_fact
     assert parts["labels"]["kept"] and parts["labels"]["score"] >= parts["labels"]["floor"]
     [label] = parts["labels"]["items"]
     assert "learned from 13 labelled issues" in label["why"]
+    # Five examples a label are too few to measure a label's own floor: the global one.
+    assert "its floor 0.35 (the global one)" in label["why"]
     assert "'docs'" in label["why"] or "'link'" in label["why"] or "'typo'" in label["why"]
     # not a failure: nothing asked
     assert parts["missing_facts"]["kept"] is False

@@ -214,6 +214,14 @@ WHERE tenant_id = %(tenant_id)s AND kind = 'issue' AND cardinality(labels) > 0
   AND (%(source)s::text IS NULL OR source = %(source)s::text)
 ORDER BY created_at, external_id
 
+-- name: labelled_watermark
+-- Moves whenever a source's labelled history does: an issue labelled, unlabelled (the count, or
+-- the time it was indexed again), edited while labelled. Read on the partial index of migration 0040.
+SELECT count(*) AS issues, max(indexed_at) AS indexed_at
+FROM documents
+WHERE tenant_id = %(tenant_id)s AND source = %(source)s AND kind = 'issue'
+  AND cardinality(labels) > 0
+
 -- name: chunk_texts
 -- The chunks that have a vector (the others are found by their words and stay so).
 SELECT c.id, c.section, c.text, d.title
