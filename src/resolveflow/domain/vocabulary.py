@@ -206,6 +206,15 @@ class SuggestionKind(StrEnum):
     NEW_ISSUE = "new_issue"  # an issue prepared by Ask (issues prepare, the planner, a gap)
 
 
+class Confidence(StrEnum):
+    """How sure a suggestion is, in the three words GitHub's issue API and its agents use
+    (``triage/domain/label_notes.py`` says how a part's score and band map to one)."""
+
+    LOW = "LOW"
+    MEDIUM = "MEDIUM"
+    HIGH = "HIGH"
+
+
 class SuggestionMode(StrEnum):
     """Where a kind of suggestion goes in one place (the policy file's ``suggestions`` table,
     ``gate/domain/quiet.py``)."""

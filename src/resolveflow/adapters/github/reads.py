@@ -33,6 +33,7 @@ from resolveflow.adapters.github.protocol import (
     IssueComment,
     IssueData,
     IssueEvent,
+    IssueLabels,
     IssuePage,
     Reaction,
     RepositoryFile,
@@ -187,6 +188,17 @@ class GitHubReads(GitHubSession):
         issues = self._github(token).rest.issues
         response = self._send(call, token, partial(issues.get, repo.owner, repo.name, issue_number))
         return issue_data(self._parse(call, token, response))
+
+    def read_issue_labels(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> IssueLabels:
+        """The issue's labels as one read saw them, with the answer's ``ETag``."""
+        check_target(repo, issue_number)
+        call = repo_call("read_issue_labels", "GET", repo, f"issues/{issue_number}")
+        issues = self._github(token).rest.issues
+        response = self._send(call, token, partial(issues.get, repo.owner, repo.name, issue_number))
+        issue = issue_data(self._parse(call, token, response))
+        return IssueLabels(issue.labels, response.headers.get("etag"))
 
     def pull_request_head_sha(
         self, repo: RepoName, number: int, *, token: str | None = None

@@ -282,6 +282,7 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     if branch is Classification.AI_INVESTIGATION and investigated is not None:
         parts = parts.without(PartName.RELATED, "the investigation's comment lists them")
     action = parts.joined(action)
+    action = dataclasses.replace(action, suggest=repository_config.github_suggestions(state))
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
     try:
