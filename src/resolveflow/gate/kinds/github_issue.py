@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from resolveflow.adapters.github.protocol import GitHub, IssueComment, IssueEvent, RepoName
+from resolveflow.adapters.github.protocol import (
+    GitHub,
+    IntentNote,
+    IssueComment,
+    IssueEvent,
+    LabelWrite,
+    RepoName,
+)
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
@@ -12,6 +19,7 @@ from resolveflow.errors import (
     InvalidTransition,
     PolicyViolation,
     ProviderError,
+    ProviderRejected,
 )
 from resolveflow.gate.domain.actions import (
     ActionKind,
@@ -27,12 +35,14 @@ from resolveflow.gate.kinds.base import Evidence, KindSpec, Prepared, Settled, S
 from resolveflow.gate.kinds.sending import begin, send_outcome
 from resolveflow.gate.recorder import Recorder
 
+STALE_READ = 412  # Precondition Failed: the issue changed after the read the write was built on
+
 # GitHub's clock and ours differ a little.
 LABEL_CLOCK_SKEW = timedelta(minutes=2)
 
 SPEC = KindSpec(
     kind=ActionKind.GITHUB_ISSUE,
-    writes_with=("post_comment", "add_labels"),
+    writes_with=("post_comment", "set_issue_labels"),
     steps=(AttemptStep.COMMENT, AttemptStep.LABELS),
     marker="at the end of the comment body, after a blank line",
     reconciliation=(
@@ -158,12 +168,30 @@ class GitHubIssueExecutor:
         if isinstance(attempt, Execution):
             return attempt
         try:
-            self.github.add_labels(
-                repo, action.target.issue, list(action.labels), token=prepared.verified.token
-            )
+            self._write_labels(repo, action, prepared.verified.token)
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt.id, exc)
         return self.record.labels_applied(execution, attempt.id)
+
+    def _write_labels(self, repo: RepoName, action: GitHubIssueAction, token: str | None) -> None:
+        """The issue update replaces the whole label set, so it carries the labels the issue has
+        now (read just before it: a label a maintainer added meanwhile stays, one they removed
+        is not put back unless proposed) plus ours, with their notes. The read's ``ETag`` goes
+        as ``If-Match``: where the forge honours it, a label changed between the read and the
+        write gets a 412 (nothing written) and the set is read and sent once more."""
+        for last in (False, True):
+            seen = self.github.read_issue_labels(repo, action.target.issue, token=token)
+            writes = label_writes(seen.labels, action)
+            if writes is None:  # every label is on the issue already: nothing to write
+                return
+            try:
+                self.github.set_issue_labels(
+                    repo, action.target.issue, writes, if_match=seen.etag, token=token
+                )
+                return
+            except ProviderRejected as exc:
+                if exc.status != STALE_READ or last:
+                    raise
 
     def _unconfirmed_labels(
         self, evidence: Evidence, action: GitHubIssueAction, repo: RepoName
@@ -218,6 +246,23 @@ class GitHubIssueExecutor:
             comment_url=comment_url,
             labels_done=True,
         )
+
+
+def label_writes(on_issue: tuple[str, ...], action: GitHubIssueAction) -> list[LabelWrite] | None:
+    """The whole set to write: the issue's labels as they are, then each proposed label it lacks
+    with its note (and ``suggest``); None when it lacks none. Label names are case-insensitive
+    on GitHub."""
+    present = {name.lower() for name in on_issue}
+    ours = []
+    for label in action.labels:
+        if label.lower() in present:
+            continue
+        note = action.note_for(label)
+        intent = None if note is None else IntentNote(note.rationale, note.confidence.value)
+        ours.append(LabelWrite(label, intent, action.suggest))
+    if not ours:
+        return None
+    return [*(LabelWrite(name) for name in on_issue), *ours]
 
 
 def _labelled_by(events: list[IssueEvent], label: str, poster: str | None, since: datetime) -> str:

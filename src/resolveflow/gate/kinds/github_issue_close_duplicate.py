@@ -22,6 +22,7 @@ from uuid import UUID
 
 from resolveflow.adapters.github.protocol import (
     GitHub,
+    IntentNote,
     IssueComment,
     IssueData,
     PostedComment,
@@ -258,7 +259,12 @@ class GitHubIssueCloseDuplicateExecutor:
             return attempt
         try:
             closed = self.github.close_issue_as_duplicate(
-                repo, action.target.issue, original.issue_id, token=token
+                repo,
+                action.target.issue,
+                original.issue_id,
+                note=close_note(action),
+                suggest=action.suggest,
+                token=token,
             )
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt.id, exc)
@@ -348,3 +354,11 @@ class GitHubIssueCloseDuplicateExecutor:
         # Open, and no close of ours in its history: the request never arrived. The next claim
         # reads every objection again before closing.
         return settle.requeue(execution, "the close did not reach GitHub; checking again")
+
+
+def close_note(action: GitHubIssueCloseDuplicateAction) -> IntentNote | None:
+    """Why the close and how sure, when the proposal said (both, or nothing: GitHub's object
+    form carries the rationale with its confidence)."""
+    if action.rationale is None or action.confidence is None:
+        return None
+    return IntentNote(action.rationale, action.confidence.value)
