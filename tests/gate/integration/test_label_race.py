@@ -97,3 +97,29 @@ def test_without_if_match_the_read_to_write_window_remains(
     (one request long) is replaced by the set read before it. Said in docs/github.md."""
     _race_between_read_and_write(db, world, fake_github, github_client)
     assert _labels(fake_github) == ["bug"]
+
+
+def test_approved_labels_go_as_github_suggestions_when_the_proposal_says_so(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client: GitHubKitClient
+) -> None:
+    note = LabelNote(label="bug", rationale="The report says it crashes.", confidence="MEDIUM")
+    proposal = proposals.create_proposal(
+        db,
+        world.requester(db),
+        repository=REPO,
+        issue=1,
+        comment=None,
+        labels=["bug"],
+        label_notes=(note,),
+        suggest=True,
+    )
+    assert proposal.action["suggest"] is True  # in what the approver sees and the digest
+    approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 3600)
+    make_executor(db, github_client).run_due()
+    assert _labels(fake_github) == []  # not applied: waiting for a maintainer in GitHub
+    [pending] = fake_github.issue_suggestions(REPO, 1)
+    assert (pending.action, pending.target_value, pending.confidence) == (
+        "add_label",
+        "bug",
+        "MEDIUM",
+    )
