@@ -215,6 +215,20 @@ class Confidence(StrEnum):
     HIGH = "HIGH"
 
 
+class SuggestedPart(StrEnum):
+    """What an approved execution sent to GitHub as a suggestion (``suggest: true``)."""
+
+    LABEL = "label"
+    DUPLICATE = "duplicate"  # a close as a duplicate
+
+
+class GitHubVerdict(StrEnum):
+    """What a maintainer did, in GitHub, with one suggestion ResolveFlow sent there."""
+
+    ACCEPTED = "accepted"
+    DISMISSED = "dismissed"
+
+
 class SuggestionMode(StrEnum):
     """Where a kind of suggestion goes in one place (the policy file's ``suggestions`` table,
     ``gate/domain/quiet.py``)."""

@@ -29,6 +29,7 @@ from resolveflow.gate.domain.suggestions import (
 )
 from resolveflow.gate.domain.thresholds import Fitted, Scored, band, fit_threshold
 from resolveflow.gate.store import feedback as store
+from resolveflow.gate.suggestion_decisions import with_decisions_in_github
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ def decision_examples_in(
     for row in rows:
         if readers.may_read(row.first_action):
             found.extend(_examples_of(row))
-    return found
+    # A part sent as a GitHub suggestion counts by what the maintainer did with it there.
+    return with_decisions_in_github(conn, principal.tenant_id, found, since, place)
 
 
 def _examples_of(row: store.DecidedRow) -> list[DecisionExample]:
@@ -187,5 +189,8 @@ def fitted_threshold_in(
 
     Only scores are read, never what a suggestion said, so no reading grant applies."""
     rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
-    found = [e for row in rows for e in _examples_of(row) if e.kind is kind]
+    every = with_decisions_in_github(
+        conn, tenant_id, [e for row in rows for e in _examples_of(row)], _since(DAYS), place
+    )
+    found = [e for e in every if e.kind is kind]
     return fit_threshold(_scored(found), default)

@@ -38,6 +38,7 @@ from resolveflow.adapters.github.protocol import (
     IssueEvent,
     IssueLabels,
     IssuePage,
+    IssueSuggestionData,
     LabelWrite,
     PostedComment,
     Reaction,
@@ -235,6 +236,13 @@ class AppGitHub:
     ) -> IssueLabels:
         return self._as_app(
             repo, token, lambda t: self.inner.read_issue_labels(repo, issue_number, token=t)
+        )
+
+    def list_issue_suggestions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueSuggestionData]:
+        return self._as_app(
+            repo, token, lambda t: self.inner.list_issue_suggestions(repo, issue_number, token=t)
         )
 
     def get_repository_file(

@@ -178,6 +178,20 @@ class IssueLabels:
     etag: str | None
 
 
+@dataclass(frozen=True)
+class IssueSuggestionData:
+    """One suggestion on an issue (``GET /repos/{o}/{r}/issues/{n}/suggestions``): an agent's
+    proposed change a maintainer approves or dismisses in GitHub."""
+
+    id: int
+    action: str  # add_label | close_issue | set_type | add_field | add_assignee
+    state: str  # pending | applied | approved | dismissed | replaced | invalidated
+    target_value: str | None  # the label's name, for add_label
+    resolved_by: int | None  # the user id of who approved or dismissed it
+    created_at: datetime
+    updated_at: datetime
+
+
 class GitHub(Protocol):
     """What ResolveFlow needs from GitHub. ``token`` overrides the service token for one call."""
 
@@ -295,6 +309,13 @@ class GitHub(Protocol):
         self, repo: RepoName, issue_number: int, *, token: str | None = None
     ) -> IssueLabels:
         """The issue's labels and ``ETag`` (``GET /repos/{o}/{r}/issues/{n}``)."""
+        ...
+
+    def list_issue_suggestions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueSuggestionData]:
+        """Every suggestion on the issue, in every state (``GET .../issues/{n}/suggestions``
+        with ``state=all``, all pages)."""
         ...
 
     @writes

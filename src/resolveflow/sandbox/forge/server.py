@@ -118,6 +118,7 @@ class FakeGitHubServer:
             *edits.ROUTES,
             *issues_area.ROUTES,
             *events.ROUTES,
+            *suggestions.ROUTES,
             *repos.ROUTES,
             *contents.ROUTES,
             *ci.ROUTES,

@@ -7,7 +7,9 @@ OpenAPI description lower case). ``labels`` replaces the issue's whole set, less
 with ``suggest: true``: those (and a suggested close) become pending suggestions in the shape of
 GitHub's ``IssueSuggestion`` (``GET .../issues/{n}/suggestions``), which a test accepts or
 dismisses as a maintainer would (``resolve``), getting the ``issues`` webhook payload GitHub sends
-for it (``webhook_for``).
+for it (``webhook_for``). ``GET .../issues/{n}/suggestions`` lists them as GitHub does: only
+the pending ones by default, every state with ``state=all``, one state with ``state=<state>``,
+one kind with ``action=<action>`` (``ROUTES``).
 
 What the forge can be told (``ForgeState``): ``refuse_object_form`` answers any object form with
 GitHub's 422 ``Validation Failed`` naming the field, as an Enterprise Server without it does;
@@ -24,8 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolveflow.sandbox.forge import payloads
-from resolveflow.sandbox.forge.model import IssueRecord
+from resolveflow.sandbox.forge.model import FakeRequest, IssueRecord
+from resolveflow.sandbox.forge.routing import REPO, Route, route
 from resolveflow.sandbox.forge.state import ForgeState
+from resolveflow.sandbox.loopback import Reply
 
 CONFIDENCES = frozenset({"LOW", "MEDIUM", "HIGH"})
 MAX_RATIONALE = 280
@@ -45,6 +49,7 @@ class SuggestionRecord:
     duplicate_issue_id: int | None = None
     state: str = "pending"  # pending | approved | dismissed
     resolved_by: str | None = None
+    updated_at: str | None = None  # when it was resolved
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,7 @@ def resolve(
         issue = forge.issue(full_name, found.issue_number)
         at = payloads.now_iso()
         found.state, found.resolved_by = ("approved" if accept else "dismissed"), actor
+        found.updated_at = at
         if accept and found.action == "add_label":
             forge.label_issue(forge.repo(full_name), issue, found.target_value, actor, at)
         elif accept and issue.state != "closed":
@@ -216,5 +222,28 @@ def suggestion_payload(found: SuggestionRecord) -> dict[str, Any]:
         "issue_event_id": None,
         "resolved_by": None if found.resolved_by is None else payloads.user_id(found.resolved_by),
         "created_at": found.created_at,
-        "updated_at": found.created_at,
+        "updated_at": found.updated_at or found.created_at,
     }
+
+
+STATES = ("pending", "applied", "approved", "dismissed", "replaced", "invalidated", "all")
+ACTIONS = ("set_type", "add_label", "add_field", "add_assignee", "close_issue")
+
+
+def list_suggestions(forge: ForgeState, request: FakeRequest) -> Reply:
+    full_name, number = request.params
+    issue = forge.issue(full_name, int(number))
+    state, action = request.args.get("state", "pending"), request.args.get("action")
+    if state not in STATES or (action is not None and action not in ACTIONS):
+        raise payloads.Rejected(422, payloads.validation_failed("Issue", "state", "invalid"))
+    found = [
+        suggestion_payload(s)
+        for s in forge.suggestions
+        if s.issue_id == issue.id and state in ("all", s.state) and action in (None, s.action)
+    ]
+    return forge.paged(request, found)
+
+
+ROUTES: list[Route[ForgeState]] = [
+    route("GET", rf"{REPO}/issues/(\d+)/suggestions", list_suggestions),
+]
