@@ -48,7 +48,8 @@ SPEC = KindSpec(
     reconciliation=(
         "every page of the issue's comments: one written by the executor's account whose body is "
         "exactly the approved comment plus the marker; then every page of the issue's events: "
-        "each label added by that account after the labels request started (or already there)"
+        "each label added by that account after the labels request started (or already there); "
+        "labels sent as GitHub suggestions: the issue's suggestions made since that request"
     ),
     partial="the comment was posted but the labels were definitely refused",
     paced_as=PaceTarget.GITHUB,
@@ -179,9 +180,12 @@ class GitHubIssueExecutor:
         is not put back unless proposed) plus ours, with their notes. The read's ``ETag`` goes
         as ``If-Match``: where the forge honours it, a label changed between the read and the
         write gets a 412 (nothing written) and the set is read and sent once more."""
+        # Sent as suggestions: one GitHub already holds pending (an earlier attempt's whose
+        # answer was lost) is not suggested a second time.
+        waiting = self._suggested(repo, action, token, None) if action.suggest else frozenset()
         for last in (False, True):
             seen = self.github.read_issue_labels(repo, action.target.issue, token=token)
-            writes = label_writes(seen.labels, action)
+            writes = label_writes(seen.labels, action, waiting)
             if writes is None:  # every label is on the issue already: nothing to write
                 return
             try:
@@ -193,19 +197,41 @@ class GitHubIssueExecutor:
                 if exc.status != STALE_READ or last:
                     raise
 
+    def _suggested(
+        self, repo: RepoName, action: GitHubIssueAction, token: str | None, since: datetime | None
+    ) -> frozenset[str]:
+        """The labels (lower case) GitHub holds as suggestions on the issue: made since
+        ``since``, in any state; or, without it, those still pending."""
+        found = self.github.list_issue_suggestions(repo, action.target.issue, token=token)
+        return frozenset(
+            s.target_value.lower()
+            for s in found
+            if s.action == "add_label"
+            and s.target_value
+            and (s.created_at >= since if since is not None else s.state == "pending")
+        )
+
     def _unconfirmed_labels(
         self, evidence: Evidence, action: GitHubIssueAction, repo: RepoName
     ) -> list[str]:
         """Labels carry no marker: their presence proves nothing about our request. The issue's
-        events say who added each label and when."""
+        events say who added each label and when; sent as suggestions, the issue's suggestions
+        made since the attempt started say it (accepted, dismissed or still pending), so a
+        request that reached GitHub is not suggested twice."""
         started = evidence.first_started.get(AttemptStep.LABELS)
         if started is None:
             return list(action.labels)
         token = evidence.token
+        since = started - LABEL_CLOCK_SKEW
+        labels = list(action.labels)
+        if action.suggest:
+            suggested = self._suggested(repo, action, token, since)
+            labels = [label for label in labels if label.lower() not in suggested]
+            if not labels:
+                return []
         events = self.github.list_issue_events(repo, action.target.issue, token=token)
         poster = self.github.authenticated_login(token=token) if evidence.check_author else None
-        since = started - LABEL_CLOCK_SKEW
-        return [label for label in action.labels if not _labelled_by(events, label, poster, since)]
+        return [label for label in labels if not _labelled_by(events, label, poster, since)]
 
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
@@ -248,11 +274,13 @@ class GitHubIssueExecutor:
         )
 
 
-def label_writes(on_issue: tuple[str, ...], action: GitHubIssueAction) -> list[LabelWrite] | None:
+def label_writes(
+    on_issue: tuple[str, ...], action: GitHubIssueAction, waiting: frozenset[str] = frozenset()
+) -> list[LabelWrite] | None:
     """The whole set to write: the issue's labels as they are, then each proposed label it lacks
-    with its note (and ``suggest``); None when it lacks none. Label names are case-insensitive
-    on GitHub."""
-    present = {name.lower() for name in on_issue}
+    with its note (and ``suggest``), less those ``waiting`` as pending suggestions (lower case);
+    None when it lacks none. Label names are case-insensitive on GitHub."""
+    present = {name.lower() for name in on_issue} | waiting
     ours = []
     for label in action.labels:
         if label.lower() in present:
