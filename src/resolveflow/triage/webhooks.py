@@ -13,6 +13,10 @@ signing tenant, for a tenant's secret) and queues, per tenant, a triage run (``i
 reopened), a refine of the new issue (``issues`` opened, when the repository's policy has
 ``refine.on_new_issues``; ``refine/propose.py``, its claim ``claim_new_issue``) and an index
 update (issue opened, edited, closed, reopened, labelled; comments created, edited, deleted).
+A delivery that may be a maintainer's decision on a GitHub suggestion (``labeled``, ``closed``
+as a duplicate, ``suggestion_dismissed``) carries its signal in the job's arguments, and is
+recorded in each such tenant whose execution sent that suggestion
+(``gate/suggestion_decisions.py``).
 Webhook runs and refine's proposals are requested by the tenant's service principal
 ``github-webhook`` (role requester), so any person with the approver role can approve them; the
 daily run cap applies to that principal's runs.
