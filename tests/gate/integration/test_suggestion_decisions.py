@@ -21,7 +21,7 @@ from resolveflow.gate.domain.suggestion_decisions import SuggestionSignal
 from resolveflow.gate.store import executions
 from resolveflow.gate.store import suggestion_decisions as decision_store
 from resolveflow.sandbox.forge import payloads
-from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer
+from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer, Status
 from resolveflow.store.database import Database
 from resolveflow.triage.store import runs as run_store
 
@@ -200,3 +200,15 @@ def _execution_of(db: Database, world: World, proposal: Proposal) -> Execution:
         found = executions.execution_for_proposal(conn, world.tenant.id, proposal.id)
     assert found is not None
     return found
+
+
+def test_a_forge_with_no_suggestions_to_list_still_gets_the_write(
+    db: Database, world: World, fake_github: FakeGitHubServer, github_client: GitHubKitClient
+) -> None:
+    fake_github.inject(Status(404), method="GET", path="/suggestions")
+    proposal = _suggested(db, world, ["bug"])
+    make_executor(db, github_client).run_due()
+    assert execution_state(db, world, _execution_of(db, world, proposal).id).state is (
+        ExecutionState.SENT
+    )
+    assert _pending(fake_github) == ["bug"]

@@ -35,6 +35,8 @@ from resolveflow.gate.kinds.base import Evidence, KindSpec, Prepared, Settled, S
 from resolveflow.gate.kinds.sending import begin, send_outcome
 from resolveflow.gate.recorder import Recorder
 
+# The suggestions endpoint answers these where the feature is off or unknown (GitHub's docs).
+NO_SUGGESTIONS = frozenset({404, 410, 422})
 STALE_READ = 412  # Precondition Failed: the issue changed after the read the write was built on
 
 # GitHub's clock and ours differ a little.
@@ -182,7 +184,7 @@ class GitHubIssueExecutor:
         write gets a 412 (nothing written) and the set is read and sent once more."""
         # Sent as suggestions: one GitHub already holds pending (an earlier attempt's whose
         # answer was lost) is not suggested a second time.
-        waiting = self._suggested(repo, action, token, None) if action.suggest else frozenset()
+        waiting = self._pending(repo, action, token) if action.suggest else frozenset()
         for last in (False, True):
             seen = self.github.read_issue_labels(repo, action.target.issue, token=token)
             writes = label_writes(seen.labels, action, waiting)
@@ -210,6 +212,18 @@ class GitHubIssueExecutor:
             and s.target_value
             and (s.created_at >= since if since is not None else s.state == "pending")
         )
+
+    def _pending(
+        self, repo: RepoName, action: GitHubIssueAction, token: str | None
+    ) -> frozenset[str]:
+        """The labels pending as suggestions; none where the forge has no suggestions to list
+        (the feature off, an older server): the write itself says what it makes of ``suggest``."""
+        try:
+            return self._suggested(repo, action, token, None)
+        except ProviderRejected as exc:
+            if exc.status not in NO_SUGGESTIONS:
+                raise
+            return frozenset()
 
     def _unconfirmed_labels(
         self, evidence: Evidence, action: GitHubIssueAction, repo: RepoName
