@@ -8,10 +8,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
+import psycopg
 import pytest
 
-from conftest import World, execution_state, make_executor, make_reconciler
+from conftest import World, execution_state, make_due, make_executor, make_reconciler
 from resolveflow.adapters.github import intent_form
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.domain.records import Execution, ExecutionState, Proposal
@@ -212,3 +214,39 @@ def test_a_forge_with_no_suggestions_to_list_still_gets_the_write(
         ExecutionState.SENT
     )
     assert _pending(fake_github) == ["bug"]
+
+
+def test_a_suggested_close_whose_answer_was_lost_is_confirmed_and_its_decision_counted(
+    db: Database,
+    world: World,
+    fake_github: FakeGitHubServer,
+    github_client: GitHubKitClient,
+    superuser: psycopg.Connection[Any],
+) -> None:
+    for number in (3, 5):
+        fake_github.add_issue(REPO, number, f"Widget bug {number}", "It breaks.", user="reporter")
+    proposal = proposals.create_close_duplicate_proposal(
+        db, world.requester(db), github_client, repository=REPO, issue=5, original=3, suggest=True
+    )
+    approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 3600)
+    make_executor(db, github_client).run_due()  # the notice; the close waits out the grace
+    execution = _execution_of(db, world, proposal)
+    make_due(superuser, execution.id)
+    fake_github.inject(DropAfterWrite(), method="PATCH", path=f"/repos/{REPO}/issues/5$")
+    make_executor(db, github_client).run_due()
+    assert execution_state(db, world, execution.id).state is ExecutionState.UNKNOWN
+
+    make_reconciler(db, github_client).run()
+    make_executor(db, github_client).run_due()
+    assert execution_state(db, world, execution.id).state is ExecutionState.SENT
+    closes = [s for s in fake_github.issue_suggestions(REPO, 5) if s.action == "close_issue"]
+    assert [s.state for s in closes] == ["pending"]  # once, and the issue still open
+    signal = SuggestionSignal(SuggestedPart.DUPLICATE, "", GitHubVerdict.ACCEPTED, "maintainer")
+    with db.tenant(world.tenant.id) as conn:
+        assert suggestion_decisions.record_signal(
+            conn, world.tenant.id, REPO, 5, signal, datetime.now(UTC)
+        )
+    report = feedback.acceptance_report(db, world.approver(db))
+    assert [(f.kind, f.approved, f.rejected) for f in report.figures] == [
+        (SuggestionKind.DUPLICATE, 1, 0)
+    ]

@@ -24,6 +24,7 @@ from resolveflow.adapters.github.protocol import (
     GitHub,
     IntentNote,
     IssueComment,
+    IssueSuggestionData,
     IssueData,
     PostedComment,
     RepoName,
@@ -62,7 +63,8 @@ SPEC = KindSpec(
         "the notice: every page of the issue's comments, one written by the executor's account "
         "whose body is exactly the approved notice plus the marker (the grace period then runs "
         "from its created_at); the close: the issue's state and every page of its events, a "
-        "'closed' event by that account after the close request started"
+        "'closed' event by that account after the close request started (sent as a GitHub "
+        "suggestion: a close suggestion on the issue made since then)"
     ),
     partial=(
         "the notice was posted but the close was withdrawn (someone objected, the issue was "
@@ -274,7 +276,11 @@ class GitHubIssueCloseDuplicateExecutor:
             ref=str(action.target.issue),
             url=closed.url,
             state=ExecutionState.SENT,
-            detail=f"closed as a duplicate of #{action.original}",
+            detail=(
+                f"suggested in GitHub: close as a duplicate of #{action.original}"
+                if action.suggest
+                else f"closed as a duplicate of #{action.original}"
+            ),
         )
 
     def _objection(
@@ -306,6 +312,18 @@ class GitHubIssueCloseDuplicateExecutor:
         )
 
     # --- reconciliation -------------------------------------------------------------------------
+
+    def _close_suggested(
+        self,
+        repo: RepoName,
+        action: GitHubIssueCloseDuplicateAction,
+        token: str | None,
+        since: datetime,
+    ) -> bool:
+        """Sent as a suggestion, the issue stays open: GitHub's suggestions made since the
+        request started say whether it arrived (so it is not suggested twice)."""
+        found = self.github.list_issue_suggestions(repo, action.target.issue, token=token)
+        return _suggested_close(found, since)
 
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
@@ -345,6 +363,15 @@ class GitHubIssueCloseDuplicateExecutor:
                 result_ref=str(action.target.issue),
                 result_url=issue.url,
             )
+        if action.suggest and self._close_suggested(repo, action, token, since):
+            return settle.finish(
+                execution,
+                ExecutionState.SENT,
+                f"the close as a duplicate of #{action.original} is a suggestion in GitHub: "
+                "confirmed by reconciliation",
+                result_ref=str(action.target.issue),
+                result_url=issue.url,
+            )
         if issue.state == "closed":
             return settle.finish(
                 execution,
@@ -354,6 +381,10 @@ class GitHubIssueCloseDuplicateExecutor:
         # Open, and no close of ours in its history: the request never arrived. The next claim
         # reads every objection again before closing.
         return settle.requeue(execution, "the close did not reach GitHub; checking again")
+
+
+def _suggested_close(found: list[IssueSuggestionData], since: datetime) -> bool:
+    return any(s.action == "close_issue" and s.created_at >= since for s in found)
 
 
 def close_note(action: GitHubIssueCloseDuplicateAction) -> IntentNote | None:
