@@ -24,8 +24,8 @@ from resolveflow.adapters.github.protocol import (
     GitHub,
     IntentNote,
     IssueComment,
-    IssueSuggestionData,
     IssueData,
+    IssueSuggestionData,
     PostedComment,
     RepoName,
 )
