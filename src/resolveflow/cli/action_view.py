@@ -27,7 +27,12 @@ def _names(names: tuple[str, ...] | list[str]) -> str:
 def action_rows(action: AnyAction) -> Rows:
     """The fields of ``action`` as ``(name, value)`` lines, in the order a reviewer reads them."""
     if isinstance(action, GitHubIssueAction):
-        return [("labels", _names(action.labels))]
+        suggest = " (as GitHub suggestions)" if action.suggest and action.labels else ""
+        rows = [("labels", _names(action.labels) + suggest)]
+        return rows + [
+            (f"why {note.label}", f"{note.rationale} ({note.confidence.value})")
+            for note in action.notes
+        ]
     if isinstance(action, GitHubIssueCreateAction):
         return [
             ("title", action.title),
@@ -51,8 +56,19 @@ def action_rows(action: AnyAction) -> Rows:
                 f"{grace_words(action.grace_hours)} after the notice, unless someone objects "
                 "(a comment, a thumbs-down, an edit or a reopen by anyone else)",
             ),
+            *_close_intent(action),
         ]
     return _email_rows(action)
+
+
+def _close_intent(action: GitHubIssueCloseDuplicateAction) -> Rows:
+    rows = []
+    if action.rationale is not None:
+        sure = action.confidence.value if action.confidence is not None else "no confidence"
+        rows.append(("why", f"{action.rationale} ({sure})"))
+    if action.suggest:
+        rows.append(("sent", "as a GitHub suggestion a maintainer accepts or dismisses there"))
+    return rows
 
 
 def _email_rows(action: EmailSendAction) -> Rows:

@@ -209,6 +209,29 @@ class SuggestionKind(StrEnum):
     FILES = "files"  # triage's part: the files a fix would likely touch (internal)
 
 
+class Confidence(StrEnum):
+    """How sure a suggestion is, in the three words GitHub's issue API and its agents use
+    (``triage/domain/label_notes.py`` says how a part's score and band map to one)."""
+
+    LOW = "LOW"
+    MEDIUM = "MEDIUM"
+    HIGH = "HIGH"
+
+
+class SuggestedPart(StrEnum):
+    """What an approved execution sent to GitHub as a suggestion (``suggest: true``)."""
+
+    LABEL = "label"
+    DUPLICATE = "duplicate"  # a close as a duplicate
+
+
+class GitHubVerdict(StrEnum):
+    """What a maintainer did, in GitHub, with one suggestion ResolveFlow sent there."""
+
+    ACCEPTED = "accepted"
+    DISMISSED = "dismissed"
+
+
 class SuggestionMode(StrEnum):
     """Where a kind of suggestion goes in one place (the policy file's ``suggestions`` table,
     ``gate/domain/quiet.py``)."""

@@ -39,6 +39,7 @@ from resolveflow.gate.domain.thresholds import (
 )
 from resolveflow.gate.store import feedback as store
 from resolveflow.gate.store import parts as part_store
+from resolveflow.gate.suggestion_decisions import with_decisions_in_github
 from resolveflow.store.database import Connection, Database
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,9 @@ def decision_examples_in(
     rows = store.decided_proposals(conn, principal.tenant_id, since, MAX_DECISIONS, place)
     readers = kind_rules.readers(conn, principal)
     readable = [row for row in rows if readers.may_read(row.first_action)]
-    return _examples(conn, principal.tenant_id, readable)
+    found = _examples(conn, principal.tenant_id, readable)
+    # A part sent as a GitHub suggestion counts by what the maintainer did with it there.
+    return with_decisions_in_github(conn, principal.tenant_id, found, since, place)
 
 
 def _examples(
@@ -205,7 +208,10 @@ def fitted_threshold_in(
 
     Only scores are read, never what a suggestion said, so no reading grant applies."""
     rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
-    found = [e for e in _examples(conn, tenant_id, rows) if e.kind is kind]
+    every = with_decisions_in_github(
+        conn, tenant_id, _examples(conn, tenant_id, rows), _since(DAYS), place
+    )
+    found = [e for e in every if e.kind is kind]
     return fit_threshold(_scored(found), default)
 
 

@@ -11,7 +11,7 @@ from uuid import UUID
 from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Approval, Principal, Proposal, Role, actor_of
-from resolveflow.domain.vocabulary import AuditEvent
+from resolveflow.domain.vocabulary import AuditEvent, Confidence
 from resolveflow.errors import InvalidInput, InvalidTransition, NotAuthorized, PolicyViolation
 from resolveflow.gate import feedback, kind_rules
 from resolveflow.gate import parts as part_service
@@ -20,6 +20,7 @@ from resolveflow.gate.domain.actions import (
     DEFAULT_GRACE_HOURS,
     ActionChanges,
     AnyAction,
+    LabelNote,
     action_digest,
     build_action,
     build_close_duplicate,
@@ -71,11 +72,14 @@ def create_proposal(
     author_kind: str = "principal",
     quiet: Quiet = DEFAULT_QUIET,
     parts: Sequence[PartRecord] = (),
+    label_notes: tuple[LabelNote, ...] = (),
+    suggest: bool = False,
 ) -> Proposal:
-    """A ``github.issue`` proposal: a comment and/or labels on an existing issue. A run's
-    ``parts`` are recorded in the transaction that records its first version."""
+    """A ``github.issue`` proposal: a comment and/or labels on an existing issue (with why
+    each label, and how sure, when the product proposing it knows). A run's ``parts`` are
+    recorded in the transaction that records its first version."""
     _require_proposer(principal)
-    action = build_action(repository, issue, comment, labels)
+    action = build_action(repository, issue, comment, labels, label_notes, suggest)
     with db.tenant(principal.tenant_id) as conn:
         made = _insert_first_version_in(conn, principal, action, note, run_id, author_kind, quiet)
         if run_id is not None and parts:
@@ -112,13 +116,19 @@ def create_close_duplicate_proposal(
     grace_hours: int = DEFAULT_GRACE_HOURS,
     comment: str | None = None,
     note: str | None = None,
+    rationale: str | None = None,
+    confidence: Confidence | None = None,
+    suggest: bool = False,
 ) -> Proposal:
-    """A ``github.issue_close_duplicate`` proposal. The issue must be open, with no other
+    """A ``github.issue_close_duplicate`` proposal (``rationale``/``confidence``: why it looks
+    like a duplicate and how sure, sent with the close). The issue must be open, with no other
     close-as-duplicate in flight (``AlreadyExists`` naming it), and the original one that can be
     pointed to (no chain, no circle: ``gate/duplicate_checks.py``); both are checked again
     before the notice and before the close."""
     _require_proposer(principal)
-    action = build_close_duplicate(repository, issue, original, grace_hours, comment)
+    action = build_close_duplicate(
+        repository, issue, original, grace_hours, comment, rationale, confidence, suggest
+    )
     tenant_id, repository = principal.tenant_id, action.repository
     with db.tenant(tenant_id) as conn:
         _check_allowed(conn, tenant_id, repository)

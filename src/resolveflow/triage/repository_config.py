@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -141,6 +142,13 @@ def checked(
         more = len(problems) - SHOWN_PROBLEMS
         lines.append(f"`{CONFIG_PATH}`: {more} more problem{'s' if more > 1 else ''} not shown")
     return ConfigRead(sha, None, tuple(lines))
+
+
+def github_suggestions(state: Mapping[str, Any]) -> bool:
+    """Whether the file a run kept sends approved labels and closes as GitHub suggestions."""
+    kept = state.get("repo_config")
+    config = kept.get("config") if isinstance(kept, dict) else None
+    return isinstance(config, dict) and config.get("github_suggestions") is True
 
 
 def effective_policy(

@@ -9,6 +9,13 @@ database unless it matched a strict pattern, so no body can make a statement fai
 An event acted on has a ``key``: (scope, event, repository, issue, action, subject, updated_at).
 The database refuses a second record of a key, so a captured body sent again under a fresh
 delivery id starts nothing (``triage.webhooks.record_delivery``).
+
+An ``issues`` delivery may also say what a maintainer did with a GitHub suggestion (``signal``,
+``gate/suggestion_decisions.py``): ``labeled`` (the label put on), ``closed`` with
+``state_reason: duplicate``, and ``suggestion_dismissed`` with the ``suggestion`` (GitHub's
+``IssueSuggestion``; GitHub documents no action for a dismissal yet, so this is our reading of
+one, and the suggestions API is read back as well). Whether it was our suggestion is decided per
+tenant, against what that tenant's executions sent.
 """
 
 from __future__ import annotations
@@ -20,7 +27,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from resolveflow.domain.vocabulary import GitHubVerdict, SuggestedPart
 from resolveflow.errors import InvalidInput
+from resolveflow.gate.domain.suggestion_decisions import READ_PARTS, SuggestionSignal
 from resolveflow.triage.store.webhooks import EventKey
 
 TRIAGE_ACTIONS = frozenset({"opened", "reopened"})
@@ -28,6 +37,7 @@ INDEX_EVENTS = {
     "issues": frozenset({"opened", "edited", "closed", "reopened", "labeled", "unlabeled"}),
     "issue_comment": frozenset({"created", "edited", "deleted"}),
 }
+SUGGESTION_ACTIONS = {"issues": frozenset({"suggestion_dismissed"})}
 # Matched with fullmatch: a "$" would let a trailing newline through.
 _DELIVERY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,99}")
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,49}")  # event and action names: projects_v2_item
@@ -36,6 +46,7 @@ _TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})"
 )
 _MAX_ID = 2**63
+_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?")
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,7 @@ class Delivery:
     subject: str = ""  # 'comment:ID' or 'label:NAME': what tells one issue's events apart
     updated_at: datetime | None = None
     ignored: str | None = None  # why the product does not act on it; None: it does
+    signal: SuggestionSignal | None = None  # what it says a maintainer did with a suggestion
 
     @property
     def triage(self) -> bool:
@@ -102,7 +114,34 @@ def parse_delivery(
     }
     subject, updated_at, missing = _identity(event, action, payload)
     ignored = _why_ignored(event, action, fields, missing)
-    return Delivery(**fields, subject=subject, updated_at=updated_at, ignored=ignored)
+    signal = suggestion_signal(event, action, payload) if ignored is None else None
+    return Delivery(
+        **fields, subject=subject, updated_at=updated_at, ignored=ignored, signal=signal
+    )
+
+
+def suggestion_signal(
+    event: str, action: str | None, payload: dict[str, Any]
+) -> SuggestionSignal | None:
+    """What an ``issues`` delivery says a maintainer did with a suggestion, if anything."""
+    login = _dig(payload, "sender", "login")
+    if event != "issues" or not isinstance(login, str) or not _LOGIN.fullmatch(login):
+        return None
+    accepted, dismissed = GitHubVerdict.ACCEPTED, GitHubVerdict.DISMISSED
+    if action == "labeled":
+        label = _dig(payload, "label", "name")
+        if _safe_text(label, 100):
+            return SuggestionSignal(SuggestedPart.LABEL, label, accepted, login)
+    if action == "closed" and _dig(payload, "issue", "state_reason") == "duplicate":
+        return SuggestionSignal(SuggestedPart.DUPLICATE, "", accepted, login)
+    if action == "suggestion_dismissed":
+        part = READ_PARTS.get(str(_dig(payload, "suggestion", "action")))
+        value = _dig(payload, "suggestion", "target_value")
+        if part is SuggestedPart.LABEL and _safe_text(value, 100):
+            return SuggestionSignal(part, value, dismissed, login)
+        if part is SuggestedPart.DUPLICATE:
+            return SuggestionSignal(part, "", dismissed, login)
+    return None
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -125,7 +164,7 @@ def _why_ignored(
         return f"event {event} is not handled"
     if action is None:
         return f"{event} without a usable action"
-    if action not in handled:
+    if action not in handled and action not in SUGGESTION_ACTIONS.get(event, ()):
         return f"{event} action {action} is not handled"
     if fields["repository"] is None:
         return "no usable repository.full_name"
@@ -149,6 +188,11 @@ def _identity(
         return f"comment:{comment_id}", max(filter(None, (issue_time, comment_time))), None
     if issue_time is None:
         return "", None, "no usable issue.updated_at (needed to tell a replay apart)"
+    if action == "suggestion_dismissed":
+        suggestion = _dig(payload, "suggestion", "id")
+        if not _is_int(suggestion, _MAX_ID):
+            return "", None, "no usable suggestion.id"
+        return f"suggestion:{suggestion}", issue_time, None
     label = _dig(payload, "label", "name") if action in ("labeled", "unlabeled") else None
     return (f"label:{label}" if _safe_text(label, 100) else ""), issue_time, None
 

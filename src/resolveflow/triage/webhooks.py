@@ -13,6 +13,10 @@ signing tenant, for a tenant's secret) and queues, per tenant, a triage run (``i
 reopened), a refine of the new issue (``issues`` opened, when the repository's policy has
 ``refine.on_new_issues``; ``refine/propose.py``, its claim ``claim_new_issue``) and an index
 update (issue opened, edited, closed, reopened, labelled; comments created, edited, deleted).
+A delivery that may be a maintainer's decision on a GitHub suggestion (``labeled``, ``closed``
+as a duplicate, ``suggestion_dismissed``) carries its signal in the job's arguments, and is
+recorded in each such tenant whose execution sent that suggestion
+(``gate/suggestion_decisions.py``).
 Webhook runs and refine's proposals are requested by the tenant's service principal
 ``github-webhook`` (role requester), so any person with the approver role can approve them; the
 daily run cap applies to that principal's runs.
@@ -35,7 +39,12 @@ from resolveflow.accounts.limits import LimitExceeded, LimitKind, consume
 from resolveflow.adapters.github.app_client import acting_for
 from resolveflow.adapters.github.protocol import GitHub, RepoName
 from resolveflow.domain.records import Principal, Role
-from resolveflow.domain.vocabulary import WEBHOOK_SUBJECT, AuditEvent
+from resolveflow.domain.vocabulary import (
+    WEBHOOK_SUBJECT,
+    AuditEvent,
+    GitHubVerdict,
+    SuggestedPart,
+)
 from resolveflow.errors import (
     AlreadyExists,
     Conflict,
@@ -44,6 +53,8 @@ from resolveflow.errors import (
     NotFound,
     ProviderRejected,
 )
+from resolveflow.gate.domain.suggestion_decisions import SuggestionSignal
+from resolveflow.gate.suggestion_decisions import record_signal
 from resolveflow.retrieval.chunking import CommentText
 from resolveflow.retrieval.github_crawl import issue_document
 from resolveflow.retrieval.ingest import Indexer
@@ -167,17 +178,32 @@ def _record(db: Database, delivery: Delivery, retention_days: int) -> Receipt:
             raise DeliveryRecorded()  # leaves the block: the claim above is rolled back
         job_id = None
         if ignored is None:
+            signal = delivery.signal
             job_id = queue.defer(
                 conn,
                 queue.HANDLE_DELIVERY,
                 delivery_id=delivery.delivery_id,
                 tenant_id=str(delivery.tenant_id) if delivery.tenant_id else None,
+                # what it says a maintainer did with a GitHub suggestion (the row keeps routing)
+                suggestion_part=signal.part.value if signal else None,
+                suggestion_label=signal.label if signal else None,
+                suggestion_verdict=signal.verdict.value if signal else None,
+                suggestion_login=signal.login if signal else None,
             )
     logger.info(
         "webhook delivery",
         extra={"delivery": delivery.delivery_id, "event": delivery.event, "ignored": ignored},
     )
     return Receipt(new=True, job_id=job_id, ignored=ignored)
+
+
+def signal_of(
+    part: str | None, label: str | None, verdict: str | None, login: str | None
+) -> SuggestionSignal | None:
+    """A delivery's suggestion signal from its job's arguments (``_record`` writes them)."""
+    if part is None or label is None or verdict is None:
+        return None
+    return SuggestionSignal(SuggestedPart(part), label, GitHubVerdict(verdict), login)
 
 
 def _scope(db: Database, tenant_id: UUID | None) -> AbstractContextManager[Connection]:
@@ -218,13 +244,16 @@ def fan_out(
     tenant_id: UUID | None = None,
     refine_new: Callable[[str], bool] | None = None,
     retention_days: int,
+    signal: SuggestionSignal | None = None,
 ) -> int:
     """Queue the per-tenant work of one delivery; returns how many jobs were queued.
 
     A delivery signed with a tenant's own secret (``tenant_id``) concerns that tenant only. Safe
     to retry: a second triage or refine job for the same (delivery, tenant) finds its claim, and
     an index update already waiting for the same issue is not queued twice. ``refine_new`` says
-    whether a repository's policy refines its new issues (``refine.on_new_issues``).
+    whether a repository's policy refines its new issues (``refine.on_new_issues``). ``signal``:
+    what the delivery says a maintainer did with a GitHub suggestion, recorded in each tenant
+    whose execution sent it (``gate/suggestion_decisions.py``; once, whatever the retries).
 
     One event reaches a tenant once, whichever hooks brought it: a delivery of the global hook
     claims its event again in each tenant's scope (``claim_in_tenant``), where the GitHub App's
@@ -255,6 +284,8 @@ def fan_out(
                     extra={"delivery": delivery_id, "handled_by": handled_by},
                 )
                 continue
+            if signal is not None:
+                record_signal(conn, tenant, repository, number, signal, row.received_at)
             if triage and auto_triage:
                 queue.defer(
                     conn, queue.START_WEBHOOK_RUN, delivery_id=delivery_id, tenant_id=str(tenant)

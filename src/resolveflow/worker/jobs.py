@@ -48,6 +48,7 @@ from resolveflow.errors import (
     StoreUnavailable,
 )
 from resolveflow.gate.credentials import due_credentials, no_credential_message
+from resolveflow.gate.suggestion_decisions import reconcile_issue
 from resolveflow.refine.domain.document import RefineDocument
 from resolveflow.refine.domain.rules import repository_refine
 from resolveflow.store import queue
@@ -86,9 +87,18 @@ class Jobs:
         if self.report is not None:
             self.report.job_failed(task, exc)
 
-    def handle_delivery(self, delivery_id: str, tenant_id: str | None = None) -> int:
+    def handle_delivery(
+        self,
+        delivery_id: str,
+        tenant_id: str | None = None,
+        suggestion_part: str | None = None,
+        suggestion_label: str | None = None,
+        suggestion_verdict: str | None = None,
+        suggestion_login: str | None = None,
+    ) -> int:
         # tenant_id: the delivery came on that tenant's own URL (jobs queued before it existed
-        # have none, like every delivery of the global hook).
+        # have none, like every delivery of the global hook). suggestion_*: what it says a
+        # maintainer did with a GitHub suggestion (``webhooks.signal_arguments``).
         return webhooks.fan_out(
             self.app.db,
             delivery_id,
@@ -96,6 +106,9 @@ class Jobs:
             tenant_id=UUID(tenant_id) if tenant_id else None,
             refine_new=self.refines_new_issues,
             retention_days=self.app.settings.webhooks.retention_days,
+            signal=webhooks.signal_of(
+                suggestion_part, suggestion_label, suggestion_verdict, suggestion_login
+            ),
         )
 
     def refines_new_issues(self, repository: str) -> bool:
@@ -151,9 +164,14 @@ class Jobs:
         return str(run_id) if run_id else None
 
     def update_index(self, tenant_id: str, repository: str, issue_number: int) -> bool:
-        return webhooks.index_issue(
-            self.app.indexer(), self.app.github, UUID(tenant_id), repository, issue_number
+        tenant = UUID(tenant_id)
+        indexed = webhooks.index_issue(
+            self.app.indexer(), self.app.github, tenant, repository, issue_number
         )
+        # Something happened on the issue: where a suggestion of ours there is undecided, read
+        # what GitHub says of it (a dismissal may come with no delivery of its own).
+        reconcile_issue(self.app.db, self.app.github, tenant, repository, issue_number)
+        return indexed
 
     def resume_run(self, tenant_id: str, run_id: str, principal_id: str) -> str:
         tenant, run = UUID(tenant_id), UUID(run_id)

@@ -56,7 +56,7 @@ def _sent(db: Database, world: World, fake: FakeGitHubServer, github: Any, execu
 def _partial(
     db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
 ) -> None:
-    fake.inject(Status(422), path=r"/labels$")
+    fake.inject(Status(422), method="PATCH", path=r"/issues/\d+$")
     make_executor(db, github).run_due()
 
 
@@ -71,7 +71,7 @@ def _pending_after_the_comment(
     db: Database, world: World, fake: FakeGitHubServer, github: Any, execution: Any
 ) -> None:
     """The comment is posted; the labels wait out a rate limit: pending, yet half written."""
-    fake.inject(SecondaryRateLimit(retry_after=60), path=r"/labels$")
+    fake.inject(SecondaryRateLimit(retry_after=60), method="PATCH", path=r"/issues/\d+$")
     make_executor(db, github).run_due()
 
 

@@ -112,7 +112,7 @@ def test_a_label_that_fails_after_the_comment_is_partial_and_never_resends_the_c
     db: Database, world: World, fake_github: FakeGitHubServer, github_client
 ) -> None:
     _, approved = propose_and_approve(db, world, labels=["bug"])
-    fake_github.inject(Status(422), path=r"/labels$")
+    fake_github.inject(Status(422), method="PATCH", path=r"/issues/\d+$")
     executor = make_executor(db, github_client)
     executor.run_due()
     execution = execution_state(db, world, approved.execution.id)

@@ -26,7 +26,7 @@ def test_refusal_after_the_comment_went_out_is_partial_not_failed(
     db: Database, world: World, fake_github: FakeGitHubServer, github_client, superuser
 ) -> None:
     _, approved = propose_and_approve(db, world, labels=["bug"])
-    fake_github.inject(SecondaryRateLimit(retry_after=60), path=r"/issues/1/labels$")
+    fake_github.inject(SecondaryRateLimit(retry_after=60), method="PATCH", path=r"/issues/1$")
     executor = make_executor(db, github_client)
     executor.run_due()
     waiting = execution_state(db, world, approved.execution.id)
@@ -44,7 +44,7 @@ def test_not_sent_after_the_comment_was_confirmed_becomes_partial(
     db: Database, world: World, fake_github: FakeGitHubServer, github_client
 ) -> None:
     _, approved = propose_and_approve(db, world, labels=["bug"])
-    fake_github.inject(Delay(seconds=2.0, apply_write=False), path=r"/issues/1/labels$")
+    fake_github.inject(Delay(seconds=2.0, apply_write=False), method="PATCH", path=r"/issues/1$")
     make_executor(db, github_client).run_due()
     unknown = execution_state(db, world, approved.execution.id)
     assert unknown.state is ExecutionState.UNKNOWN and unknown.comment_id is not None

@@ -50,7 +50,7 @@ COMMENT = "Thanks for the report! We are looking into it."
 LABELS = ["bug", "needs-triage"]
 HELD = 600.0  # how long the forge holds a request: until the server stops, in practice
 COMMENTS_PATH = r"/issues/1/comments(\?|$)"  # searched in the path and the query string
-LABELS_PATH = r"/issues/1/labels(\?|$)"
+LABELS_PATH = r"/issues/1(\?|$)"  # the labels go in the issue update (PATCH)
 
 
 def _env(database_url: str, fake: FakeGitHubServer, home: Path) -> dict[str, str]:
@@ -101,8 +101,13 @@ def kill_when(env: dict[str, str], args: list[str], reached: Any, what: str) -> 
 
 
 def writes(fake: FakeGitHubServer) -> Counter[str]:
-    """Writes GitHub applied, by what they wrote."""
-    return Counter(record.path.rsplit("/", 1)[-1] for record in fake.write_log if record.applied)
+    """Writes GitHub applied, by what they wrote (the labels go in the issue's update, a PATCH
+    of the issue itself)."""
+    return Counter(
+        "labels" if record.method == "PATCH" else record.path.rsplit("/", 1)[-1]
+        for record in fake.write_log
+        if record.applied
+    )
 
 
 def assert_converged(db: Database, world: World, fake: FakeGitHubServer, execution_id: Any) -> None:
@@ -165,7 +170,7 @@ def test_labels_applied_but_never_answered_converge_through_the_issue_history(
     env = _env(database_url, fake_github, tmp_path)
     _, approved = propose_and_approve(db, world, labels=LABELS)
     execution_id = approved.execution.id
-    fake_github.inject(HangAfterWrite(), path=LABELS_PATH)
+    fake_github.inject(HangAfterWrite(), method="PATCH", path=LABELS_PATH)
     kill_when(env, ["execute", "--once"], fake_github.write_accepted.is_set, "the labels' write")
     assert attempt_outcomes(db, world, execution_id) == [("comment", "sent"), ("labels", None)]
 

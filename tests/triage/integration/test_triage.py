@@ -315,7 +315,9 @@ def test_a_run_waiting_on_an_unknown_execution_settles_when_a_person_resolves_it
 
     view = triage.start(seed_issue(triage.fake, hf_records("issues")["5270"]))
     triage.fake.inject(
-        FaultStatus(502, body="<html>oops</html>", content_type="text/html"), path=r"/labels$"
+        FaultStatus(502, body="<html>oops</html>", content_type="text/html"),
+        method="PATCH",
+        path=r"/issues/\d+$",
     )
     done = triage.approve(view)
     assert done["status"] == "executing"

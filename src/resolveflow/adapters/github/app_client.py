@@ -32,10 +32,14 @@ from resolveflow.adapters.github.protocol import (
     CheckRunData,
     CreatedIssue,
     GitHub,
+    IntentNote,
     IssueComment,
     IssueData,
     IssueEvent,
+    IssueLabels,
     IssuePage,
+    IssueSuggestionData,
+    LabelWrite,
     PostedComment,
     Reaction,
     RepoName,
@@ -227,6 +231,20 @@ class AppGitHub:
             repo, token, lambda t: self.inner.list_comment_reactions(repo, comment_id, token=t)
         )
 
+    def read_issue_labels(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> IssueLabels:
+        return self._as_app(
+            repo, token, lambda t: self.inner.read_issue_labels(repo, issue_number, token=t)
+        )
+
+    def list_issue_suggestions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueSuggestionData]:
+        return self._as_app(
+            repo, token, lambda t: self.inner.list_issue_suggestions(repo, issue_number, token=t)
+        )
+
     def get_repository_file(
         self, repo: RepoName, path: str, *, token: str | None = None
     ) -> RepositoryFile | None:
@@ -243,13 +261,33 @@ class AppGitHub:
         issue_number: int,
         duplicate_of: int | None,
         *,
+        note: IntentNote | None = None,
+        suggest: bool = False,
         token: str | None = None,
     ) -> IssueData:
         return self._as_app(
             repo,
             token,
             lambda t: self.inner.close_issue_as_duplicate(
-                repo, issue_number, duplicate_of, token=t
+                repo, issue_number, duplicate_of, note=note, suggest=suggest, token=t
+            ),
+        )
+
+    @writes
+    def set_issue_labels(
+        self,
+        repo: RepoName,
+        issue_number: int,
+        labels: list[LabelWrite],
+        *,
+        if_match: str | None = None,
+        token: str | None = None,
+    ) -> list[str]:
+        return self._as_app(
+            repo,
+            token,
+            lambda t: self.inner.set_issue_labels(
+                repo, issue_number, labels, if_match=if_match, token=t
             ),
         )
 

@@ -33,18 +33,42 @@ githubkit's models into the protocol's dataclasses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from githubkit import Response
+from githubkit.exception import RequestFailed
 from githubkit_schemas.latest.models import Issue as GitHubIssue
 
-from resolveflow.adapters.base import writes
+from resolveflow.adapters.base import Call, writes
 from resolveflow.adapters.github.conversions import created_issue, issue_data
-from resolveflow.adapters.github.protocol import CreatedIssue, IssueData, PostedComment, RepoName
+from resolveflow.adapters.github.intent_form import (
+    INTENT_FIELDS,
+    labels_body,
+    plain_only,
+    refuses_object_form,
+    remember_plain,
+    state_body,
+)
+from resolveflow.adapters.github.protocol import (
+    CreatedIssue,
+    IntentNote,
+    IssueData,
+    LabelWrite,
+    PostedComment,
+    RepoName,
+)
 from resolveflow.adapters.github.reads import GitHubReads
-from resolveflow.adapters.github.validation import check_new_issue, check_target, repo_call
-from resolveflow.errors import InvalidInput
+from resolveflow.adapters.github.session import logger
+from resolveflow.adapters.github.validation import (
+    check_intent,
+    check_label_writes,
+    check_new_issue,
+    check_target,
+    repo_call,
+)
+from resolveflow.errors import InvalidInput, ProviderRejected
 
 if TYPE_CHECKING:
     from resolveflow.adapters.github.session import LabelPages
@@ -89,34 +113,101 @@ class GitHubKitClient(GitHubReads):
         issue_number: int,
         duplicate_of: int | None,
         *,
+        note: IntentNote | None = None,
+        suggest: bool = False,
         token: str | None = None,
     ) -> IssueData:
         """Close the issue with ``state_reason: duplicate`` (and the original's id, when known);
-        closing an issue that is already closed changes nothing on GitHub."""
+        closing an issue that is already closed changes nothing on GitHub. With ``note`` or
+        ``suggest``, ``state`` goes in the object form (plain where the forge refuses it)."""
         call = repo_call(
             "close_issue_as_duplicate", "PATCH", repo, f"issues/{issue_number}", write=True
         )
         check_target(repo, issue_number)
-        issues = self._github(token).rest.issues
+        if note is not None:
+            check_intent(note)
 
-        def request() -> Response[GitHubIssue, Any]:
-            # The answer is the issue (githubkit's model for it adds optional suggestions).
-            if duplicate_of is None:
-                sent = issues.update(
-                    repo.owner, repo.name, issue_number, state="closed", state_reason="duplicate"
-                )
-            else:
-                sent = issues.update(
-                    repo.owner,
-                    repo.name,
-                    issue_number,
-                    state="closed",
-                    state_reason="duplicate",
-                    duplicate_issue_id=duplicate_of,
-                )
-            return Response(sent.raw_response, GitHubIssue)
+        def body(object_form: bool) -> dict[str, Any]:
+            fields: dict[str, Any] = {
+                "state": state_body(note, suggest, object_form),
+                "state_reason": "duplicate",
+            }
+            if duplicate_of is not None:
+                fields["duplicate_issue_id"] = duplicate_of
+            return fields
 
-        response = self._send(call, token, request)
+        wants_object = note is not None or suggest
+        return self._patch_issue(call, token, repo, issue_number, body, wants_object, None)
+
+    @writes
+    def set_issue_labels(
+        self,
+        repo: RepoName,
+        issue_number: int,
+        labels: list[LabelWrite],
+        *,
+        if_match: str | None = None,
+        token: str | None = None,
+    ) -> list[str]:
+        """Replace the issue's labels with ``labels`` (see the protocol); the labels after."""
+        call = repo_call("set_issue_labels", "PATCH", repo, f"issues/{issue_number}", write=True)
+        check_target(repo, issue_number)
+        check_label_writes(labels)
+
+        def body(object_form: bool) -> dict[str, Any]:
+            return {"labels": labels_body(labels, object_form)}
+
+        wants_object = any(label.note is not None or label.suggest for label in labels)
+        issue = self._patch_issue(call, token, repo, issue_number, body, wants_object, if_match)
+        return list(issue.labels)
+
+    def _patch_issue(
+        self,
+        call: Call,
+        token: str | None,
+        repo: RepoName,
+        issue_number: int,
+        body: Callable[[bool], dict[str, Any]],
+        wants_object: bool,
+        if_match: str | None,
+    ) -> IssueData:
+        """One ``PATCH`` of the issue, in the object form when wanted and the forge takes it;
+        refused as such (422 naming the field), sent once more in the plain form, and the host
+        remembered so its next write goes plain at once. A refusal wrote nothing: safe to send
+        again."""
+        host = str(self._config.base_url)
+        github = self._github(token)
+        url = f"/repos/{repo.owner}/{repo.name}/issues/{issue_number}"
+        headers = {"If-Match": if_match} if if_match else None
+        refused: list[bool] = []
+        fields = frozenset(body(False)) & INTENT_FIELDS
+
+        def request(object_form: bool) -> Callable[[], Response[GitHubIssue, Any]]:
+            def send() -> Response[GitHubIssue, Any]:
+                try:
+                    return github.request(
+                        "PATCH",
+                        url,
+                        json=body(object_form),
+                        headers=headers,
+                        response_model=GitHubIssue,
+                    )
+                except RequestFailed as exc:
+                    if object_form and refuses_object_form(exc.response.raw_response, fields):
+                        refused.append(True)
+                    raise
+
+            return send
+
+        object_form = wants_object and not plain_only(host)
+        try:
+            response = self._send(call, token, request(object_form))
+        except ProviderRejected:
+            if not refused:
+                raise
+            remember_plain(host)
+            logger.info("GitHub refused the object form of an issue update; sending it plain")
+            response = self._send(call, token, request(False))
         return issue_data(self._parse(call, token, response))
 
     @writes

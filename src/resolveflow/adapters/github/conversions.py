@@ -14,6 +14,7 @@ from resolveflow.adapters.github.protocol import (
     IssueComment,
     IssueData,
     IssueEvent,
+    IssueSuggestionData,
     Reaction,
 )
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from githubkit_schemas.latest.models import Issue as GitHubIssue
     from githubkit_schemas.latest.models import IssueComment as GitHubIssueComment
     from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
+    from githubkit_schemas.latest.models import IssueSuggestion as GitHubIssueSuggestion
     from githubkit_schemas.latest.models import Reaction as GitHubReaction
     from githubkit_schemas.latest.models import WorkflowRun as GitHubWorkflowRun
 
@@ -48,6 +50,20 @@ def issue_event(event: GitHubIssueEvent) -> IssueEvent:
         actor=event.actor.login if event.actor is not None else GHOST,
         label=label or None,
         created_at=event.created_at,
+    )
+
+
+def issue_suggestion(item: GitHubIssueSuggestion) -> IssueSuggestionData:
+    """A suggestion; a value that is not one name (a field's list) is kept as no label."""
+    value = item.target_value if isinstance(item.target_value, str) else None
+    return IssueSuggestionData(
+        id=item.id,
+        action=item.action,
+        state=item.state,
+        target_value=value,
+        resolved_by=item.resolved_by,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
     )
 
 

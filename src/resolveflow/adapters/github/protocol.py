@@ -150,6 +150,48 @@ class RepositoryFile:
     content: bytes
 
 
+@dataclass(frozen=True)
+class IntentNote:
+    """Why a label or a close, and how sure (``LOW``/``MEDIUM``/``HIGH``)."""
+
+    rationale: str
+    confidence: str
+
+
+@dataclass(frozen=True)
+class LabelWrite:
+    """One label of a whole-set write: its name, and (only for the labels this write proposes)
+    why and how sure; ``suggest``: stored as a pending suggestion a maintainer accepts or
+    dismisses in GitHub, not applied."""
+
+    name: str
+    note: IntentNote | None = None
+    suggest: bool = False
+
+
+@dataclass(frozen=True)
+class IssueLabels:
+    """The labels on an issue as one read saw them, with the answer's ``ETag`` (a write may
+    send it as ``If-Match``: a forge that honours it refuses the write once the issue changed)."""
+
+    labels: tuple[str, ...]
+    etag: str | None
+
+
+@dataclass(frozen=True)
+class IssueSuggestionData:
+    """One suggestion on an issue (``GET /repos/{o}/{r}/issues/{n}/suggestions``): an agent's
+    proposed change a maintainer approves or dismisses in GitHub."""
+
+    id: int
+    action: str  # add_label | close_issue | set_type | add_field | add_assignee
+    state: str  # pending | applied | approved | dismissed | replaced | invalidated
+    target_value: str | None  # the label's name, for add_label
+    resolved_by: int | None  # the user id of who approved or dismissed it
+    created_at: datetime
+    updated_at: datetime
+
+
 class GitHub(Protocol):
     """What ResolveFlow needs from GitHub. ``token`` overrides the service token for one call."""
 
@@ -263,6 +305,19 @@ class GitHub(Protocol):
         (``GET .../issues/comments/{id}/reactions``)."""
         ...
 
+    def read_issue_labels(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> IssueLabels:
+        """The issue's labels and ``ETag`` (``GET /repos/{o}/{r}/issues/{n}``)."""
+        ...
+
+    def list_issue_suggestions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueSuggestionData]:
+        """Every suggestion on the issue, in every state (``GET .../issues/{n}/suggestions``
+        with ``state=all``, all pages)."""
+        ...
+
     @writes
     def close_issue_as_duplicate(
         self,
@@ -270,10 +325,32 @@ class GitHub(Protocol):
         issue_number: int,
         duplicate_of: int | None,
         *,
+        note: IntentNote | None = None,
+        suggest: bool = False,
         token: str | None = None,
     ) -> IssueData:
-        """``PATCH /repos/{o}/{r}/issues/{n}`` with ``state: closed``, ``state_reason:
-        duplicate`` and ``duplicate_issue_id`` (the original's id, when known). Never retried."""
+        """``PATCH /repos/{o}/{r}/issues/{n}`` with ``state: closed`` (the object form
+        ``{"value": "closed", "rationale", "confidence", "suggest"}`` when ``note`` or ``suggest``
+        is given; plain on a forge that refuses it), ``state_reason: duplicate`` and
+        ``duplicate_issue_id`` (the original's id, when known). Never retried."""
+        ...
+
+    @writes
+    def set_issue_labels(
+        self,
+        repo: RepoName,
+        issue_number: int,
+        labels: list[LabelWrite],
+        *,
+        if_match: str | None = None,
+        token: str | None = None,
+    ) -> list[str]:
+        """``PATCH /repos/{o}/{r}/issues/{n}`` with ``labels``: REPLACES the issue's whole label
+        set, so ``labels`` must hold every label the issue keeps. Labels with a note or
+        ``suggest`` go in the object form (plain names on a forge that refuses it, once per
+        write, then remembered for the host). ``if_match``: the ``ETag`` of the read the set
+        was built from (412 ``ProviderRejected`` when a forge that honours it saw the issue
+        change). Returns the issue's labels afterwards. Never retried."""
         ...
 
     @writes

@@ -18,6 +18,7 @@ from githubkit import Response
 from githubkit.utils import UNSET
 from githubkit_schemas.latest.models import ContentFile
 from githubkit_schemas.latest.models import IssueEvent as GitHubIssueEvent
+from githubkit_schemas.latest.models import IssueSuggestion as GitHubIssueSuggestion
 
 from resolveflow.adapters.base import Call
 from resolveflow.adapters.github.conversions import (
@@ -25,6 +26,7 @@ from resolveflow.adapters.github.conversions import (
     issue_comment,
     issue_data,
     issue_event,
+    issue_suggestion,
     reaction,
     workflow_run_data,
 )
@@ -33,7 +35,9 @@ from resolveflow.adapters.github.protocol import (
     IssueComment,
     IssueData,
     IssueEvent,
+    IssueLabels,
     IssuePage,
+    IssueSuggestionData,
     Reaction,
     RepositoryFile,
 )
@@ -187,6 +191,35 @@ class GitHubReads(GitHubSession):
         issues = self._github(token).rest.issues
         response = self._send(call, token, partial(issues.get, repo.owner, repo.name, issue_number))
         return issue_data(self._parse(call, token, response))
+
+    def read_issue_labels(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> IssueLabels:
+        """The issue's labels as one read saw them, with the answer's ``ETag``."""
+        check_target(repo, issue_number)
+        call = repo_call("read_issue_labels", "GET", repo, f"issues/{issue_number}")
+        issues = self._github(token).rest.issues
+        response = self._send(call, token, partial(issues.get, repo.owner, repo.name, issue_number))
+        issue = issue_data(self._parse(call, token, response))
+        return IssueLabels(issue.labels, response.headers.get("etag"))
+
+    def list_issue_suggestions(
+        self, repo: RepoName, issue_number: int, *, token: str | None = None
+    ) -> list[IssueSuggestionData]:
+        """Every suggestion on the issue in every state, oldest first (``state=all``)."""
+        check_target(repo, issue_number)
+        call = repo_call(
+            "list_issue_suggestions", "GET", repo, f"issues/{issue_number}/suggestions"
+        )
+        issues = self._github(token).rest.issues
+
+        def fetch(*, per_page: int, page: int) -> Response[list[GitHubIssueSuggestion], Any]:
+            sent = issues.list_suggestions(
+                repo.owner, repo.name, issue_number, state="all", per_page=per_page, page=page
+            )
+            return Response(sent.raw_response, list[GitHubIssueSuggestion])
+
+        return [issue_suggestion(item) for item in self._all_pages(call, token, fetch)]
 
     def pull_request_head_sha(
         self, repo: RepoName, number: int, *, token: str | None = None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from resolveflow.adapters.base import Call
-from resolveflow.adapters.github.protocol import RepoName
+from resolveflow.adapters.github.protocol import IntentNote, LabelWrite, RepoName
 from resolveflow.errors import InvalidInput
 
 ISSUE_STATES = ("open", "closed", "all")
@@ -93,3 +93,27 @@ def iso_z(moment: datetime) -> str:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise InvalidInput(f"since must be timezone-aware: {moment!r}.")
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+MAX_RATIONALE = 280  # characters; GitHub's limit for a rationale
+CONFIDENCES = ("LOW", "MEDIUM", "HIGH")
+MAX_ISSUE_LABELS = 100  # GitHub's limit of labels on one issue
+
+
+def check_intent(note: IntentNote) -> None:
+    if not note.rationale.strip() or len(note.rationale) > MAX_RATIONALE:
+        raise InvalidInput(f"A rationale is 1 to {MAX_RATIONALE} characters.")
+    if note.confidence not in CONFIDENCES:
+        raise InvalidInput(f"A confidence is one of {', '.join(CONFIDENCES)}.")
+
+
+def check_label_writes(labels: Sequence[LabelWrite]) -> None:
+    """Names one line, non-empty, unique (any case), at most GitHub's limit; intents valid."""
+    names = [label.name for label in labels]
+    if not all(isinstance(name, str) and name.strip() and "\n" not in name for name in names):
+        raise InvalidInput("Every label needs a one-line, non-empty name.")
+    if len({name.lower() for name in names}) != len(names) or len(names) > MAX_ISSUE_LABELS:
+        raise InvalidInput(f"Labels are unique and at most {MAX_ISSUE_LABELS}.")
+    for label in labels:
+        if label.note is not None:
+            check_intent(label.note)

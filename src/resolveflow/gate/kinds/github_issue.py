@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from resolveflow.adapters.github.protocol import GitHub, IssueComment, IssueEvent, RepoName
+from resolveflow.adapters.github.protocol import (
+    GitHub,
+    IntentNote,
+    IssueComment,
+    IssueEvent,
+    LabelWrite,
+    RepoName,
+)
 from resolveflow.domain.records import Execution, ExecutionState
 from resolveflow.domain.vocabulary import AttemptStep
 from resolveflow.errors import (
@@ -12,6 +19,7 @@ from resolveflow.errors import (
     InvalidTransition,
     PolicyViolation,
     ProviderError,
+    ProviderRejected,
 )
 from resolveflow.gate.domain.actions import (
     ActionKind,
@@ -27,18 +35,23 @@ from resolveflow.gate.kinds.base import Evidence, KindSpec, Prepared, Settled, S
 from resolveflow.gate.kinds.sending import begin, send_outcome
 from resolveflow.gate.recorder import Recorder
 
+# The suggestions endpoint answers these where the feature is off or unknown (GitHub's docs).
+NO_SUGGESTIONS = frozenset({404, 410, 422})
+STALE_READ = 412  # Precondition Failed: the issue changed after the read the write was built on
+
 # GitHub's clock and ours differ a little.
 LABEL_CLOCK_SKEW = timedelta(minutes=2)
 
 SPEC = KindSpec(
     kind=ActionKind.GITHUB_ISSUE,
-    writes_with=("post_comment", "add_labels"),
+    writes_with=("post_comment", "set_issue_labels"),
     steps=(AttemptStep.COMMENT, AttemptStep.LABELS),
     marker="at the end of the comment body, after a blank line",
     reconciliation=(
         "every page of the issue's comments: one written by the executor's account whose body is "
         "exactly the approved comment plus the marker; then every page of the issue's events: "
-        "each label added by that account after the labels request started (or already there)"
+        "each label added by that account after the labels request started (or already there); "
+        "labels sent as GitHub suggestions: the issue's suggestions made since that request"
     ),
     partial="the comment was posted but the labels were definitely refused",
     paced_as=PaceTarget.GITHUB,
@@ -158,26 +171,81 @@ class GitHubIssueExecutor:
         if isinstance(attempt, Execution):
             return attempt
         try:
-            self.github.add_labels(
-                repo, action.target.issue, list(action.labels), token=prepared.verified.token
-            )
+            self._write_labels(repo, action, prepared.verified.token)
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt.id, exc)
         return self.record.labels_applied(execution, attempt.id)
+
+    def _write_labels(self, repo: RepoName, action: GitHubIssueAction, token: str | None) -> None:
+        """The issue update replaces the whole label set, so it carries the labels the issue has
+        now (read just before it: a label a maintainer added meanwhile stays, one they removed
+        is not put back unless proposed) plus ours, with their notes. The read's ``ETag`` goes
+        as ``If-Match``: where the forge honours it, a label changed between the read and the
+        write gets a 412 (nothing written) and the set is read and sent once more."""
+        # Sent as suggestions: one GitHub already holds pending (an earlier attempt's whose
+        # answer was lost) is not suggested a second time.
+        waiting = self._pending(repo, action, token) if action.suggest else frozenset()
+        for last in (False, True):
+            seen = self.github.read_issue_labels(repo, action.target.issue, token=token)
+            writes = label_writes(seen.labels, action, waiting)
+            if writes is None:  # every label is on the issue already: nothing to write
+                return
+            try:
+                self.github.set_issue_labels(
+                    repo, action.target.issue, writes, if_match=seen.etag, token=token
+                )
+                return
+            except ProviderRejected as exc:
+                if exc.status != STALE_READ or last:
+                    raise
+
+    def _suggested(
+        self, repo: RepoName, action: GitHubIssueAction, token: str | None, since: datetime | None
+    ) -> frozenset[str]:
+        """The labels (lower case) GitHub holds as suggestions on the issue: made since
+        ``since``, in any state; or, without it, those still pending."""
+        found = self.github.list_issue_suggestions(repo, action.target.issue, token=token)
+        return frozenset(
+            s.target_value.lower()
+            for s in found
+            if s.action == "add_label"
+            and s.target_value
+            and (s.created_at >= since if since is not None else s.state == "pending")
+        )
+
+    def _pending(
+        self, repo: RepoName, action: GitHubIssueAction, token: str | None
+    ) -> frozenset[str]:
+        """The labels pending as suggestions; none where the forge has no suggestions to list
+        (the feature off, an older server): the write itself says what it makes of ``suggest``."""
+        try:
+            return self._suggested(repo, action, token, None)
+        except ProviderRejected as exc:
+            if exc.status not in NO_SUGGESTIONS:
+                raise
+            return frozenset()
 
     def _unconfirmed_labels(
         self, evidence: Evidence, action: GitHubIssueAction, repo: RepoName
     ) -> list[str]:
         """Labels carry no marker: their presence proves nothing about our request. The issue's
-        events say who added each label and when."""
+        events say who added each label and when; sent as suggestions, the issue's suggestions
+        made since the attempt started say it (accepted, dismissed or still pending), so a
+        request that reached GitHub is not suggested twice."""
         started = evidence.first_started.get(AttemptStep.LABELS)
         if started is None:
             return list(action.labels)
         token = evidence.token
+        since = started - LABEL_CLOCK_SKEW
+        labels = list(action.labels)
+        if action.suggest:
+            suggested = self._suggested(repo, action, token, since)
+            labels = [label for label in labels if label.lower() not in suggested]
+            if not labels:
+                return []
         events = self.github.list_issue_events(repo, action.target.issue, token=token)
         poster = self.github.authenticated_login(token=token) if evidence.check_author else None
-        since = started - LABEL_CLOCK_SKEW
-        return [label for label in action.labels if not _labelled_by(events, label, poster, since)]
+        return [label for label in labels if not _labelled_by(events, label, poster, since)]
 
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
@@ -218,6 +286,25 @@ class GitHubIssueExecutor:
             comment_url=comment_url,
             labels_done=True,
         )
+
+
+def label_writes(
+    on_issue: tuple[str, ...], action: GitHubIssueAction, waiting: frozenset[str] = frozenset()
+) -> list[LabelWrite] | None:
+    """The whole set to write: the issue's labels as they are, then each proposed label it lacks
+    with its note (and ``suggest``), less those ``waiting`` as pending suggestions (lower case);
+    None when it lacks none. Label names are case-insensitive on GitHub."""
+    present = {name.lower() for name in on_issue} | waiting
+    ours = []
+    for label in action.labels:
+        if label.lower() in present:
+            continue
+        note = action.note_for(label)
+        intent = None if note is None else IntentNote(note.rationale, note.confidence.value)
+        ours.append(LabelWrite(label, intent, action.suggest))
+    if not ours:
+        return None
+    return [*(LabelWrite(name) for name in on_issue), *ours]
 
 
 def _labelled_by(events: list[IssueEvent], label: str, poster: str | None, since: datetime) -> str:

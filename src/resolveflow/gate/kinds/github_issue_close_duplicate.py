@@ -22,8 +22,10 @@ from uuid import UUID
 
 from resolveflow.adapters.github.protocol import (
     GitHub,
+    IntentNote,
     IssueComment,
     IssueData,
+    IssueSuggestionData,
     PostedComment,
     RepoName,
 )
@@ -61,7 +63,8 @@ SPEC = KindSpec(
         "the notice: every page of the issue's comments, one written by the executor's account "
         "whose body is exactly the approved notice plus the marker (the grace period then runs "
         "from its created_at); the close: the issue's state and every page of its events, a "
-        "'closed' event by that account after the close request started"
+        "'closed' event by that account after the close request started (sent as a GitHub "
+        "suggestion: a close suggestion on the issue made since then)"
     ),
     partial=(
         "the notice was posted but the close was withdrawn (someone objected, the issue was "
@@ -258,7 +261,12 @@ class GitHubIssueCloseDuplicateExecutor:
             return attempt
         try:
             closed = self.github.close_issue_as_duplicate(
-                repo, action.target.issue, original.issue_id, token=token
+                repo,
+                action.target.issue,
+                original.issue_id,
+                note=close_note(action),
+                suggest=action.suggest,
+                token=token,
             )
         except (ProviderError, InvalidInput) as exc:
             return send_outcome(self.record, execution, attempt.id, exc)
@@ -268,7 +276,11 @@ class GitHubIssueCloseDuplicateExecutor:
             ref=str(action.target.issue),
             url=closed.url,
             state=ExecutionState.SENT,
-            detail=f"closed as a duplicate of #{action.original}",
+            detail=(
+                f"suggested in GitHub: close as a duplicate of #{action.original}"
+                if action.suggest
+                else f"closed as a duplicate of #{action.original}"
+            ),
         )
 
     def _objection(
@@ -300,6 +312,18 @@ class GitHubIssueCloseDuplicateExecutor:
         )
 
     # --- reconciliation -------------------------------------------------------------------------
+
+    def _close_suggested(
+        self,
+        repo: RepoName,
+        action: GitHubIssueCloseDuplicateAction,
+        token: str | None,
+        since: datetime,
+    ) -> bool:
+        """Sent as a suggestion, the issue stays open: GitHub's suggestions made since the
+        request started say whether it arrived (so it is not suggested twice)."""
+        found = self.github.list_issue_suggestions(repo, action.target.issue, token=token)
+        return _suggested_close(found, since)
 
     def reconcile(self, evidence: Evidence, settle: Settler) -> Settled | None:
         execution, action, token = evidence.execution, evidence.action, evidence.token
@@ -339,6 +363,15 @@ class GitHubIssueCloseDuplicateExecutor:
                 result_ref=str(action.target.issue),
                 result_url=issue.url,
             )
+        if action.suggest and self._close_suggested(repo, action, token, since):
+            return settle.finish(
+                execution,
+                ExecutionState.SENT,
+                f"the close as a duplicate of #{action.original} is a suggestion in GitHub: "
+                "confirmed by reconciliation",
+                result_ref=str(action.target.issue),
+                result_url=issue.url,
+            )
         if issue.state == "closed":
             return settle.finish(
                 execution,
@@ -348,3 +381,15 @@ class GitHubIssueCloseDuplicateExecutor:
         # Open, and no close of ours in its history: the request never arrived. The next claim
         # reads every objection again before closing.
         return settle.requeue(execution, "the close did not reach GitHub; checking again")
+
+
+def _suggested_close(found: list[IssueSuggestionData], since: datetime) -> bool:
+    return any(s.action == "close_issue" and s.created_at >= since for s in found)
+
+
+def close_note(action: GitHubIssueCloseDuplicateAction) -> IntentNote | None:
+    """Why the close and how sure, when the proposal said (both, or nothing: GitHub's object
+    form carries the rationale with its confidence)."""
+    if action.rationale is None or action.confidence is None:
+        return None
+    return IntentNote(action.rationale, action.confidence.value)

@@ -7,7 +7,9 @@ Routes (``ROUTES``):
   not_planned, duplicate, reopened), ``duplicate_issue_id``, ``title`` and ``body``, as on
   GitHub: a close records ``closed`` (with its reason; ``closed_by`` is the token's login), a
   reopen ``reopened``, a new title ``renamed``; a new body records no event (GitHub's REST API
-  has none for it). Closing a closed issue changes nothing and records nothing.
+  has none for it). Closing a closed issue changes nothing and records nothing. ``labels``
+  (replacing the whole set) and ``state`` also in their object form, with suggestions and
+  ``If-Match``: ``suggestions.py``.
 - ``GET``/``POST /repos/{o}/{r}/issues/{n}/reactions`` and
   ``GET``/``POST /repos/{o}/{r}/issues/comments/{id}/reactions``: a reaction per user and
   content (posting it again answers 200 with the existing one, as GitHub does).
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from resolveflow.sandbox.forge import payloads
+from resolveflow.sandbox.forge import payloads, suggestions
 from resolveflow.sandbox.forge.model import (
     REACTIONS,
     FakeRequest,
@@ -139,18 +141,24 @@ def update_issue(forge: ForgeState, request: FakeRequest) -> Reply:
     body = payloads.json_body(request.body)
     if not isinstance(body, dict):
         raise payloads.Rejected(422, payloads.validation_failed("Issue", "body", "invalid"))
-    state, reason = body.get("state"), body.get("state_reason")
-    if state not in (None, "open", "closed") or (
-        reason is not None and reason not in STATE_REASONS
-    ):
+    suggestions.check_preconditions(forge, issue, request.if_match)
+    state, reason = suggestions.parse_state(forge, body), body.get("state_reason")
+    labels = suggestions.parse_labels(forge, body)
+    if reason is not None and reason not in STATE_REASONS:
         raise payloads.Rejected(422, payloads.validation_failed("Issue", "state", "invalid"))
-    at = payloads.now_iso()
+    at, actor = payloads.now_iso(), request.login
     if isinstance(body.get("title"), str):
-        _rename(forge, issue, body["title"], request.login, at)
+        _rename(forge, issue, body["title"], actor, at)
     if isinstance(body.get("body"), str):
         issue.body = body["body"]
-    if state is not None and state != issue.state:
-        change_state(forge, issue, state, reason, request.login, at)
+    if labels is not None:
+        suggestions.set_labels(forge, full_name, issue, labels, actor, at)
+    if state is not None and state.suggest and state.value != issue.state:
+        duplicate = body.get("duplicate_issue_id")
+        original = duplicate if isinstance(duplicate, int) else None
+        suggestions.suggest(forge, issue, "close_issue", state, actor, at, original)
+    elif state is not None and state.value != issue.state:
+        change_state(forge, issue, state.value, reason, actor, at)
     issue.updated_at = max(issue.updated_at, at)
     return Reply(200, forge.issue_payload(full_name, issue))
 

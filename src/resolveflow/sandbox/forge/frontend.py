@@ -147,6 +147,7 @@ class Frontend:
         """Count the request and resolve who is making it."""
         login = self._identify(exchange.header("Authorization"))
         request = FakeRequest(exchange.method, exchange.path, exchange.query, exchange.body, login)
+        request.if_match = exchange.header("If-Match")
         with self._lock:
             self._requests += 1
             self._writes_received += int(request.is_write)

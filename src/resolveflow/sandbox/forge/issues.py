@@ -34,6 +34,7 @@ from resolveflow.sandbox.forge.model import (
 )
 from resolveflow.sandbox.forge.routing import REPO, Route, route
 from resolveflow.sandbox.forge.state import ForgeState
+from resolveflow.sandbox.forge.suggestions import etag
 from resolveflow.sandbox.loopback import Reply
 
 ISSUE_SORTS = ("created", "updated", "comments")
@@ -143,7 +144,7 @@ def issues(forge: ForgeState, full_name: str) -> list[dict[str, Any]]:
 def get_issue(forge: ForgeState, request: FakeRequest) -> Reply:
     full_name, number = request.params
     issue = forge.issue(full_name, int(number))
-    return Reply(200, forge.issue_payload(full_name, issue))
+    return Reply(200, forge.issue_payload(full_name, issue), headers={"ETag": etag(issue)})
 
 
 def create_issue(forge: ForgeState, request: FakeRequest) -> Reply:

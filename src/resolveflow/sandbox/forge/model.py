@@ -104,6 +104,8 @@ class IssueRecord:
     reactions: list[ReactionRecord] = field(default_factory=list)  # on the issue itself
     # on its comments, by comment id
     comment_reactions: dict[int, list[ReactionRecord]] = field(default_factory=dict)
+    # the rationale and confidence a label was last applied with, by lower-cased name
+    label_intents: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     @property
     def merged_at(self) -> str | None:
@@ -166,6 +168,7 @@ class FakeRequest:
     login: str | None
     logged: bool = False  # a write is logged once, whatever happens to it afterwards
     params: tuple[str, ...] = ()  # the route pattern's groups, URL-decoded
+    if_match: str | None = None  # the If-Match header, when sent
 
     @property
     def args(self) -> dict[str, str]:

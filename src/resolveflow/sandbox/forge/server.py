@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
-from resolveflow.sandbox.forge import ci, contents, edits, events, pages, repos
+from resolveflow.sandbox.forge import ci, contents, edits, events, pages, repos, suggestions
 from resolveflow.sandbox.forge import issues as issues_area
 from resolveflow.sandbox.forge.faults import (
     Delay,
@@ -118,6 +118,7 @@ class FakeGitHubServer:
             *edits.ROUTES,
             *issues_area.ROUTES,
             *events.ROUTES,
+            *suggestions.ROUTES,
             *repos.ROUTES,
             *contents.ROUTES,
             *ci.ROUTES,
@@ -236,6 +237,24 @@ class FakeGitHubServer:
     add_pull_request = forward(ci.add_pull_request)
     add_check_run = forward(ci.add_check_run)
     add_workflow_run = forward(ci.add_workflow_run)
+    issue_suggestions = forward(suggestions.issue_suggestions)
+    resolve_suggestion = forward(suggestions.resolve)
+
+    def behave(
+        self, *, refuse_object_form: bool | None = None, honour_if_match: bool | None = None
+    ) -> None:
+        """Refuse the object form of the issue update (an older Enterprise Server), or refuse a
+        write whose ``If-Match`` is stale (``suggestions.py``)."""
+        with self.state.lock:
+            if refuse_object_form is not None:
+                self.state.refuse_object_form = refuse_object_form
+            if honour_if_match is not None:
+                self.state.honour_if_match = honour_if_match
+
+    def label_intent(self, full_name: str, number: int, name: str) -> tuple[str, str | None] | None:
+        """The rationale and confidence label ``name`` was last applied with, if any."""
+        with self.state.lock:
+            return self.state.issue(full_name, number).label_intents.get(name.lower())
 
 
 def main(argv: list[str] | None = None) -> None:

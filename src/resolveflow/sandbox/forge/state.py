@@ -48,6 +48,10 @@ class ForgeState:
     maintainers: set[str] = field(default_factory=set)  # push access to every repository
     last_id: int = 1_000_001
     base_url: str | None = None  # set when the server binds; every URL in a payload uses it
+    # the object form of the issue update and suggestions (``suggestions.py``)
+    refuse_object_form: bool = False
+    honour_if_match: bool = False
+    suggestions: list[Any] = field(default_factory=list)  # suggestions.SuggestionRecord
 
     def __post_init__(self) -> None:
         self.maintainers.add(self.default_login)

@@ -16,6 +16,7 @@ from typing import Any
 
 from resolveflow.domain.inert_markdown import inert, inert_title
 from resolveflow.domain.vocabulary import SuggestionKind
+from resolveflow.gate.domain.actions.intent import LabelNote
 from resolveflow.gate.domain.parts import (
     GREETING,
     SIGNATURE,
@@ -27,6 +28,7 @@ from resolveflow.triage.domain.diagnosis import Snippet, url_issue
 from resolveflow.triage.domain.duplicate_signals import DuplicateCandidate
 from resolveflow.triage.domain.evidence import IssueEvidence
 from resolveflow.triage.domain.investigation import link, related_line
+from resolveflow.triage.domain.label_notes import label_note
 from resolveflow.triage.domain.missing_facts import (
     REQUEST_WORDS,
     MissingFact,
@@ -219,17 +221,37 @@ class TriageParts:
             tuple(left_out(p.name, why) if p.name is name else p for p in self.parts)
         )
 
-    def joined(self, action: ProposedAction) -> ProposedAction:
-        """The branch's action with every kept part: labels added (once), paragraphs appended to
-        the comment (or made the comment). A left-out part adds nothing, not even a note in the
-        inbox: the run's record keeps why (``as_json``)."""
+    def joined(
+        self, action: ProposedAction, acceptance: Mapping[PartName, float] | None = None
+    ) -> ProposedAction:
+        """The branch's action with every kept part: labels added (once), each learned label
+        with its rationale and confidence (``acceptance``: the measured acceptance of a part's
+        score band, when known), paragraphs appended to the comment (or made the comment). A
+        left-out part adds nothing, not even a note in the inbox: the run's record keeps why
+        (``as_json``)."""
         learned = (label for part in self.kept for label in part.labels)
         labels = tuple(dict.fromkeys((*action.labels, *learned)))
         paragraphs = [p.paragraph for p in self.kept if p.paragraph]
         comment = action.comment
         if paragraphs:
             comment = _with_paragraphs(comment, paragraphs)
-        return replace(action, comment=comment, labels=labels)
+        notes = _label_notes(self.kept, action, acceptance or {})
+        return replace(action, comment=comment, labels=labels, label_notes=notes)
+
+
+def _label_notes(
+    kept: tuple[Part, ...], action: ProposedAction, acceptance: Mapping[PartName, float]
+) -> tuple[LabelNote, ...]:
+    """A note per learned label the branch did not already propose (a rule's label has none)."""
+    notes = {note.label: note for note in action.label_notes}
+    for part in kept:
+        for item in part.items if part.name is PartName.LABELS else ():
+            if item.ref in action.labels or item.ref in notes:
+                continue
+            score = item.score if item.score is not None else part.score
+            band = acceptance.get(part.name)
+            notes[item.ref] = label_note(item.ref, item.why, score, part.floor, band)
+    return tuple(notes.values())
 
 
 def _record(part: Part, kind: SuggestionKind | None) -> PartRecord:

@@ -12,6 +12,8 @@ The file can only NARROW what the tenant's policy file allows for the repository
 - ``suggestions``: kind -> mode, each as quiet as the policy's or quieter (off < digest < on <
   always);
 - ``quiet_hours``: during them every kind that would go to the inbox goes to the digest;
+- ``github_suggestions``: ``true`` sends the approved labels and duplicate closes to GitHub as
+  suggestions (``suggest: true``) that a maintainer accepts or dismisses there;
 - ``refine``: scopes whose globs are among the policy's, an ``include`` within the policy's (any
   when the policy includes every file), and more ``exclude`` globs.
 
@@ -31,6 +33,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -100,6 +103,9 @@ class RepositoryConfig(BaseModel):
     suggestions: dict[SuggestionKind, SuggestionMode] = Field(default_factory=dict)
     quiet_hours: QuietHours | None = None
     refine: RefineNarrowing | None = None
+    # approved labels and duplicate closes go to GitHub as suggestions a maintainer accepts or
+    # dismisses there (quieter than applying them, so the file may turn it on by itself)
+    github_suggestions: StrictBool = False
 
     @field_validator("suggestions", mode="before")
     @classmethod

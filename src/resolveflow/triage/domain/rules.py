@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from resolveflow.domain.inert_markdown import inert, link
+from resolveflow.gate.domain.actions.intent import LabelNote
 from resolveflow.policy_file import Classification, RepositoryPolicy
 from resolveflow.triage.domain.evidence import IssueEvidence
 
@@ -64,6 +65,10 @@ class ProposedAction:
     comment: str | None
     labels: tuple[str, ...]
     notes: tuple[str, ...]  # why labels were left out, and the like, for the reviewer
+    # why each learned label, and how sure (``label_notes.py``); a rule's label has none
+    label_notes: tuple[LabelNote, ...] = ()
+    # the repository's config sends approved labels as GitHub suggestions (``github_suggestions``)
+    suggest: bool = False
 
     @property
     def empty(self) -> bool:

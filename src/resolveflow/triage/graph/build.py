@@ -9,6 +9,7 @@ re-verifies everything from the database, so a forged resume value cannot cause 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -258,7 +259,10 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         _parts(deps, state, evidence, policy),
         _investigated(investigated),
     )
-    action = composed.action
+    # Where the repository's file turns GitHub suggestions on, what is approved goes as them.
+    action = dataclasses.replace(
+        composed.action, suggest=repository_config.github_suggestions(state)
+    )
     author = (investigated or {}).get("author_kind", "workflow") if investigated else "workflow"
     quiet = Quiet(policy_file, deps.quiet_rules)
     try:

@@ -142,6 +142,8 @@ def create_run_proposal(
         issue=state["issue_number"],
         comment=action.comment,
         labels=list(action.labels),
+        label_notes=action.label_notes,
+        suggest=action.suggest and bool(action.labels),
         note="; ".join(action.notes) or None,
         run_id=run_id,
         author_kind=author_kind,

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 
-from resolveflow.domain.vocabulary import ActionKind
+from resolveflow.domain.vocabulary import ActionKind, Confidence
 from resolveflow.errors import InvalidInput
 from resolveflow.gate.domain.actions.email_send import EmailSendAction
 from resolveflow.gate.domain.actions.github_issue import (
@@ -38,6 +38,7 @@ from resolveflow.gate.domain.actions.gitlab_issue_create import (
     GitLabIssueCreateAction,
     GitLabProjectTarget,
 )
+from resolveflow.gate.domain.actions.intent import MAX_RATIONALE, LabelNote
 from resolveflow.gate.domain.actions.parsing import (
     ACTION_KIND,
     Action,
@@ -59,6 +60,7 @@ __all__ = [
     "DEFAULT_GRACE_HOURS",
     "MARKER_PREFIX",
     "MAX_COMMENT_CHARS",
+    "MAX_RATIONALE",
     "Action",
     "ActionChanges",
     "ActionKind",
@@ -71,6 +73,7 @@ __all__ = [
     "GitLabIssueCreateAction",
     "GitLabProjectTarget",
     "IssueTarget",
+    "LabelNote",
     "RepositoryTarget",
     "action_digest",
     "body_with_marker",
@@ -88,16 +91,24 @@ __all__ = [
 
 
 def build_action(
-    repository: str, issue: int, comment: str | None, labels: list[str] | tuple[str, ...]
+    repository: str,
+    issue: int,
+    comment: str | None,
+    labels: list[str] | tuple[str, ...],
+    notes: tuple[LabelNote, ...] = (),
+    suggest: bool = False,
 ) -> GitHubIssueAction:
-    action = parse_action(
-        {
-            "kind": ActionKind.GITHUB_ISSUE.value,
-            "target": {"repository": repository, "issue": issue},
-            "comment": comment,
-            "labels": labels,
-        }
-    )
+    data: dict[str, object] = {
+        "kind": ActionKind.GITHUB_ISSUE.value,
+        "target": {"repository": repository, "issue": issue},
+        "comment": comment,
+        "labels": labels,
+    }
+    if notes:
+        data["notes"] = [note.canonical() for note in notes]
+    if suggest:
+        data["suggest"] = True
+    action = parse_action(data)
     assert isinstance(action, GitHubIssueAction)
     return action
 
@@ -124,7 +135,14 @@ def build_issue_create(
 
 
 def build_close_duplicate(
-    repository: str, issue: int, original: int, grace_hours: int, comment: str | None = None
+    repository: str,
+    issue: int,
+    original: int,
+    grace_hours: int,
+    comment: str | None = None,
+    rationale: str | None = None,
+    confidence: Confidence | None = None,
+    suggest: bool = False,
 ) -> GitHubIssueCloseDuplicateAction:
     """A close-as-duplicate action; without a comment, the default notice."""
     action = parse_action(
@@ -134,6 +152,9 @@ def build_close_duplicate(
             "original": original,
             "comment": comment if comment is not None else default_notice(original, grace_hours),
             "grace_hours": grace_hours,
+            "rationale": rationale,
+            "confidence": confidence,
+            "suggest": suggest,
         }
     )
     assert isinstance(action, GitHubIssueCloseDuplicateAction)

@@ -6,6 +6,8 @@ exact notice comment and the grace period in hours (``{comment, grace_hours, kin
 target: {issue, repository}}``). The executor posts the notice (its hidden marker after a blank
 line, as ``github.issue``), waits out the grace period without holding anything, re-reads the
 issue and closes it as a duplicate only if nobody objected (``gate/domain/duplicates.py``).
+``rationale`` and ``confidence`` (why it looks like a duplicate, how sure: ``intent.py``) go with
+the close as GitHub's object form of ``state``; they join the canonical form only when set.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from resolveflow.domain.vocabulary import Confidence
 from resolveflow.gate.domain.actions.github_issue import MAX_COMMENT_CHARS, IssueTarget
+from resolveflow.gate.domain.actions.intent import rationale_text
 from resolveflow.gate.domain.actions.text import normalize_text, refuse_marker
 
 MIN_GRACE_HOURS = 1
@@ -56,6 +60,14 @@ class GitHubIssueCloseDuplicateAction(BaseModel):
     original: int = Field(gt=0, lt=2**31)
     comment: str
     grace_hours: int = Field(ge=MIN_GRACE_HOURS, le=MAX_GRACE_HOURS)
+    rationale: str | None = None
+    confidence: Confidence | None = None
+    suggest: bool = False  # the close goes to GitHub as a suggestion a maintainer accepts
+
+    @field_validator("rationale")
+    @classmethod
+    def _rationale(cls, value: str | None) -> str | None:
+        return None if value is None else rationale_text(value)
 
     @field_validator("comment")
     @classmethod
@@ -89,10 +101,17 @@ class GitHubIssueCloseDuplicateAction(BaseModel):
         return f"{self.target.repository}#{self.target.issue} (duplicate of #{self.original})"
 
     def canonical(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "comment": self.comment,
             "grace_hours": self.grace_hours,
             "kind": self.kind,
             "original": self.original,
             "target": {"issue": self.target.issue, "repository": self.target.repository},
         }
+        if self.rationale is not None:
+            data["rationale"] = self.rationale
+        if self.confidence is not None:
+            data["confidence"] = self.confidence.value
+        if self.suggest:
+            data["suggest"] = True
+        return data

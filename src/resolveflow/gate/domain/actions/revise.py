@@ -12,6 +12,7 @@ from resolveflow.gate.domain.actions.github_issue_close_duplicate import (
 )
 from resolveflow.gate.domain.actions.github_issue_create import GitHubIssueCreateAction
 from resolveflow.gate.domain.actions.gitlab_issue_create import GitLabIssueCreateAction
+from resolveflow.gate.domain.actions.intent import notes_kept
 from resolveflow.gate.domain.actions.parsing import AnyAction, parse_action
 
 
@@ -76,7 +77,12 @@ def revise(action: AnyAction, changes: ActionChanges) -> AnyAction:
                 raise InvalidInput("a comment on an issue has no title, body or assignees")
             comment = action.comment if changes.comment is None else changes.comment
             labels = action.labels if changes.labels is None else changes.labels
-            data = {**action.canonical(), "comment": comment or None, "labels": list(labels)}
+            data = {
+                **action.canonical(),
+                "comment": comment or None,
+                "labels": list(labels),
+                "notes": notes_kept(action.notes, tuple(labels)),
+            }
         case GitHubIssueCreateAction():
             if changes.comment is not None:
                 raise InvalidInput("a new issue has a body, not a comment")
