@@ -541,3 +541,30 @@ def test_dropping_a_part_then_approving_records_it_rejected_and_the_others_appro
         ok=False,
     )
     assert bad.returncode != 0 and "no part 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+DOCS_REPORT = (
+    "The docs page about export has a typo and a broken link",
+    "In the docs the guide spells the option wrong, and its link leads nowhere. "
+    "This is long enough a description to not be a sparse report, it names the page "
+    "and says which paragraph of the guide it is, the third one under the heading.",
+)
+
+
+def test_a_label_s_confidence_comes_from_how_its_band_fared_once_decided_enough(
+    runs: Runs,
+) -> None:
+    """Before the team decided anything, the learned label's confidence is read from its score
+    above its floor; once ten labels in its score band were decided here (all rejected), from
+    their acceptance: LOW."""
+    first = runs.start(60, *DOCS_REPORT)["proposal"]
+    [note] = [n for n in first["action"]["notes"] if n["label"] == "documentation"]
+    assert note["confidence"] != "LOW", note  # the score alone: well above its floor
+    approver = runs.world.approver(runs.db)
+    approvals.reject(runs.db, approver, UUID(first["id"]), "not a docs issue here")
+    for number in range(61, 70):
+        view = runs.start(number, *DOCS_REPORT)
+        approvals.reject(runs.db, approver, UUID(view["proposal"]["id"]), "not a docs issue")
+    last = runs.start(70, *DOCS_REPORT)["proposal"]
+    [note] = [n for n in last["action"]["notes"] if n["label"] == "documentation"]
+    assert note["confidence"] == "LOW", note

@@ -11,6 +11,7 @@ investigation's own comment, so the related part is left out there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from resolveflow.domain.vocabulary import SuggestionKind, SuggestionMode
@@ -56,9 +57,11 @@ def compose(
     modes: Modes,
     parts: TriageParts,
     investigated: ProposedAction | None = None,
+    acceptance: Mapping[PartName, float] | None = None,
 ) -> Composed:
     """The proposal for ``branch`` (the branch taken, after any re-routing) with ``parts``;
-    ``investigated``: the investigation's action, on its branch."""
+    ``investigated``: the investigation's action, on its branch; ``acceptance``: how the team's
+    decisions fared in a part's score band, where measured (its labels' confidence)."""
     place = evidence.repository
     on_investigation = branch is Classification.AI_INVESTIGATION and investigated is not None
     if investigated is not None and on_investigation:
@@ -74,7 +77,7 @@ def compose(
     shown = TriageParts(tuple(unless_off(part, modes, place) for part in parts.parts))
     if on_investigation:
         shown = shown.without(PartName.RELATED, INVESTIGATION_LISTS_RELATED)
-    return Composed(shown.joined(action), shown)
+    return Composed(shown.joined(action, acceptance), shown)
 
 
 def unless_off(part: Part, modes: Modes, place: str) -> Part:

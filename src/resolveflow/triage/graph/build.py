@@ -250,14 +250,16 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
     except ResolveFlowError as exc:
         return {"error": exc.message}
     investigated = state.get("investigation_action")
+    parts = _parts(deps, state, evidence, policy)
     composed = compose(
         evidence,
         classify(evidence, policy),
         policy,
         Classification(state["branch"]),
         modes,
-        _parts(deps, state, evidence, policy),
+        parts,
         _investigated(investigated),
+        steps.label_acceptance(deps.db, state, parts),
     )
     # Where the repository's file turns GitHub suggestions on, what is approved goes as them.
     action = dataclasses.replace(

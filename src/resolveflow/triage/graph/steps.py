@@ -8,10 +8,13 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.domain.records import ExecutionState, Proposal
-from resolveflow.domain.vocabulary import AuditEvent, Decision, RunStatus
+from resolveflow.domain.vocabulary import AuditEvent, Decision, RunStatus, SuggestionKind
 from resolveflow.errors import NotFound, ResolveFlowError
+from resolveflow.gate import feedback
 from resolveflow.gate import proposals as proposal_service
 from resolveflow.gate.domain.parts import PartRecord
+from resolveflow.gate.domain.quiet import MINIMUM
+from resolveflow.gate.domain.thresholds import Scored, band_of
 from resolveflow.gate.executor import Executor
 from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.gate.store import executions as execution_store
@@ -20,7 +23,7 @@ from resolveflow.gate.store import proposals as proposal_store
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Connection, Database
-from resolveflow.triage.domain.parts import TriageParts
+from resolveflow.triage.domain.parts import PartName, TriageParts
 from resolveflow.triage.domain.rules import ProposedAction
 from resolveflow.triage.graph.state import TriageState
 from resolveflow.triage.store import runs as run_store
@@ -212,3 +215,27 @@ def mark_failed(db: Database, state: TriageState, reason: str) -> None:
     with db.tenant(tenant_id) as conn:
         run_store.set_status(conn, tenant_id, run_id, RunStatus.FAILED, {"error": reason})
         _audit_in(conn, state, AuditEvent.RUN_FAILED, error=reason)
+
+
+def label_acceptance(db: Database, state: TriageState, parts: TriageParts) -> dict[PartName, float]:
+    """How the team's decisions on learned labels fared in this repository in the score band of
+    the label the labels part keeps, once there are ``MINIMUM`` of them (the label's confidence
+    then comes from it, not from its score alone: ``triage/domain/label_notes.py``)."""
+    kept = [p for p in parts.kept if p.name is PartName.LABELS and p.score is not None]
+    if not kept:
+        return {}
+    tenant_id, _ = _ids(state)
+    with db.tenant(tenant_id) as conn:
+        requester = tenant_store.principal_by_id(conn, tenant_id, UUID(state["requested_by"]))
+        if requester is None:
+            return {}
+        found = feedback.decision_examples_in(conn, requester, place=state["repository"])
+    decided = [
+        Scored(e.score, e.approved)
+        for e in found
+        if e.kind is SuggestionKind.LABEL and e.score is not None
+    ]
+    figure = band_of(kept[0].score, decided)
+    if figure.decisions < MINIMUM:
+        return {}
+    return {PartName.LABELS: figure.approved / figure.decisions}
