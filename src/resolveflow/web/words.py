@@ -16,14 +16,17 @@ from resolveflow.domain.vocabulary import (
     AttemptOutcome,
     AttemptStep,
     AuditEvent,
+    Confidence,
     Credential,
     Decision,
     ExecutionState,
+    GitHubVerdict,
     LinkEvent,
     NotificationKind,
     NotificationState,
     ReviewOutcome,
     RunStatus,
+    SuggestedPart,
     SuggestionKind,
     SuggestionMode,
     SuggestionOutcome,
@@ -32,6 +35,7 @@ from resolveflow.gate import outcome_words as outcomes
 from resolveflow.gate.domain.actions import ActionKind
 from resolveflow.gate.domain.disclosure import Hidden
 from resolveflow.policy_file import Classification
+from resolveflow.triage.domain.missing_facts import MissingFact
 from resolveflow.triage.domain.parts import PartName
 
 RUN_STATUS: dict[RunStatus, str] = {
@@ -184,6 +188,26 @@ NOTIFICATION_STATE: dict[NotificationState, str] = {
 }
 
 # Every enum a page shows, with its words; a test checks each member has an entry.
+CONFIDENCE: dict[Confidence, str] = {
+    Confidence.LOW: "low confidence",
+    Confidence.MEDIUM: "medium confidence",
+    Confidence.HIGH: "high confidence",
+}
+SUGGESTED_PART: dict[SuggestedPart, str] = {
+    SuggestedPart.LABEL: "a label",
+    SuggestedPart.DUPLICATE: "a close as a duplicate",
+}
+GITHUB_VERDICT: dict[GitHubVerdict, str] = {
+    GitHubVerdict.ACCEPTED: "accepted in GitHub",
+    GitHubVerdict.DISMISSED: "dismissed in GitHub",
+}
+MISSING_FACT: dict[MissingFact, str] = {
+    MissingFact.VERSION: "the version",
+    MissingFact.REPRODUCTION: "a way to reproduce it",
+    MissingFact.ERROR_OUTPUT: "what it printed",
+    MissingFact.ENVIRONMENT: "the environment",
+}
+
 TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     RunStatus: RUN_STATUS,
     ExecutionState: EXECUTION_STATE,
@@ -203,6 +227,10 @@ TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     NotificationKind: NOTIFICATION_KIND,
     NotificationState: NOTIFICATION_STATE,
     PartName: PART_NAME,
+    Confidence: CONFIDENCE,
+    SuggestedPart: SUGGESTED_PART,
+    GitHubVerdict: GITHUB_VERDICT,
+    MissingFact: MISSING_FACT,
 }
 
 # Names that are not enums: the evidence facts and their rules, and the approval checks (whose
