@@ -127,23 +127,8 @@ def test_the_reporter_s_own_words_name_the_original() -> None:
     assert found.signals.reporter_says and found.score >= REPORTER_SAYS
 
 
-def test_a_match_well_above_its_ordinary_neighbours_scores_higher_at_the_same_margin() -> None:
-    # The same best match and the same runner-up (so the same margin); what differs is the
-    # relevance of the rest of the first ten: ordinary neighbours close behind, or far below.
-    def retrieved(rest: float) -> list[Snippet]:
-        first = [_issue(1, "Crash on save", "", 0.7), _issue(2, "Export drops rows", "", 0.5)]
-        return first + [_issue(n, f"Other thing {n}", "", rest) for n in range(3, 11)]
-
-    standout = likely_original("Crash on save", "", retrieved(0.1))
-    ordinary = likely_original("Crash on save", "", retrieved(0.45))
-    assert standout is not None and ordinary is not None
-    assert standout.signals.margin == ordinary.signals.margin == 0.2
-    assert standout.signals.unusual == 0.6 and ordinary.signals.unusual == 0.25
-    assert standout.score > ordinary.score
-
-
 def test_the_score_is_bounded_and_reads_no_future() -> None:
-    top = DuplicateSignals(1.0, 1.0, 1.0, ("a",), False, "KeyError: x", True, unusual=1.0)
+    top = DuplicateSignals(1.0, 1.0, 1.0, ("a",), False, "KeyError: x", True)
     assert duplicate_score(top) == 1.0
     bottom = DuplicateSignals(0.0, -0.4, 0.0, (), True, None, False)
     assert duplicate_score(bottom) == 0.0

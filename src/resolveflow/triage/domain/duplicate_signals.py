@@ -7,9 +7,6 @@ creation in a backtest). Each is read with:
 - **relevance**: retrieval's calibrated relevance of the candidate (docs/retrieval.md);
 - **margin**: how far it stands above the best other candidate (a report many earlier issues
   match equally, such as a template filled in for one more web site, is not a duplicate of one);
-- **unusual**: how far its relevance stands above the median relevance of the first ten
-  retrieved issues (a report whose best match is only a little better than its ordinary
-  neighbours is not matched by anything in particular; a standout match is rare);
 - **title overlap**: the words the two titles share, each weighted by how rare it is among the
   titles of every issue retrieved for this report (a word most of them carry, "broken" or the
   product's name, says little; a word only these two carry says they are about one thing);
@@ -28,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,12 +32,11 @@ from dataclasses import dataclass
 from resolveflow.triage.domain.diagnosis import Snippet
 
 CANDIDATES = 5  # the first retrieved issues read as possible originals
-NEIGHBOURS = 10  # the retrieved issues whose median relevance is the ordinary match
 REPORTER_SAYS = 0.9
-# The floor a candidate must reach to be shown. No floor reaches a verified precision of 0.5 on
-# the dev pairs (SeaMonkey); 0.40 is where it is highest (0.48 at recall 0.32, about 5 flags per
-# 100 issues); docs/investigation.md gives the curve.
-DUPLICATE_FLOOR = 0.40
+# The floor a candidate must reach to be shown. No floor reaches precision 0.5 on the dev pairs
+# (SeaMonkey); 0.45 is where the measured precision is highest (0.26 to 0.29, about 2.5 flags
+# per 100 issues); docs/investigation.md gives the curve.
+DUPLICATE_FLOOR = 0.45
 NAMES_DIFFER_FACTOR = 0.5
 SHARED_ERROR_GAIN = 1 / 3
 
@@ -72,7 +67,6 @@ class DuplicateSignals:
     names_differ: bool
     shared_error: str | None
     reporter_says: bool
-    unusual: float = 0.0  # relevance above the median of the first ``NEIGHBOURS`` retrieved
 
 
 @dataclass(frozen=True)
@@ -97,10 +91,8 @@ def likely_original(
     if not issues:
         return None
     weight = _rarity([s.title for s in issues])
-    ordinary = statistics.median(s.relevance for s in issues[:NEIGHBOURS])
     scored = [
-        _candidate(title, body, snippet, issues[:depth], weight, ordinary)
-        for snippet in issues[:depth]
+        _candidate(title, body, snippet, issues[:depth], weight) for snippet in issues[:depth]
     ]
     return max(scored, key=lambda c: c.score)
 
@@ -113,7 +105,6 @@ def duplicate_score(signals: DuplicateSignals) -> float:
         score *= NAMES_DIFFER_FACTOR
     if signals.shared_error is not None:
         score += (1 - score) * SHARED_ERROR_GAIN
-    score = (score + min(max(signals.unusual, 0.0), 1.0)) / 2
     if signals.reporter_says:
         score = max(score, REPORTER_SAYS)
     return round(min(max(score, 0.0), 1.0), 3)
@@ -139,7 +130,6 @@ def _candidate(
     snippet: Snippet,
     issues: Sequence[Snippet],
     weight: dict[str, float],
-    ordinary: float,
 ) -> DuplicateCandidate:
     others = [s.relevance for s in issues if s is not snippet]
     overlap, shared = _title_overlap(title, snippet.title, weight)
@@ -151,7 +141,6 @@ def _candidate(
         names_differ=_names_differ(title, snippet.title),
         shared_error=_shared_error(f"{title}\n{body}", f"{snippet.title}\n{snippet.text}"),
         reporter_says=snippet.external_id in _said(f"{title}\n{body}"),
-        unusual=round(snippet.relevance - ordinary, 3),
     )
     return DuplicateCandidate(snippet, duplicate_score(signals), signals)
 
