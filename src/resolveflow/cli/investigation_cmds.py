@@ -306,7 +306,8 @@ def _render_parts(parts: dict[str, Any]) -> None:
         (
             "duplicates",
             f"precision {_share(dups['precision'])}, recall {_share(dups['recall'])} "
-            f"({dups['flags']} flags, known pairs {dups['known_pairs']})",
+            f"({dups['flags']} flags: {dups['right']} right, {dups['wrong']} wrong, "
+            f"{dups['unverified']} unverified; known pairs {dups['known_pairs']})",
         ),
         ("files", f"Hit@5 {_share(files['hit@5'])} of {files['fixed_issues']} fixed issues"),
         (

@@ -47,7 +47,7 @@ from resolveflow.triage.backtest_report import (
     Replayed,
     backtest_report,
 )
-from resolveflow.triage.backtest_truth import ground_truth
+from resolveflow.triage.backtest_truth import ground_truth, read_resolutions
 from resolveflow.triage.domain.backtest_figures import ProposedPart, ReplayRecord
 from resolveflow.triage.domain.composition import Composed, Modes, compose
 from resolveflow.triage.domain.diagnosis import url_issue
@@ -238,6 +238,7 @@ def run_backtest(
         duplicates=duplicates,
         merged_fix_links=merged_fix_links,
         history=history,
+        resolutions=read_resolutions(corpora),
     )
     with scratch_tenant(db) as tenant_id:
         started = time.perf_counter()

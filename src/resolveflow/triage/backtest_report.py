@@ -177,7 +177,10 @@ def notes(inputs: BacktestInputs) -> list[str]:
     else:
         said.append("no --docs: no document answers a question (the docs part is left out)")
     if not inputs.duplicates:
-        said.append("no --duplicates: a duplicate flag cannot be verified")
+        said.append(
+            "no --duplicates: no duplicate flag can be verified right (only wrong, on an issue the "
+            "corpus says was closed as something else)"
+        )
     if not inputs.fix_links:
         said.append("no --fix-links: no issue is known to share a fix")
     return said

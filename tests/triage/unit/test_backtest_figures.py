@@ -4,11 +4,14 @@ an empty replay, no duplicate pairs given)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from resolveflow.retrieval.records import SourceDocument
-from resolveflow.triage.backtest_truth import ground_truth
+from resolveflow.triage.backtest_truth import ground_truth, read_resolutions
 from resolveflow.triage.domain.backtest_figures import (
+    ClosedAs,
     GroundTruth,
     ProposedPart,
     ReplayRecord,
@@ -67,9 +70,13 @@ def test_duplicates_precision_and_recall_on_the_known_pairs() -> None:
     figures = backtest_figures(records, truth).as_json()
     assert figures["parts"]["duplicates"] == {
         "precision": round(1 / 3, 4),
+        "precision_all_flags": round(1 / 3, 4),
         "recall": round(1 / 3, 4),  # 1 of the pairs 7-70, 8-80, 8-81
         "flags": 3,
         "right": 1,
+        "wrong": 2,  # the corpus says nothing of closing: the pairs are the whole truth
+        "unverified": 0,
+        "unverified_closed_as_duplicate": 0,
         "known_pairs": 3,
     }
     assert figures["wrong"]["duplicate"] == 2
@@ -83,13 +90,75 @@ def test_without_duplicate_pairs_a_flag_is_neither_right_nor_wrong() -> None:
     figures = backtest_figures([_record("9", duplicate=["70"])], _truth()).as_json()
     assert figures["parts"]["duplicates"] == {
         "precision": None,
+        "precision_all_flags": None,
         "recall": None,
         "flags": 1,
         "right": 0,
+        "wrong": 0,
+        "unverified": 1,
+        "unverified_closed_as_duplicate": 0,
         "known_pairs": None,
     }
     assert figures["wrong"]["duplicate"] == 0
     assert figures["helped_share"] is None  # issue 9 has no ground truth of any kind
+
+
+def _closing_truth() -> GroundTruth:
+    """Pairs 7-70 and 8-80; the corpus says how 7, 8, 10, 11 and 12 were closed; 13 is open."""
+    closed = {
+        "7": ClosedAs.DUPLICATE,
+        "8": ClosedAs.OTHER,  # a pair listed, though Bugzilla says FIXED: the pair decides
+        "10": ClosedAs.OTHER,
+        "11": ClosedAs.DUPLICATE,
+        "12": ClosedAs.OTHER,
+    }
+    base = _truth(duplicates={"7": frozenset({"70"}), "8": frozenset({"80"})})
+    return GroundTruth(base.labels, base.duplicates, base.same_fix, base.fixed_files, closed)
+
+
+def test_a_flag_is_right_on_its_pair_and_wrong_on_another_original() -> None:
+    records = [_record("7", duplicate=["70"]), _record("8", duplicate=["81"])]
+    dups = backtest_figures(records, _closing_truth()).as_json()["parts"]["duplicates"]
+    assert (dups["right"], dups["wrong"], dups["unverified"]) == (1, 1, 0)
+    assert dups["precision"] == 0.5 and dups["recall"] == 0.5  # of the pairs 7-70 and 8-80
+
+
+def test_a_flag_on_an_issue_closed_as_something_else_is_wrong() -> None:
+    figures = backtest_figures([_record("10", duplicate=["3"])], _closing_truth()).as_json()
+    assert figures["parts"]["duplicates"]["wrong"] == 1
+    assert figures["parts"]["duplicates"]["precision"] == 0.0
+    assert figures["wrong"]["duplicate"] == 1 and figures["wrong_per_100"] == 100.0
+
+
+def test_a_flag_on_a_duplicate_with_no_pair_listed_or_an_open_issue_is_unverified() -> None:
+    records = [
+        _record("7", duplicate=["70"]),  # right
+        _record("11", duplicate=["5"]),  # closed as a duplicate, of what nobody lists
+        _record("13", duplicate=["5"]),  # still open: nobody has said
+        _record("12", duplicate=["5"]),  # closed as something else: wrong
+    ]
+    figures = backtest_figures(records, _closing_truth()).as_json()
+    assert figures["parts"]["duplicates"] == {
+        "precision": 0.5,  # 1 right over 1 right + 1 wrong; the 2 unverified left out
+        "precision_all_flags": 0.25,  # every flag not naming a pair counted wrong
+        "recall": 1.0,  # the one pair replayed, 7-70 (8 is not replayed here)
+        "flags": 4,
+        "right": 1,
+        "wrong": 1,
+        "unverified": 2,
+        "unverified_closed_as_duplicate": 1,
+        "known_pairs": 1,
+    }
+    assert figures["wrong"]["duplicate"] == 1
+
+
+def test_without_pairs_the_closing_still_verifies_a_flag_wrong() -> None:
+    base = _closing_truth()
+    truth = GroundTruth(base.labels, None, closed_as=base.closed_as)
+    records = [_record("10", duplicate=["3"]), _record("11", duplicate=["3"])]
+    dups = backtest_figures(records, truth).as_json()["parts"]["duplicates"]
+    assert (dups["right"], dups["wrong"], dups["unverified"]) == (0, 1, 1)
+    assert dups["precision"] == 0.0 and dups["recall"] is None and dups["known_pairs"] is None
 
 
 def test_files_hit_in_the_first_five_and_a_miss_is_one_wrong_part() -> None:
@@ -221,3 +290,32 @@ def test_ground_truth_keeps_the_earlier_relatives_and_tells_no_pairs_from_none()
     assert truth.fixed_files == {}  # no clone
     assert ground_truth(docs, replayed).duplicates is None
     assert ground_truth(docs, replayed, duplicates=[]).duplicates == {}
+
+
+def test_how_issues_were_closed_is_read_from_resolution_state_reason_and_the_label(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        {"id": 1, "resolution": "DUPLICATE"},
+        {"id": 2, "resolution": "FIXED"},
+        {"id": 3, "resolution": ""},  # open in Bugzilla: unknown
+        {"id": "4", "state_reason": "duplicate"},
+        {"id": "5", "state_reason": "not_planned"},
+        {"id": "6", "state_reason": "reopened"},  # says nothing of a duplicate
+        {"id": "7", "kind": "pull", "state_reason": "completed"},  # a pull request: not read
+    ]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    resolutions = read_resolutions([corpus])
+    assert resolutions == {"1": "duplicate", "2": "fixed", "4": "duplicate", "5": "not_planned"}
+    docs = [_doc(str(n), n) for n in range(1, 7)] + [_doc("8", 8, ["Duplicate"])]
+    replayed = {str(n) for n in range(2, 9)}  # 1 is not replayed
+    truth = ground_truth(docs, replayed, resolutions=resolutions)
+    assert truth.closed_as == {
+        "2": ClosedAs.OTHER,
+        "4": ClosedAs.DUPLICATE,
+        "5": ClosedAs.OTHER,
+        "8": ClosedAs.DUPLICATE,  # the duplicate label, whatever its case
+    }
+    # A corpus with neither a resolution nor a duplicate label says nothing of closing.
+    assert ground_truth(docs[:6], replayed, resolutions={}).closed_as is None

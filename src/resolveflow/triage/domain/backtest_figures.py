@@ -8,12 +8,16 @@ both. The definitions (docs/investigation.md says the same in words):
   duplicate flag naming a known duplicate, or one of the first five suggested files that the
   issue's fixing pull request changed;
 - it is **verified wrong** when it is a topical label the maintainers did not apply on an issue
-  that has at least one topical label, or a duplicate flag naming an issue that is not known as
-  its duplicate (only when duplicate pairs are given); a files part on an issue with a known fix
-  whose first five files include none the fix changed is one wrong part;
-- anything else is unverified: a label on an issue with no topical label, a related issue not
-  known to relate (it may still relate), a docs answer, a request for missing facts, a failing
-  check.
+  that has at least one topical label; a duplicate flag on an issue the maintainers closed as
+  something other than a duplicate (Bugzilla's ``resolution``, GitHub's ``state_reason``), or
+  naming another issue than its known duplicates (``duplicates.tsv``), or, where pairs are given
+  but the corpus says nothing of how issues were closed, naming an issue not paired with it; a
+  files part on an issue with a known fix whose first five files include none the fix changed is
+  one wrong part;
+- anything else is unverified: a label on an issue with no topical label, a duplicate flag on an
+  issue closed as a duplicate with no pair listed (right or wrong, nobody says which) or not
+  closed at all, a related issue not known to relate (it may still relate), a docs answer, a
+  request for missing facts, a failing check.
 
 ``helped_share``: replayed issues with at least one item verified right, over the replayed issues
 with any ground truth (a topical label, an earlier known duplicate, an earlier issue fixed by the
@@ -25,8 +29,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from resolveflow.triage.domain.parts import PartName
@@ -60,15 +67,31 @@ class ReplayRecord:
         return {name.value: list(self.items(name)) for name in PartName if self.items(name)}
 
 
+class ClosedAs(StrEnum):
+    """How the maintainers closed an issue, as far as a duplicate flag is concerned."""
+
+    DUPLICATE = "duplicate"  # resolution DUPLICATE, state_reason duplicate, a duplicate label
+    OTHER = "other"  # closed, and said to be something else (FIXED, completed, not planned, ...)
+
+
+class DuplicateVerdict(StrEnum):
+    RIGHT = "right"
+    WRONG = "wrong"
+    UNVERIFIED = "unverified"
+
+
 @dataclass(frozen=True)
 class GroundTruth:
-    """What the maintainers did, per issue id. ``duplicates`` is None when no pairs were given
-    (a duplicate flag cannot be verified then); the other mappings leave out issues with none."""
+    """What the maintainers did, per issue id. ``duplicates`` is None when no pairs were given;
+    ``closed_as`` None when the corpus says nothing of how its issues were closed (then, with
+    pairs, a flag not naming a pair is wrong, and without, a flag cannot be verified either way);
+    the other mappings leave out issues with none."""
 
     labels: Mapping[str, frozenset[str]]  # the topical labels the issue ended with
     duplicates: Mapping[str, frozenset[str]] | None  # earlier reports known as its duplicates
     same_fix: Mapping[str, frozenset[str]] = field(default_factory=dict)  # earlier, same merged PR
     fixed_files: Mapping[str, frozenset[str]] = field(default_factory=dict)  # what its fix changed
+    closed_as: Mapping[str, ClosedAs] | None = None  # issues whose closing is known
 
     def gold_labels(self, issue: str) -> frozenset[str]:
         return self.labels.get(issue, frozenset())
@@ -84,6 +107,25 @@ class GroundTruth:
 
     def any_for(self, issue: str) -> bool:
         return bool(self.gold_labels(issue) or self.known_related(issue) or self.fix_files(issue))
+
+    @property
+    def verifies_duplicates(self) -> bool:
+        return self.duplicates is not None or self.closed_as is not None
+
+    def duplicate_verdict(self, issue: str, original: str) -> DuplicateVerdict:
+        """A flag saying ``issue`` duplicates ``original``, against what the maintainers did."""
+        known = self.duplicates_of(issue)
+        if original in known:
+            return DuplicateVerdict.RIGHT
+        if known:
+            return DuplicateVerdict.WRONG  # its original is known, and it is another
+        if self.closed_as is None:
+            # A corpus that says nothing of closing: the pairs are the whole truth, if given.
+            known_all = self.duplicates is not None
+            return DuplicateVerdict.WRONG if known_all else DuplicateVerdict.UNVERIFIED
+        if self.closed_as.get(issue) is ClosedAs.OTHER:
+            return DuplicateVerdict.WRONG
+        return DuplicateVerdict.UNVERIFIED  # closed as a duplicate of an unlisted one, or open
 
 
 def share(part: int, whole: int) -> float | None:
@@ -122,13 +164,24 @@ class DuplicateFigures:
     flags: int  # issues named as a duplicate, over every replayed issue
     right: int  # ... known pairs
     pairs: int  # known pairs whose later report was replayed
+    wrong: int = 0  # flags verified wrong
+    unverified: int = 0  # flags neither right nor wrong
+    closed_as_duplicate: int = 0  # ... of them on issues closed as a duplicate (no pair listed)
+    verifiable: bool = False  # pairs were given or the corpus says how issues were closed
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "precision": _rounded(share(self.right, self.flags)) if self.known else None,
+            "precision": _rounded(share(self.right, self.right + self.wrong))
+            if self.verifiable
+            else None,
+            # Every flag not naming a known pair counted wrong (the figure before verification).
+            "precision_all_flags": _rounded(share(self.right, self.flags)) if self.known else None,
             "recall": _rounded(share(self.right, self.pairs)) if self.known else None,
             "flags": self.flags,
             "right": self.right,
+            "wrong": self.wrong,
+            "unverified": self.unverified,
+            "unverified_closed_as_duplicate": self.closed_as_duplicate,
             "known_pairs": self.pairs if self.known else None,
         }
 
@@ -275,10 +328,9 @@ def wrong_labels(record: ReplayRecord, truth: GroundTruth) -> list[str]:
 
 
 def wrong_duplicates(record: ReplayRecord, truth: GroundTruth) -> list[str]:
-    if truth.duplicates is None:
-        return []
-    known = truth.duplicates_of(record.issue)
-    return [issue for issue in record.items(PartName.DUPLICATE) if issue not in known]
+    verdict = partial(truth.duplicate_verdict, record.issue)
+    flags = record.items(PartName.DUPLICATE)
+    return [issue for issue in flags if verdict(issue) is DuplicateVerdict.WRONG]
 
 
 def files_missed(record: ReplayRecord, truth: GroundTruth) -> bool:
@@ -305,12 +357,25 @@ def label_figures(records: Sequence[ReplayRecord], truth: GroundTruth) -> LabelF
 
 
 def duplicate_figures(records: Sequence[ReplayRecord], truth: GroundTruth) -> DuplicateFigures:
-    flagged = [(set(r.items(PartName.DUPLICATE)), truth.duplicates_of(r.issue)) for r in records]
+    closed = truth.closed_as or {}
+    judged = [
+        (truth.duplicate_verdict(r.issue, flag), closed.get(r.issue))
+        for r in records
+        for flag in r.items(PartName.DUPLICATE)
+    ]
+    verdicts = Counter(verdict for verdict, _ in judged)
     return DuplicateFigures(
         known=truth.duplicates is not None,
-        flags=sum(len(flags) for flags, _ in flagged),
-        right=sum(len(flags & known) for flags, known in flagged),
-        pairs=sum(len(known) for _, known in flagged),
+        flags=len(judged),
+        right=verdicts[DuplicateVerdict.RIGHT],
+        pairs=sum(len(truth.duplicates_of(r.issue)) for r in records),
+        wrong=verdicts[DuplicateVerdict.WRONG],
+        unverified=verdicts[DuplicateVerdict.UNVERIFIED],
+        closed_as_duplicate=sum(
+            verdict is DuplicateVerdict.UNVERIFIED and how is ClosedAs.DUPLICATE
+            for verdict, how in judged
+        ),
+        verifiable=truth.verifies_duplicates,
     )
 
 
