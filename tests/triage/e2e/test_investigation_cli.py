@@ -297,7 +297,7 @@ def test_backtest_measures_each_part_against_what_the_maintainers_did(
         "helped share", "50.0% (2 of 4 issues with ground truth)", "wrong per 100",
         "50.0 (labels 1, duplicate 1, files 0)", "proposal rate", "75.0% (3)",
         "seconds per issue", "median", "p95", "precision 75.0%, recall 50.0%, coverage 50.0%",
-        "precision 50.0%, recall 50.0% (2 flags, known pairs 2)", "Hit@5 0.0% of 2 fixed issues",
+        "precision 50.0%, recall 50.0% (2 flags: 1 right, 1 wrong, 0 unverified; known pairs 2)", "Hit@5 0.0% of 2 fixed issues",
         "66.7% of 3 issues", "missing_facts", "failing_checks", str(clone), str(docs),
         "note: --docs is indexed beside the corpus",
     ):  # fmt: skip
