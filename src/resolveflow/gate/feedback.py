@@ -9,7 +9,7 @@ the mailboxes they may read only (the mail grant holds here as everywhere).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -213,6 +213,22 @@ def fitted_threshold_in(
     )
     found = [e for e in every if e.kind is kind]
     return fit_threshold(_scored(found), default)
+
+
+def fitted_thresholds_in(
+    conn: Connection, tenant_id: UUID, place: str, defaults: Mapping[SuggestionKind, float]
+) -> dict[SuggestionKind, Fitted]:
+    """``fitted_threshold_in`` for several kinds at once, from one read of the decisions."""
+    if not defaults:
+        return {}
+    rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
+    every = with_decisions_in_github(
+        conn, tenant_id, _examples(conn, tenant_id, rows), _since(DAYS), place
+    )
+    return {
+        kind: fit_threshold(_scored([e for e in every if e.kind is kind]), default)
+        for kind, default in defaults.items()
+    }
 
 
 def part_bands_in(

@@ -11,7 +11,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -568,3 +568,84 @@ def test_a_label_s_confidence_comes_from_how_its_band_fared_once_decided_enough(
     last = runs.start(70, *DOCS_REPORT)["proposal"]
     [note] = [n for n in last["action"]["notes"] if n["label"] == "documentation"]
     assert note["confidence"] == "LOW", note
+
+
+def _decided_related_part(runs: Runs, issue: int, score: float, yes: bool) -> None:
+    """A past run's related-issues part on the repository, scored ``score``, as the gate stores
+    one (its run, its part, the proposal carrying its paragraph), then approved or rejected."""
+    from resolveflow.gate import proposals as proposal_service
+    from resolveflow.gate.domain.parts import PartItemRecord, PartRecord
+    from resolveflow.triage.store import runs as run_store
+
+    db, world = runs.db, runs.world
+    run_id = uuid4()
+    with db.tenant(world.tenant.id) as conn:
+        run_store.insert_run(
+            conn,
+            run_id=run_id,
+            tenant_id=world.tenant.id,
+            workflow="triage",
+            repository=REPO,
+            issue_number=issue,
+            requested_by=world.requester(db).id,
+        )
+        run_store.insert_classification(
+            conn,
+            tenant_id=world.tenant.id,
+            run_id=run_id,
+            classification="human_review",
+            rule="fallback",
+            reason="test",
+            branch="human_review",
+            route_reason=None,
+        )
+    paragraph = f"Earlier reports that look related:\n\n- #{issue - 1}"
+    part = PartRecord(
+        "related",
+        SuggestionKind.RELATED,
+        score,
+        0.15,
+        None,
+        True,
+        paragraph,
+        (PartItemRecord(str(issue - 1), score, "", f"- #{issue - 1}"),),
+    )
+    proposal = proposal_service.create_proposal(
+        db,
+        world.requester(db),
+        repository=REPO,
+        issue=issue,
+        comment=f"Thanks for the report.\n\n{paragraph}",
+        labels=[],
+        run_id=run_id,
+        author_kind="workflow",
+        parts=(part,),
+    )
+    if yes:
+        approvals.approve(db, world.approver(db), proposal.id, proposal.digest, 3600)
+    else:
+        approvals.reject(db, world.approver(db), proposal.id, "not related")
+
+
+def test_a_repository_s_decisions_raise_a_part_s_floor_and_leave_it_out_below(
+    db: Database, fake_github: FakeGitHubServer, github_client: Any
+) -> None:
+    """Related issues were rejected here when scored just above the default floor and approved
+    when scored higher: the fitted floor (issue 31's fit, per kind) lies between, and a report
+    whose best related issue scores under it gets no related part, saying why."""
+    runs = _runs(db, fake_github, github_client, related=True, duplicate_floor=NO_DUPLICATES)
+    try:
+        before = _parts(runs.start(80, *CRASH))["related"]
+        assert before["kept"] and before["floor"] == 0.15
+        best = before["score"]
+        for n in range(20):
+            _decided_related_part(runs, 1000 + 2 * n, (0.15 + best) / 2, yes=False)
+        for n in range(15):
+            _decided_related_part(runs, 2000 + 2 * n, min(1.0, best + 0.05), yes=True)
+        after = _parts(runs.start(81, *CRASH))["related"]
+    finally:
+        runs.pool.close()
+    assert not after["kept"], after
+    assert after["floor"] > best and after["score"] == best
+    assert "below the floor this repository's decisions set" in after["left_out"]
+    assert "fitted from 35 decisions (15 approved)" in after["left_out"]

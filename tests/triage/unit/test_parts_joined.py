@@ -73,3 +73,23 @@ def test_a_title_s_code_names_become_code_spans_and_the_rest_stays_inert() -> No
     assert "&#96;x&#96;" in shown  # a backtick of the title never opens a code span
     for raw in ("<img", "@team", "[a]", "](b)", "__init__"):
         assert raw not in shown
+
+
+def test_a_part_under_the_floor_its_repository_s_decisions_set_is_left_out_and_says_so() -> None:
+    from resolveflow.triage.domain.parts import Part, PartItem, PartName, TriageParts
+
+    related = Part(PartName.RELATED, 0.42, 0.15, (PartItem("13", 0.42),), "Earlier reports")
+    labels = Part(PartName.LABELS, 0.9, 0.35, (PartItem("bug", 0.9),))
+    raised = TriageParts((related, labels)).under(
+        {
+            PartName.RELATED: (0.5, "fitted from 40 decisions"),
+            PartName.LABELS: (0.6, "fitted from 30 decisions"),
+        }
+    )
+    [held, kept] = raised.parts
+    assert not held.kept and held.floor == 0.5 and held.score == 0.42
+    assert "decisions set (0.50: fitted from 40 decisions)" in (held.left_out or "")
+    assert kept.kept and kept.floor == 0.6  # above it: kept, carrying the raised floor
+    # a floor the decisions set lower than the part's own changes nothing
+    same = TriageParts((related,)).under({PartName.RELATED: (0.1, "fitted")})
+    assert same.parts == (related,)

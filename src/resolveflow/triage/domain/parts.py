@@ -215,6 +215,12 @@ class TriageParts:
         it adds labels or a paragraph to the proposal, internal otherwise (likely files)."""
         return tuple(_record(part, kinds.get(part.name)) for part in self.parts)
 
+    def under(self, floors: Mapping[PartName, tuple[float, str]]) -> TriageParts:
+        """The parts held to the floors the repository's own decisions set (``floors``: a
+        part's raised floor and how it was fitted): a kept part scored below its raised floor is
+        left out, and says so; one above it carries the raised floor."""
+        return TriageParts(tuple(_under(part, floors.get(part.name)) for part in self.parts))
+
     def without(self, name: PartName, why: str) -> TriageParts:
         """The parts with ``name`` left out (another step already shows it)."""
         return TriageParts(
@@ -271,6 +277,18 @@ def _unit(value: float | None) -> float | None:
     """A score as the table keeps it, on [0, 1] (every part's is; a stray one must not fail the
     run's proposal)."""
     return None if value is None else min(1.0, max(0.0, value))
+
+
+def _under(part: Part, raised: tuple[float, str] | None) -> Part:
+    if raised is None or not part.kept or part.score is None or part.floor is None:
+        return part
+    floor, why = raised
+    if floor <= part.floor:
+        return part
+    if part.score < floor:
+        said = f"below the floor this repository's decisions set ({floor:.2f}: {why})"
+        return left_out(part.name, said, part.score, round(floor, 4))
+    return replace(part, floor=round(floor, 4))
 
 
 def _with_paragraphs(comment: str | None, paragraphs: list[str]) -> str:

@@ -251,6 +251,8 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         return {"error": exc.message}
     investigated = state.get("investigation_action")
     parts = _parts(deps, state, evidence, policy)
+    # Each part's floor is raised where this repository's decisions on its kind say so.
+    parts = parts.under(steps.fitted_floors(deps.db, state, parts, PART_KINDS))
     composed = compose(
         evidence,
         classify(evidence, policy),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -239,3 +239,23 @@ def label_acceptance(db: Database, state: TriageState, parts: TriageParts) -> di
     if figure.decisions < MINIMUM:
         return {}
     return {PartName.LABELS: figure.approved / figure.decisions}
+
+
+def fitted_floors(
+    db: Database, state: TriageState, parts: TriageParts, kinds: Mapping[PartName, SuggestionKind]
+) -> dict[PartName, tuple[float, str]]:
+    """For each kept part with a score and a floor, the floor its kind's decisions in this
+    repository set (issue 31's fit: never below the part's own, which stands until there are
+    enough decisions), with how it was fitted; only those that were fitted."""
+    scored = [p for p in parts.kept if p.score is not None and p.floor is not None]
+    defaults = {kinds[p.name]: p.floor for p in scored if p.name in kinds and p.floor is not None}
+    if not defaults:
+        return {}
+    tenant_id, _ = _ids(state)
+    with db.tenant(tenant_id) as conn:
+        fitted = feedback.fitted_thresholds_in(conn, tenant_id, state["repository"], defaults)
+    return {
+        p.name: (fitted[kinds[p.name]].value, fitted[kinds[p.name]].why)
+        for p in scored
+        if p.name in kinds and fitted[kinds[p.name]].fitted
+    }
