@@ -19,6 +19,7 @@ probability does not (a common label is confidently right where a rare one is no
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,9 @@ MIN_EXAMPLES = 3  # a label seen fewer times cannot be learned
 TEXT_CHARS = 5000
 REGULARIZATION_C = 3.0
 DEFAULT_MIN_PROBABILITY = 0.35
+# The smoothed idf of a word found in half of the training texts (``TfidfWords``): below it, a
+# word is too common to be a reason.
+COMMON_IDF = 1.0 + math.log(2.0)
 TARGET_PRECISION = 0.85  # what a label's own floor is set to reach on the held-out issues
 FOLDS = 3
 MIN_MEASURED = 10  # a label proposed fewer times than this out of fold keeps the global floor
@@ -143,6 +147,10 @@ class LabelModel:
             return []
         row = self._vectorizer.transform([text])
         weights = row.values * classifier.weights[row.columns]
+        # A word most of the repository's issues use ("on", "with", "the") says nothing about
+        # this one, whatever its weight: only words in at most half of them are given as reasons.
+        common = self._vectorizer.idf[row.columns] < COMMON_IDF
+        weights = np.where(common, 0.0, weights)
         order = np.argsort(-weights)
         return [self._words[int(row.columns[i])] for i in order[:n] if weights[i] > 0]
 

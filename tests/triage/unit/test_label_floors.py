@@ -90,3 +90,15 @@ def test_a_label_that_is_a_coin_toss_is_not_proposed_even_when_it_is_the_likelie
 def test_learning_without_floors_keeps_the_global_one_for_every_label() -> None:
     model = LabelModel.train(_history(), own_floors=False)
     assert model.floors == {} and model.floor("bug", 0.35) == 0.35
+
+
+def test_a_word_most_issues_use_is_never_a_reason() -> None:
+    """The word "with" is in every issue and twice in each bug: a weight towards ``bug``, but no reason;
+    the words only bugs use are."""
+    examples = [
+        Example(f"crash with traceback with error item{i}", frozenset({"bug"})) for i in range(20)
+    ] + [Example(f"please add option with thing{i}", frozenset({"enhancement"})) for i in range(40)]
+    model = LabelModel.train(examples, own_floors=False)
+    reasons = model.reasons("a crash with a traceback", "bug")
+    assert reasons and "with" not in reasons
+    assert set(reasons) <= {"crash", "traceback"}
