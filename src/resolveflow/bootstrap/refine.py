@@ -107,22 +107,34 @@ def step_deps(
 def clone_histories(
     policy: Callable[[], PolicyFile],
 ) -> Callable[[str], RepositoryHistory | None]:
-    """A repository's local clone (the policy file's ``refine.clone``) read once a process, for
-    triage's likely files; None without one, or when it cannot be read (logged: the other
-    parts still stand)."""
-    read: dict[str, RepositoryHistory | None] = {}
+    """A repository's local clone (the policy file's ``refine.clone``) for triage's likely files,
+    read again only when its HEAD has moved (one ``git rev-parse`` a run), so commits pulled into
+    it are known to the next run; None without one, or when it cannot be read (logged once while
+    it stays so: the other parts still stand)."""
+    from resolveflow.adapters.git import GitRepository
+
+    read: dict[str, tuple[str, RepositoryHistory]] = {}
+    unreadable: set[str] = set()
 
     def history_for(repository: str) -> RepositoryHistory | None:
         from resolveflow.refine.domain.rules import repository_refine
 
-        if repository not in read:
-            clone = repository_refine(policy(), repository).clone
-            try:
-                read[repository] = _history(repository, Path(clone)) if clone else None
-            except ResolveFlowError as exc:
+        clone = repository_refine(policy(), repository).clone
+        if not clone:
+            return None
+        repo = GitRepository(Path(clone))
+        try:
+            head = repo.head()
+            known = read.get(repository)
+            if known is None or known[0] != head or known[1].repo.path != repo.path:
+                read[repository] = (head, _history(repository, Path(clone)))
+        except ResolveFlowError as exc:
+            if repository not in unreadable:
                 logger.warning("no likely files: %s", exc.message, extra={"repo": repository})
-                read[repository] = None
-        return read[repository]
+            unreadable.add(repository)
+            return None
+        unreadable.discard(repository)
+        return read[repository][1]
 
     return history_for
 
