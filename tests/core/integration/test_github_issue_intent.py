@@ -12,7 +12,7 @@ from fixtures_github import ISSUE_NUMBER, REPO, SERVICE_TOKEN
 from resolveflow.adapters.github import intent_form
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.adapters.github.protocol import IntentNote, LabelWrite
-from resolveflow.errors import InvalidInput
+from resolveflow.errors import InvalidInput, ProviderRejected
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 NOTE = IntentNote("The report names a crash on start, as issues labelled bug here do.", "HIGH")
@@ -98,3 +98,20 @@ def test_suggested_labels_and_closes_wait_as_pending_suggestions(
         ("add_label", "bug", "HIGH", "pending"),
         ("close_issue", "duplicate", "HIGH", "pending"),
     ]
+
+
+def test_a_suggestion_is_never_applied_directly_by_a_forge_that_refuses_the_object_form(
+    fake_github: FakeGitHubServer,
+) -> None:
+    """The plain form would apply what was approved only as a suggestion: refused instead, in
+    one line, with nothing written, before and after the host is known to refuse it."""
+    fake_github.behave(refuse_object_form=True)
+    with GitHubKitClient(fake_github.url, SERVICE_TOKEN, timeout_seconds=1.0) as client:
+        for _ in range(2):  # refused by the forge, then known to refuse (nothing sent)
+            with pytest.raises(ProviderRejected, match="does not take suggestions"):
+                client.set_issue_labels(REPO, ISSUE_NUMBER, [LabelWrite("bug", NOTE, suggest=True)])
+        with pytest.raises(ProviderRejected, match="does not take suggestions"):
+            client.close_issue_as_duplicate(REPO, ISSUE_NUMBER, None, note=NOTE, suggest=True)
+    assert _patches(fake_github) == [False]  # the one refused request, nothing applied
+    assert fake_github.issue_labels(REPO.full_name, ISSUE_NUMBER) == []
+    assert fake_github.issues(REPO.full_name)[0]["state"] == "open"

@@ -137,7 +137,9 @@ class GitHubKitClient(GitHubReads):
             return fields
 
         wants_object = note is not None or suggest
-        return self._patch_issue(call, token, repo, issue_number, body, wants_object, None)
+        return self._patch_issue(
+            call, token, repo, issue_number, body, wants_object, None, suggest=suggest
+        )
 
     @writes
     def set_issue_labels(
@@ -158,7 +160,10 @@ class GitHubKitClient(GitHubReads):
             return {"labels": labels_body(labels, object_form)}
 
         wants_object = any(label.note is not None or label.suggest for label in labels)
-        issue = self._patch_issue(call, token, repo, issue_number, body, wants_object, if_match)
+        suggest = any(label.suggest for label in labels)
+        issue = self._patch_issue(
+            call, token, repo, issue_number, body, wants_object, if_match, suggest=suggest
+        )
         return list(issue.labels)
 
     def _patch_issue(
@@ -170,11 +175,14 @@ class GitHubKitClient(GitHubReads):
         body: Callable[[bool], dict[str, Any]],
         wants_object: bool,
         if_match: str | None,
+        *,
+        suggest: bool = False,
     ) -> IssueData:
         """One ``PATCH`` of the issue, in the object form when wanted and the forge takes it;
         refused as such (422 naming the field), sent once more in the plain form, and the host
         remembered so its next write goes plain at once. A refusal wrote nothing: safe to send
-        again."""
+        again. A suggestion never goes plain: the plain form would apply what was approved as
+        a suggestion for the maintainer to accept, so it is refused instead."""
         host = str(self._config.base_url)
         github = self._github(token)
         url = f"/repos/{repo.owner}/{repo.name}/issues/{issue_number}"
@@ -199,6 +207,8 @@ class GitHubKitClient(GitHubReads):
 
             return send
 
+        if suggest and plain_only(host):
+            raise _no_suggestions(call)
         object_form = wants_object and not plain_only(host)
         try:
             response = self._send(call, token, request(object_form))
@@ -206,6 +216,8 @@ class GitHubKitClient(GitHubReads):
             if not refused:
                 raise
             remember_plain(host)
+            if suggest:
+                raise _no_suggestions(call) from None
             logger.info("GitHub refused the object form of an issue update; sending it plain")
             response = self._send(call, token, request(False))
         return issue_data(self._parse(call, token, response))
@@ -257,3 +269,13 @@ class GitHubKitClient(GitHubReads):
         )
         response = self._send(call, token, request)
         return created_issue(self._parse(call, token, response))
+
+
+def _no_suggestions(call: Call) -> ProviderRejected:
+    return ProviderRejected(
+        f"{call}: this GitHub does not take suggestions (it refused the object form of the "
+        "issue update), so nothing was written: approve a version without suggestions "
+        "(github_suggestions off in the repository's file)",
+        status=422,
+        **call.context(),
+    )
