@@ -91,6 +91,7 @@ def insert_investigation(
             "model": model,
             "relevance_floor": relevance_floor,
             "snippets": Jsonb(snippets),
+            "best_relevance": _best_relevance(snippets),
             "diagnosis": Jsonb(diagnosis) if diagnosis is not None else None,
             "critique": critique,
             "gates": Jsonb(gates),
@@ -124,3 +125,14 @@ def investigations_for_run(
     params = {"tenant_id": tenant_id, "run_id": run_id}
     query = q("investigation", "investigations_for_run")
     return rows.every(conn, InvestigationRecord, query, params)
+
+
+def _best_relevance(snippets: list[dict[str, Any]]) -> float | None:
+    """The best related document's relevance (its own column: what the duplicate suggestion was
+    made with), clamped to the column's range."""
+    found = [
+        float(s["relevance"])
+        for s in snippets
+        if isinstance(s.get("relevance"), int | float) and not isinstance(s["relevance"], bool)
+    ]
+    return min(2.0, max(-1.0, *found)) if found else None

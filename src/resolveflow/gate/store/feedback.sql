@@ -12,14 +12,13 @@ FROM (
            f.action AS first_action, f.author_kind, f.note,
            c.branch, c.rule,
            a.decision, a.reason, a.decided_at,
-           (SELECT max((s ->> 'relevance')::double precision)
-            FROM jsonb_array_elements(i.snippets) s) AS score
+           i.best_relevance AS score
     FROM approvals a
     JOIN proposals d ON d.id = a.proposal_id AND d.tenant_id = a.tenant_id
     JOIN proposals f ON f.lineage_id = d.lineage_id AND f.version = 1 AND f.tenant_id = d.tenant_id
     LEFT JOIN run_classifications c ON c.run_id = f.run_id AND c.tenant_id = f.tenant_id
     LEFT JOIN LATERAL (
-        SELECT snippets FROM investigations
+        SELECT best_relevance FROM investigations
         WHERE run_id = f.run_id AND tenant_id = f.tenant_id
         ORDER BY created_at DESC LIMIT 1
     ) i ON true
@@ -40,13 +39,12 @@ LIMIT %(limit)s
 -- What a lineage suggested: its first version, the triage run's branch and rule if any, and
 -- its score (as in decided_proposals) and the floor it was made at.
 SELECT f.action AS first_action, f.author_kind, f.note, c.branch, c.rule,
-       (SELECT max((s ->> 'relevance')::double precision)
-        FROM jsonb_array_elements(i.snippets) s) AS score,
+       i.best_relevance AS score,
        i.relevance_floor AS floor
 FROM proposals f
 LEFT JOIN run_classifications c ON c.run_id = f.run_id AND c.tenant_id = f.tenant_id
 LEFT JOIN LATERAL (
-    SELECT snippets, relevance_floor FROM investigations
+    SELECT best_relevance, relevance_floor FROM investigations
     WHERE run_id = f.run_id AND tenant_id = f.tenant_id
     ORDER BY created_at DESC LIMIT 1
 ) i ON true

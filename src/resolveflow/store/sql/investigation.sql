@@ -26,11 +26,11 @@ ORDER BY created_at, id
 
 -- name: insert_investigation
 INSERT INTO investigations (
-    tenant_id, run_id, provider, model, relevance_floor, snippets, diagnosis, critique, gates,
-    outcome, reason
+    tenant_id, run_id, provider, model, relevance_floor, snippets, best_relevance, diagnosis,
+    critique, gates, outcome, reason
 ) VALUES (
     %(tenant_id)s, %(run_id)s, %(provider)s, %(model)s, %(relevance_floor)s, %(snippets)s,
-    %(diagnosis)s, %(critique)s, %(gates)s, %(outcome)s, %(reason)s
+    %(best_relevance)s, %(diagnosis)s, %(critique)s, %(gates)s, %(outcome)s, %(reason)s
 )
 RETURNING id
 
