@@ -43,8 +43,13 @@ from resolveflow.policy_file import RepositoryPolicy
 from resolveflow.retrieval.records import Hit
 from resolveflow.store import documents
 from resolveflow.store.database import Database
+from resolveflow.triage.domain.diagnosis import Snippet
 from resolveflow.triage.domain.docs import DocsAnswer, docs_part, question_like
-from resolveflow.triage.domain.duplicate_signals import DUPLICATE_FLOOR, likely_original
+from resolveflow.triage.domain.duplicate_signals import (
+    DUPLICATE_FLOOR,
+    likely_original,
+    shared_title_words,
+)
 from resolveflow.triage.domain.evidence import IssueEvidence
 from resolveflow.triage.domain.parts import (
     EarlierFix,
@@ -271,11 +276,23 @@ def related_part(
     if not related:
         why = "no earlier issue at or above the relevance floor"
         return left_out(PartName.RELATED, why, best if issues else None, floor)
+    titles = [s.title for s in issues]
+    shared = {s.external_id: shared_title_words(evidence.title, s.title, titles) for s in related}
     items = tuple(
-        PartItem(s.external_id, round(s.relevance, 3), _resolved(s.state, s.resolved_by))
+        PartItem(s.external_id, round(s.relevance, 3), _related_why(s, shared[s.external_id]))
         for s in related
     )
-    return Part(PartName.RELATED, best, floor, items, related_paragraph(related, evidence))
+    paragraph = related_paragraph(related, evidence, shared)
+    return Part(PartName.RELATED, best, floor, items, paragraph)
+
+
+def _related_why(snippet: Snippet, shared: tuple[str, ...]) -> str:
+    """Why an earlier issue looks related (the title words both use, how alike the texts are)
+    and how it was resolved."""
+    said = [f"both titles mention {', '.join(repr(w) for w in shared)}"] if shared else []
+    said.append(f"the texts are alike (relevance {snippet.relevance:.2f})")
+    resolved = _resolved(snippet.state, snippet.resolved_by)
+    return "; ".join(said) + (f"; {resolved}" if resolved else "")
 
 
 def files_part(

@@ -459,6 +459,10 @@ def test_a_run_s_parts_are_stored_one_a_row_with_their_scores(
     assert stored["related"]["kind"] == "related" and stored["related"]["kept"]
     assert stored["related"]["score"] >= stored["related"]["floor"] == 0.15
     assert next(i["ref"] for i in stored["related"]["items"]) == "13"
+    # why it relates, in the report's own words: the title words both use
+    [why] = [i["why"] for i in shown["related"]["items"] if i["ref"] == "13"]
+    assert why.startswith("both titles mention 'segfault'") or "'segfault'" in why, why
+    assert "(both mention " in view["proposal"]["action"]["comment"]
     assert stored["labels"]["kind"] == "label" and stored["missing_facts"]["public"]
     assert stored["files"]["public"] is False and "no local clone" in stored["files"]["left_out"]
     # the run's own view lists them with their band (nothing decided yet)

@@ -145,6 +145,12 @@ def _candidate(
     return DuplicateCandidate(snippet, duplicate_score(signals), signals)
 
 
+def shared_title_words(title: str, other: str, titles: Sequence[str]) -> tuple[str, ...]:
+    """The words two titles share, rarest among ``titles`` (the retrieved issues') first, at
+    most three: why an earlier issue looks related, in its own words."""
+    return _title_overlap(title, other, _rarity(titles))[1]
+
+
 def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 

@@ -122,10 +122,20 @@ class Part:
         return shown
 
 
-def related_paragraph(related: list[Snippet], evidence: IssueEvidence) -> str:
-    """Earlier reports that look related, linked, with how each was resolved (escaped)."""
+def related_paragraph(
+    related: list[Snippet],
+    evidence: IssueEvidence,
+    shared: Mapping[str, tuple[str, ...]] | None = None,
+) -> str:
+    """Earlier reports that look related, linked, with how each was resolved and why it looks
+    related: the title words it shares with this one (``shared``, by issue id), escaped."""
     lines = ["Earlier reports that look related:", ""]
-    lines += [related_line(snippet, evidence.repository) for snippet in related]
+    for snippet in related:
+        line = related_line(snippet, evidence.repository)
+        words = (shared or {}).get(snippet.external_id, ())
+        if words:
+            line += " (both mention " + ", ".join(inert_title(w, 40) for w in words) + ")"
+        lines.append(line)
     return "\n".join(lines)
 
 
