@@ -9,7 +9,7 @@ the mailboxes they may read only (the mail grant holds here as everywhere).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -196,39 +196,31 @@ def like_this_in(
     )
 
 
-def _scored(found: list[DecisionExample]) -> list[Scored]:
+def _scored(found: Sequence[DecisionExample]) -> list[Scored]:
     return [Scored(e.score, e.approved) for e in found if e.score is not None]
+
+
+def scored_examples_in(conn: Connection, tenant_id: UUID, place: str) -> list[DecisionExample]:
+    """Every example the tenant's decisions in ``place`` of the last ``DAYS`` days make, for
+    what is read of them by score only (never what a suggestion said, so no reading grant
+    applies): the fitted floors, a band's acceptance."""
+    rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
+    return with_decisions_in_github(
+        conn, tenant_id, _examples(conn, tenant_id, rows), _since(DAYS), place
+    )
 
 
 def fitted_threshold_in(
     conn: Connection, tenant_id: UUID, place: str, kind: SuggestionKind, default: float
 ) -> Fitted:
     """The threshold ``kind`` is made with in ``place``, fitted from the decisions on it of
-    the last ``DAYS`` days (``gate/domain/thresholds.py``; the default until there are enough).
-
-    Only scores are read, never what a suggestion said, so no reading grant applies."""
-    rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
-    every = with_decisions_in_github(
-        conn, tenant_id, _examples(conn, tenant_id, rows), _since(DAYS), place
-    )
-    found = [e for e in every if e.kind is kind]
-    return fit_threshold(_scored(found), default)
+    the last ``DAYS`` days (``gate/domain/thresholds.py``; the default until there are enough)."""
+    return fitted_from(scored_examples_in(conn, tenant_id, place), kind, default)
 
 
-def fitted_thresholds_in(
-    conn: Connection, tenant_id: UUID, place: str, defaults: Mapping[SuggestionKind, float]
-) -> dict[SuggestionKind, Fitted]:
-    """``fitted_threshold_in`` for several kinds at once, from one read of the decisions."""
-    if not defaults:
-        return {}
-    rows = store.decided_proposals(conn, tenant_id, _since(DAYS), MAX_DECISIONS, place)
-    every = with_decisions_in_github(
-        conn, tenant_id, _examples(conn, tenant_id, rows), _since(DAYS), place
-    )
-    return {
-        kind: fit_threshold(_scored([e for e in every if e.kind is kind]), default)
-        for kind, default in defaults.items()
-    }
+def fitted_from(found: Sequence[DecisionExample], kind: SuggestionKind, default: float) -> Fitted:
+    """``fitted_threshold_in`` over examples already read (one place's)."""
+    return fit_threshold(_scored([e for e in found if e.kind is kind]), default)
 
 
 def part_bands_in(

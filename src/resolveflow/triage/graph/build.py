@@ -251,8 +251,10 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         return {"error": exc.message}
     investigated = state.get("investigation_action")
     parts = _parts(deps, state, evidence, policy)
-    # Each part's floor is raised where this repository's decisions on its kind say so.
-    parts = parts.under(steps.fitted_floors(deps.db, state, parts, PART_KINDS))
+    # Each part's floor is raised where this repository's decisions on its kind say so; a
+    # learned label's confidence comes from how its score band fared.
+    history = steps.part_history(deps.db, state, parts, PART_KINDS)
+    parts = parts.under(history.floors)
     composed = compose(
         evidence,
         classify(evidence, policy),
@@ -261,7 +263,7 @@ def _build(deps: TriageDeps, state: TriageState) -> dict[str, Any]:
         modes,
         parts,
         _investigated(investigated),
-        steps.label_acceptance(deps.db, state, parts),
+        history.acceptance,
     )
     # Where the repository's file turns GitHub suggestions on, what is approved goes as them.
     action = dataclasses.replace(

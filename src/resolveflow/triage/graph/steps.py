@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -217,45 +218,46 @@ def mark_failed(db: Database, state: TriageState, reason: str) -> None:
         _audit_in(conn, state, AuditEvent.RUN_FAILED, error=reason)
 
 
-def label_acceptance(db: Database, state: TriageState, parts: TriageParts) -> dict[PartName, float]:
-    """How the team's decisions on learned labels fared in this repository in the score band of
-    the label the labels part keeps, once there are ``MINIMUM`` of them (the label's confidence
-    then comes from it, not from its score alone: ``triage/domain/label_notes.py``)."""
-    kept = [p for p in parts.kept if p.name is PartName.LABELS and p.score is not None]
-    if not kept:
-        return {}
-    tenant_id, _ = _ids(state)
-    with db.tenant(tenant_id) as conn:
-        requester = tenant_store.principal_by_id(conn, tenant_id, UUID(state["requested_by"]))
-        if requester is None:
-            return {}
-        found = feedback.decision_examples_in(conn, requester, place=state["repository"])
-    decided = [
-        Scored(e.score, e.approved)
-        for e in found
-        if e.kind is SuggestionKind.LABEL and e.score is not None
-    ]
-    figure = band_of(kept[0].score, decided)
-    if figure.decisions < MINIMUM:
-        return {}
-    return {PartName.LABELS: figure.approved / figure.decisions}
+@dataclass(frozen=True)
+class PartHistory:
+    """What this repository's decisions say of a run's parts: the floor each kind's decisions
+    were fitted to, where fitted (with how), and how the learned labels of the labels part's
+    score band fared, once there are ``MINIMUM`` of them (its label's confidence then comes from
+    it, not from its score alone: ``triage/domain/label_notes.py``)."""
+
+    floors: dict[PartName, tuple[float, str]]
+    acceptance: dict[PartName, float]
 
 
-def fitted_floors(
+def part_history(
     db: Database, state: TriageState, parts: TriageParts, kinds: Mapping[PartName, SuggestionKind]
-) -> dict[PartName, tuple[float, str]]:
-    """For each kept part with a score and a floor, the floor its kind's decisions in this
-    repository set (issue 31's fit: never below the part's own, which stands until there are
-    enough decisions), with how it was fitted; only those that were fitted."""
-    scored = [p for p in parts.kept if p.score is not None and p.floor is not None]
-    defaults = {kinds[p.name]: p.floor for p in scored if p.name in kinds and p.floor is not None}
-    if not defaults:
-        return {}
+) -> PartHistory:
+    """``PartHistory`` of the kept parts with a score and a floor, from one read of the
+    repository's decisions (issue 31's fit: a floor never below the part's own, which stands
+    until there are enough decisions)."""
+    scored = [
+        (p.name, p.score, p.floor)
+        for p in parts.kept
+        if p.score is not None and p.floor is not None and p.name in kinds
+    ]
+    if not scored:
+        return PartHistory({}, {})
     tenant_id, _ = _ids(state)
     with db.tenant(tenant_id) as conn:
-        fitted = feedback.fitted_thresholds_in(conn, tenant_id, state["repository"], defaults)
-    return {
-        p.name: (fitted[kinds[p.name]].value, fitted[kinds[p.name]].why)
-        for p in scored
-        if p.name in kinds and fitted[kinds[p.name]].fitted
-    }
+        found = feedback.scored_examples_in(conn, tenant_id, state["repository"])
+    floors: dict[PartName, tuple[float, str]] = {}
+    acceptance: dict[PartName, float] = {}
+    for name, score, floor in scored:
+        fitted = feedback.fitted_from(found, kinds[name], floor)
+        if fitted.fitted:
+            floors[name] = (fitted.value, fitted.why)
+        if name is PartName.LABELS:
+            labels = [
+                Scored(e.score, e.approved)
+                for e in found
+                if e.kind is SuggestionKind.LABEL and e.score is not None
+            ]
+            figure = band_of(score, labels)
+            if figure.decisions >= MINIMUM:
+                acceptance[name] = figure.approved / figure.decisions
+    return PartHistory(floors, acceptance)
