@@ -112,6 +112,7 @@ def clone_histories(
     it are known to the next run; None without one, or when it cannot be read (logged once while
     it stays so: the other parts still stand)."""
     from resolveflow.adapters.git import GitRepository
+    from resolveflow.adapters.git.history import RepositoryHistory
 
     read: dict[str, tuple[str, RepositoryHistory]] = {}
     unreadable: set[str] = set()
@@ -127,7 +128,7 @@ def clone_histories(
             head = repo.head()
             known = read.get(repository)
             if known is None or known[0] != head or known[1].repo.path != repo.path:
-                read[repository] = (head, _history(repository, Path(clone)))
+                read[repository] = (head, RepositoryHistory.read(repository, repo))
         except ResolveFlowError as exc:
             if repository not in unreadable:
                 logger.warning("no likely files: %s", exc.message, extra={"repo": repository})

@@ -277,7 +277,8 @@ def related_part(
         why = "no earlier issue at or above the relevance floor"
         return left_out(PartName.RELATED, why, best if issues else None, floor)
     titles = [s.title for s in issues]
-    shared = {s.external_id: shared_title_words(evidence.title, s.title, titles) for s in related}
+    words = shared_title_words(evidence.title, [s.title for s in related], titles)
+    shared = {s.external_id: found for s, found in zip(related, words, strict=True)}
     items = tuple(
         PartItem(s.external_id, round(s.relevance, 3), _related_why(s, shared[s.external_id]))
         for s in related

@@ -187,7 +187,6 @@ NOTIFICATION_STATE: dict[NotificationState, str] = {
     NotificationState.DROPPED: "not sent (no longer waiting)",
 }
 
-# Every enum a page shows, with its words; a test checks each member has an entry.
 CONFIDENCE: dict[Confidence, str] = {
     Confidence.LOW: "low confidence",
     Confidence.MEDIUM: "medium confidence",
@@ -208,6 +207,7 @@ MISSING_FACT: dict[MissingFact, str] = {
     MissingFact.ENVIRONMENT: "the environment",
 }
 
+# Every enum a page shows, with its words; a test checks each member has an entry.
 TABLES: dict[type[StrEnum], Mapping[Any, str]] = {
     RunStatus: RUN_STATUS,
     ExecutionState: EXECUTION_STATE,

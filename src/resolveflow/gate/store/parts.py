@@ -4,7 +4,7 @@ the run page, the inbox, the proposal page and the decisions (``gate/feedback.py
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -89,10 +89,7 @@ def parts_of_lineages(
         return {}
     params = {"tenant_id": tenant_id, "lineage_ids": list(lineage_ids)}
     rows = typed.every(conn, _LineagePartRow, q("gate/store/parts", "parts_of_lineages"), params)
-    found: dict[UUID, list[PartRecord]] = defaultdict(list)
-    for row in rows:
-        found[row.lineage_id].append(row.record())
-    return {lineage: tuple(parts) for lineage, parts in found.items()}
+    return _grouped((row.lineage_id, row.record()) for row in rows)
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,12 @@ def parts_of_runs(
         return {}
     params = {"tenant_id": tenant_id, "run_ids": list(run_ids)}
     rows = typed.every(conn, _RunPartRow, q("gate/store/parts", "parts_of_runs"), params)
+    return _grouped((row.run_id, row.record()) for row in rows)
+
+
+def _grouped(rows: Iterable[tuple[UUID, PartRecord]]) -> dict[UUID, tuple[PartRecord, ...]]:
+    """Parts by the id they belong to, in the order the query gave them."""
     found: dict[UUID, list[PartRecord]] = defaultdict(list)
-    for row in rows:
-        found[row.run_id].append(row.record())
-    return {run: tuple(parts) for run, parts in found.items()}
+    for key, record in rows:
+        found[key].append(record)
+    return {key: tuple(parts) for key, parts in found.items()}

@@ -145,10 +145,14 @@ def _candidate(
     return DuplicateCandidate(snippet, duplicate_score(signals), signals)
 
 
-def shared_title_words(title: str, other: str, titles: Sequence[str]) -> tuple[str, ...]:
-    """The words two titles share, rarest among ``titles`` (the retrieved issues') first, at
-    most three: why an earlier issue looks related, in its own words."""
-    return _title_overlap(title, other, _rarity(titles))[1]
+def shared_title_words(
+    title: str, others: Sequence[str], titles: Sequence[str]
+) -> list[tuple[str, ...]]:
+    """For each of ``others``, the words it shares with ``title``, rarest among ``titles`` (the
+    retrieved issues') first, at most three: why an earlier issue looks related, in its own
+    words."""
+    weight = _rarity(titles)
+    return [_title_overlap(title, other, weight)[1] for other in others]
 
 
 def _words(text: str) -> set[str]:
