@@ -400,6 +400,74 @@ def world(db: Database) -> World:
     return make_world(db)
 
 
+def classified_run(
+    db: Database,
+    world: World,
+    issue: int,
+    *,
+    repository: str | None = None,
+    branch: str = "human_review",
+    rule: str = "fallback",
+) -> uuid.UUID:
+    """A triage run as the graph records one before it proposes: its row, requested by the
+    world's requester, and its classification on ``branch`` (what its proposal's decisions
+    count as)."""
+    from resolveflow.triage.store import runs as run_store
+
+    run_id = uuid.uuid4()
+    with db.tenant(world.tenant.id) as conn:
+        run_store.insert_run(
+            conn,
+            run_id=run_id,
+            tenant_id=world.tenant.id,
+            workflow="triage",
+            repository=repository or world.repository,
+            issue_number=issue,
+            requested_by=world.requester(db).id,
+        )
+        run_store.insert_classification(
+            conn,
+            tenant_id=world.tenant.id,
+            run_id=run_id,
+            classification=branch,
+            rule=rule,
+            reason="test",
+            branch=branch,
+            route_reason=None,
+        )
+    return run_id
+
+
+def labelled_history(
+    repository: str, history: dict[str, list[tuple[str, str]]], first_id: int = 1
+) -> list[Any]:
+    """Closed issues of ``repository``, a day apart from 2024-01-01, each with its one label
+    (``history``: label -> (title, body) of its issues), numbered from ``first_id``."""
+    from datetime import UTC, datetime, timedelta
+
+    from resolveflow.retrieval.records import SourceDocument
+
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    documents: list[SourceDocument] = []
+    for label, issues in history.items():
+        for title, body in issues:
+            n = len(documents) + first_id
+            documents.append(
+                SourceDocument(
+                    source=f"github:{repository}",
+                    external_id=str(n),
+                    kind="issue",
+                    title=title,
+                    body=body,
+                    labels=(label,),
+                    state="closed",
+                    created_at=start + timedelta(days=n),
+                    repository=repository,
+                )
+            )
+    return documents
+
+
 def propose_and_approve(
     db: Database,
     world: World,

@@ -5,12 +5,11 @@ out by hand, through the service, a proposal's "suggestions like this" and the C
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import World, make_world
+from conftest import World, classified_run, make_world
 from fixtures_cli import InProcessCli
 from resolveflow.accounts import admin
 from resolveflow.domain.records import Proposal
@@ -20,7 +19,6 @@ from resolveflow.gate.domain.actions import ActionChanges, build_action
 from resolveflow.gate.domain.suggestions import Acceptance
 from resolveflow.gate.quiet import DEFAULT_QUIET, Quiet
 from resolveflow.store.database import Database
-from resolveflow.triage.store import runs as run_store
 
 REPO = "acme/widgets"
 K = SuggestionKind
@@ -39,27 +37,7 @@ def _run_proposal(
     """A triage run's proposal, as the graph makes one: the run, its classification, then the
     proposal with the run's id."""
     requester = world.requester(db)
-    run_id = uuid.uuid4()
-    with db.tenant(world.tenant.id) as conn:
-        run_store.insert_run(
-            conn,
-            run_id=run_id,
-            tenant_id=world.tenant.id,
-            workflow="triage",
-            repository=repository,
-            issue_number=issue,
-            requested_by=requester.id,
-        )
-        run_store.insert_classification(
-            conn,
-            tenant_id=world.tenant.id,
-            run_id=run_id,
-            classification=branch,
-            rule=rule,
-            reason="test",
-            branch=branch,
-            route_reason=None,
-        )
+    run_id = classified_run(db, world, issue, repository=repository, branch=branch, rule=rule)
     return proposals.create_proposal(
         db,
         requester,

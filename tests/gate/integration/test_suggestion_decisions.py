@@ -5,7 +5,6 @@ suggested a second time."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +12,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import World, execution_state, make_due, make_executor, make_reconciler
+from conftest import (
+    World,
+    classified_run,
+    execution_state,
+    make_due,
+    make_executor,
+    make_reconciler,
+)
 from resolveflow.adapters.github import intent_form
 from resolveflow.adapters.github.client import GitHubKitClient
 from resolveflow.domain.records import Execution, ExecutionState, Proposal
@@ -25,7 +31,6 @@ from resolveflow.gate.store import suggestion_decisions as decision_store
 from resolveflow.sandbox.forge import payloads
 from resolveflow.sandbox.forge.server import DropAfterWrite, FakeGitHubServer, Status
 from resolveflow.store.database import Database
-from resolveflow.triage.store import runs as run_store
 
 REPO = "acme/widgets"
 
@@ -39,27 +44,7 @@ def _fresh_host_memory() -> Iterator[None]:
 def _suggested(db: Database, world: World, labels: list[str], issue: int = 1) -> Proposal:
     """A human-review run's proposal whose labels go as GitHub suggestions, approved."""
     requester = world.requester(db)
-    run_id = uuid.uuid4()
-    with db.tenant(world.tenant.id) as conn:
-        run_store.insert_run(
-            conn,
-            run_id=run_id,
-            tenant_id=world.tenant.id,
-            workflow="triage",
-            repository=REPO,
-            issue_number=issue,
-            requested_by=requester.id,
-        )
-        run_store.insert_classification(
-            conn,
-            tenant_id=world.tenant.id,
-            run_id=run_id,
-            classification="human_review",
-            rule="fallback",
-            reason="test",
-            branch="human_review",
-            route_reason=None,
-        )
+    run_id = classified_run(db, world, issue, repository=REPO)
     proposal = proposals.create_proposal(
         db,
         requester,

@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import IssueSet, World, make_executor, make_world, on_synthetic_and_real_hf_data
+from conftest import (
+    IssueSet,
+    World,
+    classified_run,
+    make_executor,
+    make_world,
+    on_synthetic_and_real_hf_data,
+)
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors
 from resolveflow.adapters.llm.openai_chat import OpenAIChatModel
 from resolveflow.adapters.llm.scripted import ScriptedModel
@@ -47,7 +54,6 @@ from resolveflow.triage import runs as run_service
 from resolveflow.triage.graph.build import TriageDeps, build_triage_graph
 from resolveflow.triage.graph.investigate import make_investigator
 from resolveflow.triage.graph.runs import RunController
-from resolveflow.triage.store import runs as run_store
 from resolveflow.web import views
 
 REPO = "huggingface/datasets"
@@ -504,27 +510,8 @@ def _decided_duplicate_suggestion(inv: Investigations, issue: int, score: float,
     """A past duplicate suggestion on the repository, as a run makes one (its run, branch and
     investigation, best related document at ``score``), then approved or rejected."""
     db, world = inv.db, inv.world
-    run_id = uuid.uuid4()
+    run_id = classified_run(db, world, issue, repository=REPO, branch="ai_investigation")
     with db.tenant(world.tenant.id) as conn:
-        run_store.insert_run(
-            conn,
-            run_id=run_id,
-            tenant_id=world.tenant.id,
-            workflow="triage",
-            repository=REPO,
-            issue_number=issue,
-            requested_by=world.requester(db).id,
-        )
-        run_store.insert_classification(
-            conn,
-            tenant_id=world.tenant.id,
-            run_id=run_id,
-            classification="ai_investigation",
-            rule="fallback",
-            reason="test",
-            branch="ai_investigation",
-            route_reason=None,
-        )
         model_call_store.insert_investigation(
             conn,
             tenant_id=world.tenant.id,

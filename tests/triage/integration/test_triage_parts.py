@@ -8,14 +8,13 @@ record; the repository's own people are not asked for facts."""
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 import pytest
 
-from conftest import World, make_executor, make_world
+from conftest import World, classified_run, labelled_history, make_executor, make_world
 from fixtures_cli import InProcessCli
 from git_repos import commit, init
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
@@ -67,25 +66,7 @@ HISTORY = {
 
 
 def _history(repository: str) -> list[SourceDocument]:
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    documents = []
-    for label, issues in HISTORY.items():
-        for title, body in issues:
-            n = len(documents) + 1
-            documents.append(
-                SourceDocument(
-                    source=f"github:{repository}",
-                    external_id=str(n),
-                    kind="issue",
-                    title=title,
-                    body=body,
-                    labels=(label,),
-                    state="closed",
-                    created_at=start + timedelta(days=n),
-                    repository=repository,
-                )
-            )
-    return documents
+    return labelled_history(repository, HISTORY)
 
 
 class Runs:
@@ -579,30 +560,9 @@ def _decided_related_part(runs: Runs, issue: int, score: float, yes: bool) -> No
     one (its run, its part, the proposal carrying its paragraph), then approved or rejected."""
     from resolveflow.gate import proposals as proposal_service
     from resolveflow.gate.domain.parts import PartItemRecord, PartRecord
-    from resolveflow.triage.store import runs as run_store
 
     db, world = runs.db, runs.world
-    run_id = uuid4()
-    with db.tenant(world.tenant.id) as conn:
-        run_store.insert_run(
-            conn,
-            run_id=run_id,
-            tenant_id=world.tenant.id,
-            workflow="triage",
-            repository=REPO,
-            issue_number=issue,
-            requested_by=world.requester(db).id,
-        )
-        run_store.insert_classification(
-            conn,
-            tenant_id=world.tenant.id,
-            run_id=run_id,
-            classification="human_review",
-            rule="fallback",
-            reason="test",
-            branch="human_review",
-            route_reason=None,
-        )
+    run_id = classified_run(db, world, issue)
     paragraph = f"Earlier reports that look related:\n\n- #{issue - 1}"
     part = PartRecord(
         "related",

@@ -7,7 +7,6 @@ Through the real web app, job queue and worker, and the fake GitHub over HTTP.""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -15,11 +14,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import make_world
+from conftest import labelled_history, make_world
 from fixtures_github import SERVICE_TOKEN
 from fixtures_web import REPO, Web, issue_payload, web_settings
 from resolveflow.bootstrap.app import open_app
-from resolveflow.retrieval.records import SourceDocument
 from resolveflow.sandbox.forge.oauth import FakeGitHubWithOAuth
 from resolveflow.triage import runs as run_service
 from resolveflow.web import create_app
@@ -61,25 +59,11 @@ def web(queue_ready: str, oauth_github: FakeGitHubWithOAuth) -> Iterator[Web]:
 
 
 def _index_history(web: Web) -> None:
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    documents = []
-    for label, texts in HISTORY.items():
-        for text in texts:
-            n = len(documents) + 100
-            title, _, body = text.partition(": ")
-            documents.append(
-                SourceDocument(
-                    source=f"github:{REPO}",
-                    external_id=str(n),
-                    kind="issue",
-                    title=title,
-                    body=body,
-                    labels=(label,),
-                    state="closed",
-                    created_at=start + timedelta(days=n),
-                    repository=REPO,
-                )
-            )
+    issues = {
+        label: [(t.partition(": ")[0], t.partition(": ")[2]) for t in texts]
+        for label, texts in HISTORY.items()
+    }
+    documents = labelled_history(REPO, issues, first_id=100)
     web.app.indexer().upsert(web.world.tenant.id, documents)
 
 
