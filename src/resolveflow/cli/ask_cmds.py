@@ -17,6 +17,7 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.model_cost import cost_json, metered, render_cost
 from resolveflow.cli.output import console, emit, fields, table, targets_table
+from resolveflow.domain.reading_text import for_terminal
 from resolveflow.errors import InvalidInput
 
 
@@ -34,7 +35,8 @@ def ask(
 
 
 def _render(answer: Answer) -> None:
-    console.print(Text(answer.text), soft_wrap=True)
+    # Links as their text, escapes undone, tables as columns at the terminal's width.
+    console.print(Text(for_terminal(answer.text, console.width)), soft_wrap=True)
     if answer.citations:
         console.print()
         for c in answer.citations:

@@ -17,12 +17,13 @@ from typing import Any
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from resolveflow.accounts import admin
 from resolveflow.ask import passages
 from resolveflow.ask.domain.answers import Answer, AnswerOutcome
 from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
+from resolveflow.domain import reading_text
 from resolveflow.domain.inert_markdown import inert
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput
@@ -94,21 +95,66 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
 _PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
 _ANCHOR = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
 _HREF = re.compile(r'\bhref="([^"]*)"')
+_WEB = re.compile(r"https?://", re.IGNORECASE)
+_ADDRESS_LIKE = re.compile(r"://|\bwww\.|\b[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\b", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>")
+_CODE = Markup("<code>{}</code>")
 
 
 def _document_markdown(text: str) -> Markup:
-    """A document's Markdown rendered through the sanitizer, its links made text: a page in the
-    corpus can word a link one way and point it another, so the reader sees the address."""
+    """A document's Markdown rendered through the sanitizer. A link to the web (http or https)
+    stays a link (``rel=nofollow``, its address in its title), unless its words look like an
+    address themselves: a page in the corpus can word a link as one address and point it at
+    another, so then the words are text beside the real address. Any other link (a relative
+    path that leads nowhere from here, ``mailto:``) is its words only. Tables render as tables.
+    """
     html = str(render(text))
 
     def plain(match: re.Match[str]) -> str:
         href = _HREF.search(match.group(1))
         label = match.group(2)
-        if href is None or html_unescape(href.group(1)) == html_unescape(label):
+        address = html_unescape(href.group(1)) if href else ""
+        if not _WEB.match(address):
             return label
-        return f'{label} <code class="address">{href.group(1)}</code>'
+        words = html_unescape(_TAG.sub("", label))
+        if words != address and _ADDRESS_LIKE.search(words):
+            return f'{label} <code class="address">{escape(address)}</code>'
+        title = Markup(' title="{}"').format(address)
+        return f"<a{match.group(1)}{title}>{label}</a>"
 
-    return Markup(_ANCHOR.sub(plain, html))  # noqa: S704 - sanitized, anchors made text
+    return Markup(_ANCHOR.sub(plain, html))  # noqa: S704 - sanitized, anchors checked
+
+
+def reading_html(text: str) -> Markup:
+    """A chunk's text for the passage page, which shows chunks as written (white space kept;
+    a chunk may start or end inside a paragraph): a table as an HTML table, each cell escaped;
+    code spans as code; a link as its text; everything else escaped."""
+    pieces: list[Markup] = []
+    for block in reading_text.blocks(text):
+        if isinstance(block, reading_text.Table):
+            pieces.append(_table_html(block))
+            continue
+        for piece, is_code in reading_text.code_spans(reading_text.plain_prose(block)):
+            pieces.append(_CODE.format(piece) if is_code else escape(piece))
+    return Markup("").join(pieces)
+
+
+def _table_html(table: reading_text.Table) -> Markup:
+    def row(cells: tuple[str, ...], tag: str) -> Markup:
+        return Markup("<tr>{}</tr>").format(
+            Markup("").join(Markup("<{0}>{1}</{0}>").format(tag, _cell(c)) for c in cells)
+        )
+
+    head = Markup("<thead>{}</thead>").format(row(table.header, "th")) if table.header else ""
+    body = Markup("").join(row(cells, "td") for cells in table.rows)
+    return Markup('<table class="doc-table">{}<tbody>{}</tbody></table>').format(head, body)
+
+
+def _cell(text: str) -> Markup:
+    return Markup("").join(
+        _CODE.format(piece) if is_code else escape(reading_text.plain(piece))
+        for piece, is_code in reading_text.code_spans(text)
+    )
 
 
 def _linked(html: Markup, links: dict[int, str]) -> Markup:
@@ -183,7 +229,10 @@ def passage_page(request: Request, chunk_id: int = Path(ge=1, le=_BIGINT)) -> Re
         "passage.html",
         viewer,
         document=found.document,
-        parts=found.parts,
+        parts=[
+            {"chunk_id": p.chunk_id, "cited": p.cited, "html": reading_html(p.text)}
+            for p in found.parts
+        ],
         chunk_id=found.chunk_id,
     )
 
