@@ -17,7 +17,7 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.model_cost import cost_json, metered, render_cost
 from resolveflow.cli.output import console, emit, fields, table, targets_table
-from resolveflow.domain.reading_text import for_terminal
+from resolveflow.domain.reading_text import for_terminal, heading_text
 from resolveflow.errors import InvalidInput
 
 
@@ -41,7 +41,8 @@ def _render(answer: Answer) -> None:
         console.print()
         for c in answer.citations:
             where = c.url or c.path
-            section = f" § {c.section}" if c.section else ""
+            words = heading_text(c.section)
+            section = f" § {words}" if words and words != c.title else ""
             console.print(Text(f"[{c.n}] {c.title}{section} ({where}, chunk {c.chunk_id})"))
     if answer.related and answer.outcome is AnswerOutcome.TENTATIVE:
         table(

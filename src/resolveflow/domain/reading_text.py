@@ -134,7 +134,7 @@ def for_terminal(markdown: str, width: int = TERMINAL_WIDTH) -> str:
     line (the header first)."""
     parts = [
         _table_lines(block, width) if isinstance(block, Table) else plain_prose(block)
-        for block in blocks(markdown)
+        for block in blocks(outdented_definitions(markdown))
     ]
     return "\n".join(parts)
 
@@ -190,3 +190,32 @@ def code_spans(text: str) -> list[tuple[str, bool]]:
     if at < len(text):
         pieces.append((text[at:], False))
     return pieces
+
+
+_DEFINITION = re.compile(r"^:[ \t]{1,3}(?=\S)")
+_DEFINITION_INDENT = "    "
+
+
+def outdented_definitions(markdown: str) -> str:
+    """A definition (``term`` then ``:   its text``, as HTML's ``<dd>`` is written) as a
+    paragraph of its own under its term, its indented lines outdented: CommonMark has no
+    definition lists, so the text would join the term's line, and a second paragraph indented
+    four spaces would render as code."""
+    lines: list[str] = []
+    inside = False
+    for line in markdown.split("\n"):
+        if _DEFINITION.match(line):
+            lines += ["", _DEFINITION.sub("", line)]
+            inside = True
+            continue
+        if inside and line.startswith(_DEFINITION_INDENT):
+            lines.append(line[len(_DEFINITION_INDENT) :])
+            continue
+        inside = inside and not line.strip()
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def heading_text(heading: str) -> str:
+    """A heading as a line of text: its code spans' backticks and its links' targets gone."""
+    return "".join(piece if is_code else plain(piece) for piece, is_code in code_spans(heading))

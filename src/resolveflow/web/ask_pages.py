@@ -3,9 +3,10 @@ with related documents), ``/passages/{chunk_id}`` (a cited passage in its docume
 issue from this answer" (``/ask/issue``: a form prefilled from the answer, which prepares a
 proposal through ``service/issues_prepare`` and goes to the proposal's page).
 
-Document text is data from outside: answers and quotes are rendered as Markdown through the
-sanitizer every other page uses (``web/markdown.py``: an allowlist of tags, no scripts, no images
-loaded), and only http(s) document addresses become links. Forms carry the session's CSRF token
+Document text is data from outside: answers, quotes and a passage's chunks are rendered as
+Markdown through the sanitizer every other page uses (``web/markdown.py``: an allowlist of tags,
+no scripts, no images loaded), and only http(s) addresses become links (docs/ask.md, "How an
+answer from an HTML page reads"). Forms carry the session's CSRF token
 and work without JavaScript; asking answers the page itself (answers are not stored).
 """
 
@@ -81,7 +82,12 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
         "tentative": answer.outcome is AnswerOutcome.TENTATIVE,
         "text": _linked(_document_markdown(answer.text), links),
         "citations": [
-            {**c.model_dump(), "link": links[c.n], "quote_html": _document_markdown(c.quote)}
+            {
+                **c.model_dump(),
+                "section": _section(c.title, c.section),
+                "link": links[c.n],
+                "quote_html": _document_markdown(c.quote),
+            }
             for c in answer.citations
         ],
         "related": [{**d.model_dump(), "link": passage_link(d.chunk_id)} for d in answer.related],
@@ -92,6 +98,12 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
     }
 
 
+def _section(title: str, section: str) -> str:
+    """A citation's section as words, or none when it only repeats the page's title."""
+    words = reading_text.heading_text(section)
+    return "" if words == title else words
+
+
 _PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
 _ANCHOR = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
 _HREF = re.compile(r'\bhref="([^"]*)"')
@@ -99,16 +111,17 @@ _WEB = re.compile(r"https?://", re.IGNORECASE)
 _ADDRESS_LIKE = re.compile(r"://|\bwww\.|\b[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\b", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]*>")
 _CODE = Markup("<code>{}</code>")
+_HEADING_TAG = re.compile(r"<(/?)h([1-6])>")
 
 
-def _document_markdown(text: str) -> Markup:
+def _document_markdown(text: str, *, raw_html: bool = True) -> Markup:
     """A document's Markdown rendered through the sanitizer. A link to the web (http or https)
     stays a link (``rel=nofollow``, its address in its title), unless its words look like an
     address themselves: a page in the corpus can word a link as one address and point it at
     another, so then the words are text beside the real address. Any other link (a relative
     path that leads nowhere from here, ``mailto:``) is its words only. Tables render as tables.
     """
-    html = str(render(text))
+    html = str(render(reading_text.outdented_definitions(text), raw_html=raw_html))
 
     def plain(match: re.Match[str]) -> str:
         href = _HREF.search(match.group(1))
@@ -126,17 +139,23 @@ def _document_markdown(text: str) -> Markup:
 
 
 def reading_html(text: str) -> Markup:
-    """A chunk's text for the passage page, which shows chunks as written (white space kept;
-    a chunk may start or end inside a paragraph): a table as an HTML table, each cell escaped;
-    code spans as code; a link as its text; everything else escaped."""
-    pieces: list[Markup] = []
-    for block in reading_text.blocks(text):
-        if isinstance(block, reading_text.Table):
-            pieces.append(_table_html(block))
-            continue
-        for piece, is_code in reading_text.code_spans(reading_text.plain_prose(block)):
-            pieces.append(_CODE.format(piece) if is_code else escape(piece))
-    return Markup("").join(pieces)
+    """A chunk's text for the passage page. A chunk may start or end inside a paragraph, a
+    table or a block: its prose is rendered as a document's Markdown (HTML in it shown as text,
+    since a cut can leave a tag half-written), and a table as an HTML table, each cell escaped,
+    found even when the chunk's edge cut its rows from their header."""
+    return Markup("").join(
+        _table_html(block)
+        if isinstance(block, reading_text.Table)
+        else _under_the_title(_document_markdown(block, raw_html=False))
+        for block in reading_text.blocks(reading_text.outdented_definitions(text))
+    )
+
+
+def _under_the_title(html: Markup) -> Markup:
+    """A chunk's headings two levels down: the page's own ``<h1>`` is the document's title."""
+    return Markup(  # noqa: S704 - sanitized HTML, only heading tags renamed
+        _HEADING_TAG.sub(lambda m: f"<{m.group(1)}h{min(int(m.group(2)) + 2, 6)}>", str(html))
+    )
 
 
 def _table_html(table: reading_text.Table) -> Markup:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from resolveflow.ask.text import cited_part, quote
+from resolveflow.web.ask_pages import _document_markdown, reading_html
 from resolveflow.web.markdown import render
 
 TABLE = "| Directive | Meaning |\n| --- | --- |\n| `%a` | Weekday as a name. |"
@@ -33,3 +34,31 @@ def test_a_long_table_is_cut_between_rows_and_still_renders_as_a_table() -> None
     assert all(re.fullmatch(r"\|.*\|", line) for line in body.splitlines())
     html = str(render(cited_part("Codes: ", cut, 1)))
     assert html.count("<tr>") == len(body.splitlines()) - 1  # every row, but the delimiter
+
+
+def test_on_the_web_a_link_is_its_words_and_only_an_honest_web_link_is_followable() -> None:
+    html = str(
+        _document_markdown(
+            "See [zipfile](zipfile.html#module-zipfile), [RFC 4180](https://x.example/rfc), "
+            "[docs.acme.example](https://evil.example/steal) and [go](javascript:alert(1))."
+        )
+    )
+    assert "zipfile.html" not in html and "<p>See zipfile, " in html
+    assert re.search(r'<a href="https://x.example/rfc"[^>]*title="https://x.example/rfc"', html)
+    # Words that look like another address are text beside the real one, never a link.
+    assert 'docs.acme.example <code class="address">https://evil.example/steal</code>' in html
+    assert not re.search(r'href="\s*(javascript|https://evil)', html)
+
+
+def test_the_passage_page_renders_a_chunk_s_table_even_cut_from_its_header() -> None:
+    chunk = "…the codes:\n\n| `%m` | Month. |\n| `%d` | Day \\| of <b>month</b>. |\n\nMore *text*."
+    html = str(reading_html(chunk))
+    assert (
+        '<table class="doc-table"><tbody><tr><td><code>%m</code></td><td>Month.</td></tr>'
+        "<tr><td><code>%d</code></td><td>Day | of &lt;b&gt;month&lt;/b&gt;.</td></tr>"
+        "</tbody></table>"
+    ) in html
+    assert "<em>text</em>" in html
+    definition = str(reading_html("`f(*args, **kwds)`\n:   Reads it.\n\n    Second paragraph."))
+    assert "<p><code>f(*args, **kwds)</code></p>" in definition
+    assert "<p>Second paragraph.</p>" in definition and "<pre>" not in definition
