@@ -10,7 +10,7 @@ from uuid import UUID
 from resolveflow.ask.domain.answers import Citation, runner_up_is_close
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.store.answers import CitedChunk, DocumentChunk, DocumentText
-from resolveflow.ask.text import SNIPPET_CHARS, choose_sections, pointed_page, quote
+from resolveflow.ask.text import SNIPPET_CHARS, choose_sections, cited_part, pointed_page, quote
 from resolveflow.ask.text import sections as markdown_sections
 from resolveflow.retrieval.records import Hit
 from resolveflow.store.database import Database
@@ -104,11 +104,11 @@ def _quote(
         passage = quote(section.text)
         citations.append(citation(n, chunk_id, document, section.heading, passage))
         label = f"{section.heading}: " if section.heading else ""
-        parts.append(f"{label}{passage} [{n}]")
+        parts.append(cited_part(label, passage, n))
     if len(citations) == start:  # no text worth quoting: cite the matched passage
         snippet = hit.snippet if hit is not None else quote(chunks[0].text, SNIPPET_CHARS)
         citations.append(citation(start + 1, fallback, document, "", snippet))
-        parts.append(f"{snippet} [{start + 1}]")
+        parts.append(cited_part("", snippet, start + 1))
     return document
 
 

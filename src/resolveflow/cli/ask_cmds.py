@@ -17,6 +17,7 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.model_cost import cost_json, metered, render_cost
 from resolveflow.cli.output import console, emit, fields, table, targets_table
+from resolveflow.domain.reading_text import for_terminal, heading_text
 from resolveflow.errors import InvalidInput
 
 
@@ -34,12 +35,14 @@ def ask(
 
 
 def _render(answer: Answer) -> None:
-    console.print(Text(answer.text), soft_wrap=True)
+    # Links as their text, escapes undone, tables as columns at the terminal's width.
+    console.print(Text(for_terminal(answer.text, console.width)), soft_wrap=True)
     if answer.citations:
         console.print()
         for c in answer.citations:
             where = c.url or c.path
-            section = f" § {c.section}" if c.section else ""
+            words = heading_text(c.section)
+            section = f" § {words}" if words and words != c.title else ""
             console.print(Text(f"[{c.n}] {c.title}{section} ({where}, chunk {c.chunk_id})"))
     if answer.related and answer.outcome is AnswerOutcome.TENTATIVE:
         table(
