@@ -28,7 +28,7 @@ WEIGHT_TRACEBACK = 1.0
 WEIGHT_DEEPEST_FRAME = 0.5
 WEIGHT_SYMBOLS = 0.25
 VOTE_POWER = 2.0
-IDF_POWER = 1.0  # votes times the file's scaled idf over the commits to this power
+IDF_POWER = 0.5  # votes times the scaled idf to this power: measured 0, 0.5, 1 (docs/refine.md)
 MAX_SYMBOL_FILES = 3  # an identifier defined in more files than this says little about which one
 
 _FRAME = re.compile(r'File "([^"\n]+?\.py)", line (\d+), in ([\w<>]+)')
