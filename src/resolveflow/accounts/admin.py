@@ -10,6 +10,7 @@ import getpass
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from uuid import UUID
 
 from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.domain.records import Principal, Role, Tenant
@@ -37,13 +38,14 @@ class IssuedPrincipal:
     token: str  # shown once; only its hash is stored
 
 
-def add_tenant(db: Database, name: str) -> Tenant:
+def add_tenant(db: Database, name: str, *, scratch: bool = False) -> Tenant:
+    """A tenant; a ``scratch`` one (an evaluation's) is never listed nor picked as the only one."""
     if not _TENANT_NAME.match(name):
         raise InvalidInput(
             "a tenant name is 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
         )
     with db.unscoped() as conn:
-        tenant = tenant_store.insert_tenant(conn, name)
+        tenant = tenant_store.insert_tenant(conn, name, scratch=scratch)
     with db.tenant(tenant.id) as conn:
         audit.record(
             conn,
@@ -60,6 +62,17 @@ def add_tenant(db: Database, name: str) -> Tenant:
 def list_tenants(db: Database) -> list[Tenant]:
     with db.unscoped() as conn:
         return tenant_store.list_tenants(conn)
+
+
+def scratch_tenants(db: Database) -> list[Tenant]:
+    """The evaluations' scratch tenants: running ones and the indexes kept for the next run."""
+    with db.unscoped() as conn:
+        return tenant_store.scratch_tenants(conn)
+
+
+def tenant_by_id(db: Database, tenant_id: UUID) -> Tenant:
+    with db.unscoped() as conn:
+        return tenant_store.tenant_by_id(conn, tenant_id)
 
 
 def find_tenant(db: Database, name: str) -> Tenant:

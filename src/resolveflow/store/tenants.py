@@ -33,8 +33,8 @@ def _principal(row: dict[str, Any]) -> Principal:
     )
 
 
-def insert_tenant(conn: Connection, name: str) -> Tenant:
-    row = conn.execute(q("tenants", "insert_tenant"), {"name": name}).fetchone()
+def insert_tenant(conn: Connection, name: str, *, scratch: bool = False) -> Tenant:
+    row = conn.execute(q("tenants", "insert_tenant"), {"name": name, "scratch": scratch}).fetchone()
     assert row is not None
     return _tenant(row)
 
@@ -47,7 +47,19 @@ def tenant_by_name(conn: Connection, name: str) -> Tenant:
 
 
 def list_tenants(conn: Connection) -> list[Tenant]:
+    """The real tenants, without an evaluation's scratch tenants."""
     return [_tenant(row) for row in conn.execute(q("tenants", "list_tenants")).fetchall()]
+
+
+def scratch_tenants(conn: Connection) -> list[Tenant]:
+    return [_tenant(row) for row in conn.execute(q("tenants", "scratch_tenants")).fetchall()]
+
+
+def tenant_by_id(conn: Connection, tenant_id: UUID) -> Tenant:
+    row = conn.execute(q("tenants", "tenant_by_id"), {"id": tenant_id}).fetchone()
+    if row is None:
+        raise NotFound(f"no tenant with id {tenant_id}")
+    return _tenant(row)
 
 
 def insert_principal(
