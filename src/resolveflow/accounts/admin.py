@@ -10,7 +10,6 @@ import getpass
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from uuid import UUID
 
 from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.domain.records import Principal, Role, Tenant
@@ -64,15 +63,14 @@ def list_tenants(db: Database) -> list[Tenant]:
         return tenant_store.list_tenants(conn)
 
 
+def real_tenants(db: Database) -> list[Tenant]:
+    """The tenants people work in: an evaluation's scratch tenants left out."""
+    return [tenant for tenant in list_tenants(db) if not tenant.scratch]
+
+
 def scratch_tenants(db: Database) -> list[Tenant]:
     """The evaluations' scratch tenants: running ones and the indexes kept for the next run."""
-    with db.unscoped() as conn:
-        return tenant_store.scratch_tenants(conn)
-
-
-def tenant_by_id(db: Database, tenant_id: UUID) -> Tenant:
-    with db.unscoped() as conn:
-        return tenant_store.tenant_by_id(conn, tenant_id)
+    return [tenant for tenant in list_tenants(db) if tenant.scratch]
 
 
 def find_tenant(db: Database, name: str) -> Tenant:

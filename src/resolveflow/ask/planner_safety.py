@@ -206,7 +206,7 @@ def _index(db: Database, tenant_id: UUID, docs: Sequence[tuple[str, str, str]]) 
 
 
 def _name(db: Database, tenant_id: UUID) -> str:
-    return admin.tenant_by_id(db, tenant_id).name
+    return next(t.name for t in admin.list_tenants(db) if t.id == tenant_id)
 
 
 @contextmanager

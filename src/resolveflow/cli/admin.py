@@ -90,8 +90,9 @@ def tenants_list(as_json: bool = common.JsonOption) -> None:
     """The tenants; an evaluation's scratch tenants (the indexes `eval answers` keeps) are only
     counted below the table."""
     with common.app() as opened:
-        tenants = admin.list_tenants(opened.db)
-        scratch = admin.scratch_tenants(opened.db)
+        everyone = admin.list_tenants(opened.db)
+    tenants = [t for t in everyone if not t.scratch]
+    scratch = [t for t in everyone if t.scratch]
 
     def render() -> None:
         table("tenants", ["name", whole("id")], [(t.name, t.id) for t in tenants])

@@ -32,6 +32,7 @@ class Role(StrEnum):
 class Tenant:
     id: UUID
     name: str
+    scratch: bool = False  # an evaluation's: never listed nor picked as the only tenant
 
 
 @dataclass(frozen=True)

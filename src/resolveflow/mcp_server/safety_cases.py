@@ -82,8 +82,8 @@ class AgentScene:
 def agent_scene(app: App) -> Iterator[AgentScene]:
     db = app.db
     with scratch_tenant(db) as tenant_id, scratch_tenant(db) as other_id:
-        name = admin.tenant_by_id(db, tenant_id).name
-        other_name = admin.tenant_by_id(db, other_id).name
+        names = {t.id: t.name for t in admin.list_tenants(db)}
+        name, other_name = names[tenant_id], names[other_id]
         admin.add_repository(db, name, REPOSITORY)
         other_repository = f"{other_name.replace('_', '-')}/vault"
         admin.add_repository(db, other_name, other_repository)

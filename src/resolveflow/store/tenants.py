@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def _tenant(row: dict[str, Any]) -> Tenant:
-    return Tenant(id=row["id"], name=row["name"])
+    return Tenant(id=row["id"], name=row["name"], scratch=row["scratch"])
 
 
 def _principal(row: dict[str, Any]) -> Principal:
@@ -47,19 +47,8 @@ def tenant_by_name(conn: Connection, name: str) -> Tenant:
 
 
 def list_tenants(conn: Connection) -> list[Tenant]:
-    """The real tenants, without an evaluation's scratch tenants."""
+    """Every tenant, an evaluation's scratch tenants too."""
     return [_tenant(row) for row in conn.execute(q("tenants", "list_tenants")).fetchall()]
-
-
-def scratch_tenants(conn: Connection) -> list[Tenant]:
-    return [_tenant(row) for row in conn.execute(q("tenants", "scratch_tenants")).fetchall()]
-
-
-def tenant_by_id(conn: Connection, tenant_id: UUID) -> Tenant:
-    row = conn.execute(q("tenants", "tenant_by_id"), {"id": tenant_id}).fetchone()
-    if row is None:
-        raise NotFound(f"no tenant with id {tenant_id}")
-    return _tenant(row)
 
 
 def insert_principal(

@@ -1,18 +1,12 @@
 -- name: insert_tenant
-INSERT INTO tenants (name, scratch) VALUES (%(name)s, %(scratch)s) RETURNING id, name
+INSERT INTO tenants (name, scratch) VALUES (%(name)s, %(scratch)s) RETURNING id, name, scratch
 
 -- name: tenant_by_name
-SELECT id, name FROM tenants WHERE name = %(name)s
+SELECT id, name, scratch FROM tenants WHERE name = %(name)s
 
 -- name: list_tenants
--- The real tenants: an evaluation's scratch tenants are left out (scratch_tenants lists them).
-SELECT id, name FROM tenants WHERE NOT scratch ORDER BY name
-
--- name: scratch_tenants
-SELECT id, name FROM tenants WHERE scratch ORDER BY name
-
--- name: tenant_by_id
-SELECT id, name FROM tenants WHERE id = %(id)s
+-- Scratch tenants too (an evaluation runs the real flows in one): the CLI leaves them out.
+SELECT id, name, scratch FROM tenants ORDER BY name
 
 -- name: insert_principal
 -- A new principal has no GitHub token yet; one is saved afterwards (save_github_token).
