@@ -6,11 +6,15 @@ tests/data/ask-passages-mini; the hashing embedder keeps it fast."""
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from resolveflow.accounts import admin
 from resolveflow.accounts.scratch import kept_index, scratch_tenant
@@ -19,6 +23,7 @@ from resolveflow.adapters.embedder.protocol import EmbeddingSpace
 from resolveflow.ask.evaluation import evaluate_answers
 from resolveflow.cli.common import tenant_name
 from resolveflow.retrieval import corpus_key as keys
+from resolveflow.store import migrate as migrations
 from resolveflow.store.database import Database
 
 MINI = Path(__file__).parents[2] / "data" / "ask-passages-mini"
@@ -125,3 +130,28 @@ def test_a_scratch_tenant_is_never_the_only_tenant(db: Database, tmp_path: Path)
         assert len(admin.scratch_tenants(db)) == 2
         assert tenant_name(opened, None) == "acme"  # type: ignore[arg-type]
         assert [t.name for t in admin.real_tenants(db)] == ["acme"]
+
+
+def test_the_migration_marks_the_scratch_tenants_made_before_it(
+    pg_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"t_pre_{uuid.uuid4().hex[:10]}"
+    root = pg_server.get_uri()
+    with psycopg.connect(root, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    try:
+        earlier = [m for m in migrations.available_migrations() if m.version < "0042"]
+        with psycopg.connect(pg_server.get_uri(name), autocommit=True, row_factory=dict_row) as c:
+            with monkeypatch.context() as patch:
+                patch.setattr(migrations, "available_migrations", lambda: earlier)
+                migrations.upgrade(c)
+            c.execute("INSERT INTO tenants (name) VALUES ('acme'), ('rf-eval-0123456789ab')")
+            migrations.upgrade(c)
+            rows = c.execute("SELECT name, scratch FROM tenants ORDER BY name").fetchall()
+        assert [(r["name"], r["scratch"]) for r in rows] == [
+            ("acme", False),
+            ("rf-eval-0123456789ab", True),
+        ]
+    finally:
+        with psycopg.connect(root, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
