@@ -38,7 +38,8 @@ class IssuedPrincipal:
 
 
 def add_tenant(db: Database, name: str, *, scratch: bool = False) -> Tenant:
-    """A tenant; a ``scratch`` one (an evaluation's) is never listed nor picked as the only one."""
+    """A tenant; a ``scratch`` one (an evaluation's) is never picked as the only one by the CLI
+    nor shown in ``tenants list``."""
     if not _TENANT_NAME.match(name):
         raise InvalidInput(
             "a tenant name is 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"

@@ -1,5 +1,6 @@
 """Scratch tenants for evaluations: created through the normal path, marked ``scratch`` so that
-no command picks one as the only tenant and no worker goes through one, removed afterwards.
+no command picks one as the only tenant nor lists it (workers still go through it: an evaluation
+runs the real flows in its tenant), removed afterwards.
 
 ``scratch_tenant`` is removed when its evaluation ends. ``kept_index`` is one an evaluation keeps
 for its next run on the same corpus (``eval answers``): found by the corpus's key, or made, filled
