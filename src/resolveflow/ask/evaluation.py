@@ -35,6 +35,7 @@ from pathlib import Path
 from resolveflow.accounts.scratch import kept_index
 from resolveflow.adapters.embedder.protocol import Embedder
 from resolveflow.ask.answering import AskService, ask
+from resolveflow.ask.calibration import calibration_points
 from resolveflow.ask.domain.answers import Answer, AnswerOutcome, Citation
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.protocol import ChatModel
@@ -366,6 +367,8 @@ def evaluate_answers(
     with kept_index(db, corpus_key(corpus, embedder.space)) as index:
         if not index.reused:
             Indexer(db, embedder).upsert(index.tenant_id, read_docs_dir(corpus, SOURCE))
+        else:  # what asking derives from the index is this code's, not the earlier run's
+            calibration_points(db, embedder, index.tenant_id, fresh=True)
         seconds = time.perf_counter() - started
         service = AskService(db, Searcher(db, embedder, params), model)
         outcomes = [outcome(q, ask(service, index.tenant_id, q.question)) for q in questions]

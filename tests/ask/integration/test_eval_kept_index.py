@@ -67,6 +67,23 @@ def test_a_second_run_on_the_same_files_indexes_nothing(db: Database, tmp_path: 
     assert evaluate_answers(db, HashingEmbedder(), elsewhere, questions)[0].index_reused
 
 
+def test_a_kept_index_is_calibrated_again_by_each_run(db: Database, tmp_path: Path) -> None:
+    """The calibration is this code's measure, not the one an earlier run's code stored."""
+    corpus, questions = corpus_copy(tmp_path), MINI / "questions.jsonl"
+    evaluate_answers(db, HashingEmbedder(), corpus, questions)
+    tenant_id = only_scratch(db)
+    sql = "SELECT unrelated, related FROM ask_calibrations WHERE tenant_id = %(t)s"
+    with db.tenant(tenant_id) as conn:
+        measured = conn.execute(sql, {"t": tenant_id}).fetchone()
+        conn.execute(
+            "UPDATE ask_calibrations SET unrelated = -0.9, related = 0.9 WHERE tenant_id = %(t)s",
+            {"t": tenant_id},
+        )
+    assert evaluate_answers(db, HashingEmbedder(), corpus, questions)[0].index_reused
+    with db.tenant(tenant_id) as conn:
+        assert conn.execute(sql, {"t": tenant_id}).fetchone() == measured
+
+
 def test_a_changed_file_makes_a_new_index(db: Database, tmp_path: Path) -> None:
     corpus, questions = corpus_copy(tmp_path), MINI / "questions.jsonl"
     evaluate_answers(db, HashingEmbedder(), corpus, questions)
