@@ -58,15 +58,27 @@ def _render(answer: Answer) -> None:
         )
 
 
+NO_LABELS = "no passage labels"
+
+
 def eval_answers(
-    corpus: Path = typer.Option(..., "--corpus", help="A folder of Markdown/text documents."),
+    corpus: Path = typer.Option(
+        ...,
+        "--corpus",
+        help="A folder of documents, as `index docs` reads it: Markdown, text, HTML and PDF.",
+    ),
     questions: Path = typer.Option(
-        ..., "--questions", help="JSONL: id, question, answers (paths relative to the corpus)."
+        ...,
+        "--questions",
+        help="JSONL: id, question, answers (paths relative to the corpus; [] when none answers) "
+        "and optionally passage (strings the answering passage holds).",
     ),
     targets: str = typer.Option(
         "general",
         "--targets",
-        help="Which dev targets to print beside the figures: general (any corpus) or runbooks.",
+        help="Which dev targets to print beside the figures: general (any corpus), runbooks, "
+        "or passages (a reference beside a long guide, labelled by passage). Passage right's "
+        "target is printed on any corpus with passage labels.",
     ),
     limit: int | None = typer.Option(
         None, "--limit", min=1, help="Only the first N questions (a slow model: a sample)."
@@ -74,8 +86,9 @@ def eval_answers(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Answers on a scratch tenant: MRR@5, R@5, answered / tentative / abstained, cited right,
-    abstention precision and recall, each beside its target; with a model configured, the model
-    and what it cost (calls, tokens, seconds)."""
+    abstention precision and recall, and with passage labels passage right and confidently
+    wrong, each beside its target; with a model configured, the model and what it cost (calls,
+    tokens, seconds). The index is kept for the next run on the same files."""
     if targets not in TARGET_SETS:
         raise InvalidInput(f"--targets: expected one of {', '.join(TARGET_SETS)}, got {targets!r}")
     with common.app() as opened:
@@ -90,22 +103,32 @@ def eval_answers(
             limit,
         )
     missed = misses(outcomes)
+    checks = result.checks(TARGET_SETS[targets])
     data = {
         **result.as_json(),
-        "targets": result.checks(TARGET_SETS[targets]),
+        "targets": checks,
         "model": cost_json(model),
         "misses": [m.as_json() for m in missed],
     }
 
     def render() -> None:
-        fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
-        targets_table(result.checks(TARGET_SETS[targets]))
+        shown = {k: NO_LABELS if v is None else v for k, v in result.as_json().items()}
+        fields([(k.replace("_", " "), v) for k, v in shown.items()])
+        targets_table(
+            {
+                k: {**v, "value": NO_LABELS if v["value"] is None else v["value"]}
+                for k, v in checks.items()
+            }
+        )
         render_cost(model)
         if missed:
             table(
                 "misses",
-                ["question", "what", "rank", "right", "first"],
-                [(m.id, m.kind.value, m.rank, ", ".join(m.right), m.first) for m in missed],
+                ["question", "what", "rank", "right", "first", "quoted instead"],
+                [
+                    (m.id, m.kind.value, m.rank, ", ".join(m.right), m.first, m.quoted)
+                    for m in missed
+                ],
             )
 
     emit(data, as_json, render)
