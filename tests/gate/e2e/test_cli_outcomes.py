@@ -113,6 +113,8 @@ def test_runs_show_prints_the_facts_and_approve_runs_the_pages_label_check(
 
     # The same named check as the web page's "labels exist", in the check's words.
     edited = cli.json("proposals", "edit", run, "--label", "no-such-label", token=rita)
-    line = cli.fails("approve", run, "--digest", edited["digest"], token=alex, match="does not exist")
+    line = cli.fails(
+        "approve", run, "--digest", edited["digest"], token=alex, match="does not exist"
+    )
     assert "label no-such-label does not exist in acme/widgets" in line, line
     assert fake_github.writes_received == 0

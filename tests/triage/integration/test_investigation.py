@@ -565,7 +565,9 @@ def test_a_repositorys_decisions_raise_its_duplicate_floor_and_the_proposal_says
     [record] = again["records"]["investigations"]
     assert record["relevance_floor"] == pytest.approx(between)
     comment = again["proposal"]["action"]["comment"]
-    assert comment.startswith("ResolveFlow found 1 earlier report that looks")  # only the best one now
+    assert comment.startswith(
+        "ResolveFlow found 1 earlier report that looks"
+    )  # only the best one now
     notes = "; ".join(again["detail"]["notes"])  # the run's page and `runs show` print them
     assert f"relevance floor {between:.2f} on this repository (default {FLOOR:.2f})" in notes
     assert "fitted from 35 decisions (15 approved)" in notes
