@@ -63,6 +63,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from resolveflow.domain.counted import counted
 from resolveflow.errors import ConfigError
 
 RawTable = dict[str, Any]
@@ -202,10 +203,18 @@ def parse_policy(
 
 
 def _message(source: str, where: str, exc: ValidationError) -> str:
-    first = exc.errors()[0]
+    """One line: an unknown key first (a misspelt key is often why a required one is
+    "missing"), named with its place; then how many other problems the file has."""
+    errors = exc.errors()
+    unknown = [error for error in errors if error["type"] == "extra_forbidden"]
+    first = (unknown or errors)[0]
     path = [where] if where else []
     path += [str(part) for part in first["loc"]]
-    return f"{source}: {'.'.join(path)}: {first['msg']}"
+    more = f" (and {counted(len(errors) - 1, 'other problem')})" if len(errors) > 1 else ""
+    said = first["msg"]
+    if first["type"] == "extra_forbidden":
+        said = f"unknown key {path[-1]!r}, no such setting here (misspelt?)"
+    return f"{source}: {'.'.join(path)}: {said}{more}"
 
 
 DEFAULT_POLICY = PolicyFile()

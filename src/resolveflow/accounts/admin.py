@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import getpass
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -15,7 +17,7 @@ from resolveflow.accounts.auth import hash_token, new_token
 from resolveflow.domain.records import Principal, Role, Tenant
 from resolveflow.domain.repository_names import repository_name
 from resolveflow.domain.vocabulary import AuditEvent
-from resolveflow.errors import ConfigError, InvalidInput
+from resolveflow.errors import AlreadyExists, ConfigError, InvalidInput
 from resolveflow.store import audit
 from resolveflow.store import tenants as tenant_store
 from resolveflow.store.database import Database
@@ -37,6 +39,16 @@ class IssuedPrincipal:
     token: str  # shown once; only its hash is stored
 
 
+@contextmanager
+def _taken(said: str) -> Iterator[None]:
+    """A name the person gave is taken: say which, of what kind. The store's error cannot (under
+    row-level security Postgres does not show the key that collided)."""
+    try:
+        yield
+    except AlreadyExists:
+        raise AlreadyExists(said) from None
+
+
 def add_tenant(db: Database, name: str, *, scratch: bool = False) -> Tenant:
     """A tenant; a ``scratch`` one (an evaluation's) is never picked as the only one by the CLI
     nor shown in ``tenants list``."""
@@ -44,7 +56,7 @@ def add_tenant(db: Database, name: str, *, scratch: bool = False) -> Tenant:
         raise InvalidInput(
             "a tenant name is 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
         )
-    with db.unscoped() as conn:
+    with _taken(f"a tenant named {name!r} already exists"), db.unscoped() as conn:
         tenant = tenant_store.insert_tenant(conn, name, scratch=scratch)
     with db.tenant(tenant.id) as conn:
         audit.record(
@@ -98,7 +110,8 @@ def add_principal(
         raise ConfigError(f"{KEY_SETTING} is not set; it is needed to store a GitHub token")
     tenant = find_tenant(db, tenant_name)
     token = new_token(tenant.id)
-    with db.tenant(tenant.id) as conn:
+    taken = f"the tenant {tenant.name} already has a person named {subject!r}"
+    with _taken(taken), db.tenant(tenant.id) as conn:
         principal = tenant_store.insert_principal(
             conn,
             tenant_id=tenant.id,
@@ -206,7 +219,8 @@ def normalize_repository(full_name: str) -> str:
 def add_repository(db: Database, tenant_name: str, full_name: str) -> str:
     name = normalize_repository(full_name)
     tenant = find_tenant(db, tenant_name)
-    with db.tenant(tenant.id) as conn:
+    taken = f"the repository {name} is already allowed for the tenant {tenant.name}"
+    with _taken(taken), db.tenant(tenant.id) as conn:
         tenant_store.insert_repository(conn, tenant.id, name)
         audit.record(
             conn,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from resolveflow.domain.counted import plural
 from resolveflow.domain.records import Principal, Role
 from resolveflow.domain.vocabulary import PREPARED_ISSUE_NOTE_PREFIX
 from resolveflow.errors import InvalidInput, NotAuthorized, PolicyViolation
@@ -91,7 +92,8 @@ def _gitlab_action(
         missing = sorted(set(labels) - set(client.project_labels(project.id)))
         if missing:
             raise PolicyViolation(
-                f"label(s) {', '.join(missing)} do not exist on GitLab project {project.path}"
+                f"{plural(len(missing), 'label')} {', '.join(missing)} "
+                f"{plural(len(missing), 'does', 'do')} not exist on GitLab project {project.path}"
             )
     by_name = {name.lower(): value for name, value in alias.assignees.items()}
     people = []

@@ -38,6 +38,7 @@ from resolveflow.ask.domain.planner import (
 from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import PASSAGE_CHARS, quote
+from resolveflow.domain.counted import counted
 from resolveflow.domain.records import Principal
 from resolveflow.errors import InvalidInput, ResolveFlowError
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid, ModelTimeout
@@ -184,7 +185,7 @@ def _prepare(
     not know) ends the plan, as does a second proposal."""
     arguments = args.model_dump()
     if len(state.proposals) >= service.limits.max_proposals:
-        reason = f"at most {service.limits.max_proposals} proposal(s) per plan"
+        reason = f"at most {counted(service.limits.max_proposals, 'proposal')} per plan"
         state.record("prepare_issue", arguments, "violation", reason)
         return _abstain(service, question, state, reason)
     if service.targets is None:

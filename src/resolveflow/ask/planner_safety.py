@@ -31,6 +31,7 @@ from resolveflow.adapters.llm.scripted import ScriptedModel
 from resolveflow.ask.domain.planner import PlanAnswer, PlanLimits
 from resolveflow.ask.issues_prepare import IssueTargets
 from resolveflow.ask.planner import PlannerService, plan
+from resolveflow.domain.counted import counted
 from resolveflow.domain.records import Principal, Role
 from resolveflow.gate import proposals
 from resolveflow.gate.kinds.gitlab_issue_create import GitLabAccess
@@ -276,11 +277,11 @@ def _problems(
 ) -> list[str]:
     problems: list[str] = []
     if writes:
-        problems.append(f"{writes} request(s) reached GitLab's write endpoints")
+        problems.append(f"{counted(writes, 'request')} reached GitLab's write endpoints")
     made = [p for p in proposals.list_proposals(scene.world.db, scene.principal)
             if p["id"] not in before]  # fmt: skip
     if len(made) != case.proposals:
-        problems.append(f"{len(made)} proposal(s) made, expected {case.proposals}")
+        problems.append(f"{counted(len(made), 'proposal')} made, expected {case.proposals}")
     for p in made:
         if p["decision"] is not None or p["execution_id"] is not None:
             problems.append(f"proposal {p['id']} is {p['decision']}, execution {p['execution_id']}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from resolveflow.domain.counted import counted
 from resolveflow.domain.vocabulary import NotificationState
 from resolveflow.errors import ResolveFlowError
 from resolveflow.notify.store import notifications as notification_store
@@ -158,7 +159,7 @@ def _queue(db: Database) -> Check:
     return Check(
         "queue",
         True,
-        f"{backlog.waiting} job(s) waiting, oldest {backlog.oldest_seconds:.0f} s; "
-        f"{backlog.live_workers} worker(s) with a heartbeat in the last "
+        f"{counted(backlog.waiting, 'job')} waiting, oldest {backlog.oldest_seconds:.0f} s; "
+        f"{counted(backlog.live_workers, 'worker')} with a heartbeat in the last "
         f"{store.LIVE_WORKER_SECONDS} s",
     )

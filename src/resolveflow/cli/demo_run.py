@@ -34,6 +34,7 @@ from resolveflow.accounts import admin
 from resolveflow.adapters.github.protocol import RepoName
 from resolveflow.bootstrap.app import App, open_app
 from resolveflow.cli import demo_steps as steps
+from resolveflow.cli import plain
 from resolveflow.cli.output import console, emit, err_console
 from resolveflow.config import (
     DatabaseSettings,
@@ -227,7 +228,8 @@ def _approve(
     """Approve the failing-CI run as the maintainer and wait for the post (``--once``)."""
     chosen = next(run for run in runs if run["issue"] == samples.FAILING_CI.number)
     if chosen["status"] != "awaiting_approval" or not chosen["digest"]:
-        raise ResolveFlowError(f"the demo's run of #{chosen['issue']} ended {chosen['status']}")
+        ended = plain.words(chosen["status"], "RunStatus")
+        raise ResolveFlowError(f"the demo's run of #{chosen['issue']} ended {ended}")
     if not as_json:
         steps.print_runs(runs)
         heading = f"Proposed for {REPO}#{chosen['issue']}, exactly as it will be posted:"

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import httpx
 from rich.text import Text
 
+from resolveflow.cli import plain
 from resolveflow.cli.output import console
 from resolveflow.errors import ResolveFlowError
 
@@ -156,21 +157,24 @@ def approve_and_wait(api: httpx.Client, run: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe_run(run: dict[str, Any]) -> Text:
-    """Two lines: the issue, then how it was classified and what is proposed."""
+    """Two lines: the issue, then how it was classified and what is proposed, in the pages'
+    words (``cli/plain.py``): "for a person to review (no rule matched)", never the values."""
     line = Text(f"#{run['issue']}  ", style="bold")
     line.append(run["title"])
     if run.get("arrived", "").endswith("after the inbox was up"):
         line.append("  (new: arrived by webhook)", style="yellow")
-    line.append(f"\n    {run['classification']} ({run['rule'].partition(':')[0]})")
+    classification = plain.words(run["classification"], "Classification")
+    line.append(f"\n    {classification} ({plain.words(run['rule'], 'rule')})")
     investigation = run["investigation"]
     if investigation is not None:
         cited = ", ".join(f"#{number}" for number in investigation["cited_issues"])
         model = "no model" if investigation["model_calls"] == 0 else "a model"
-        line.append(f": cites {cited or 'nothing'} ({model}, {investigation['outcome']})")
+        review = plain.words(investigation["outcome"], "ReviewOutcome")
+        line.append(f": cites {cited or 'nothing'} ({model}; {review})")
     proposed = (["a comment"] if run["comment"] else []) + [
         f"label {label}" for label in run["labels"]
     ]
-    status = run["status"].replace("_", " ")  # awaiting_approval -> awaiting approval
+    status = plain.words(run["status"], "RunStatus")
     line.append(f" -> {' + '.join(proposed) or 'nothing'}; {status}")
     return line
 
@@ -202,7 +206,8 @@ def print_outcome(summary: dict[str, Any]) -> None:
     )
     console.print(Text(f"  digest {approved['digest']}"), soft_wrap=True)
     if approved["execution_state"] != "sent":
-        console.print(Text(f"Not posted: the execution ended {approved['execution_state']}"))
+        ended = plain.state(approved["execution_state"])
+        console.print(Text(f"Not posted: the execution ended {ended}"))
         return
     console.print(
         Text(f"Posted as @{approved['posted_as']}, once: {approved['comment_url']}", "green"),

@@ -15,6 +15,7 @@ from rich.text import Text
 from resolveflow.accounts import admin
 from resolveflow.cli import common, plain
 from resolveflow.cli.output import console, emit, err_console, fields, table, timeline, whole
+from resolveflow.domain.counted import counted, plural
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import ConfigError, InvalidInput, ResolveFlowError, Unavailable
@@ -109,7 +110,7 @@ def _show_executed(done: list[Execution], total: int, waiting: str) -> None:
     if total == 0:
         console.print(Text(waiting), soft_wrap=True)
         return
-    said = f"processed {total} execution(s)"
+    said = f"processed {counted(total, 'execution')}"
     if len(done) == total:  # a long run's later rounds are counted, not kept
         states = Counter(plain.state(e.state) for e in done)
         said += ": " + "; ".join(f"{n} {words}" for words, n in states.items())
@@ -160,7 +161,8 @@ def _fail_unless_done(executions: Sequence[Execution | Settled | Skipped], verb:
     if bad:
         named = "; ".join(f"{_id(e)} {e.state.value}: {_detail(e)}" for e in bad)
         raise Unavailable(
-            f"{len(bad)} of {len(executions)} {verb} execution(s) did not complete: {named}; "
+            f"{len(bad)} of {len(executions)} {verb} {plural(len(executions), 'execution')} did not "
+            f"complete: {named}; "
             "see `resolveflow executions show ID`"
         )
 

@@ -14,6 +14,7 @@ from rich.text import Text
 from resolveflow.bootstrap.app import App
 from resolveflow.cli import common, plain
 from resolveflow.cli.output import console, emit, exact, fields, table, whole
+from resolveflow.domain.counted import plural
 from resolveflow.domain.records import Principal
 from resolveflow.domain.vocabulary import Decision, ExecutionState
 from resolveflow.errors import InvalidInput
@@ -191,7 +192,8 @@ def _print_draft(view: dict[str, Any], fate: str | None) -> None:
         console.print(Text("missing: " + ", ".join(latest["missing_information"])))
     if latest["new_recipients"]:
         new = ", ".join(latest["new_recipients"])
-        console.print(Text(f"new recipient(s), in no message the mailbox received: {new}"))
+        said = plural(len(latest["new_recipients"]), "new recipient")
+        console.print(Text(f"{said}, in no message the mailbox received: {new}"))
     if latest["findings"]:
         for finding in latest["findings"]:
             console.print(Text(f"check failed: {finding['message']}", style="bold red"))

@@ -27,11 +27,13 @@ from resolveflow.cli.output import (
 from resolveflow.errors import NotFound, ProviderRejected, ResolveFlowError, Unavailable
 from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.refine.domain.rules import repository_refine
+from resolveflow.store import tenants as tenant_store
 from resolveflow.triage import runs as run_service
 from resolveflow.triage.domain.references import parse_issue_reference
 
 if TYPE_CHECKING:
     from resolveflow.bootstrap.app import App
+    from resolveflow.domain.records import Principal
 
 runs_app = typer.Typer(help="Triage runs.", no_args_is_help=True)
 
@@ -119,26 +121,46 @@ def _yes_no(value: Any) -> str:
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
-def _failure(
-    opened: App, tenant_id: UUID, view: dict[str, Any], repository: str, number: int
-) -> Exception:
-    """A failed run as an error: not found when GitHub has no such issue (asked once more, as the
-    run keeps only its reason's words), otherwise unavailable (GitHub, the model or the
-    database failed it; docs/cli.md)."""
+def _missing(opened: App, tenant_id: UUID, repository: str, number: int) -> NotFound | None:
+    """``NotFound`` when GitHub answers 404 for the issue; None when it is there, or when GitHub
+    could not say (the run then records why it could not read it)."""
     from resolveflow.adapters.github.app_client import acting_for
     from resolveflow.adapters.github.protocol import RepoName
 
-    message = f"run {view['run_id']} failed: {view['detail'].get('error') or 'no reason recorded'}"
     try:
         acting_for(opened.github, tenant_id).get_issue(RepoName.parse(repository), number)
     except ProviderRejected as exc:
         if exc.status == 404:
             return NotFound(
                 f"{repository}#{number} does not exist (or the token cannot see it): "
-                f"GitHub answered 404; {message}"
+                "GitHub answered 404"
             )
     except ResolveFlowError:
         pass
+    return None
+
+
+def _check_issue(opened: App, actor: Principal, repository: str, number: int) -> None:
+    """Before a run is started for it: an issue GitHub does not have is one line, and no run
+    (a failed one would stay in the inbox and the audit). A repository off the allowlist is
+    left to ``start``, which refuses it before asking GitHub anything."""
+    with opened.db.tenant(actor.tenant_id) as conn:
+        allowed = tenant_store.repository_allowed(conn, actor.tenant_id, repository)
+    missing = _missing(opened, actor.tenant_id, repository, number) if allowed else None
+    if missing is not None:
+        raise missing
+
+
+def _failure(
+    opened: App, tenant_id: UUID, view: dict[str, Any], repository: str, number: int
+) -> Exception:
+    """A failed run as an error: not found when GitHub has no such issue (it went between the
+    check and the run), otherwise unavailable (GitHub, the model or the database failed it;
+    docs/cli.md)."""
+    message = f"run {view['run_id']} failed: {view['detail'].get('error') or 'no reason recorded'}"
+    missing = _missing(opened, tenant_id, repository, number)
+    if missing is not None:
+        return NotFound(f"{missing.message}; run {view['run_id']} failed")
     return Unavailable(message)
 
 
@@ -152,6 +174,7 @@ def triage(
     repository, number = parse_issue_reference(issue)
     with common.app() as opened:
         actor = common.principal(opened, token)
+        _check_issue(opened, actor, repository, number)
         run_id = opened.run_controller().start(actor, repository, number)
         view = run_service.describe_run(opened.db, actor, run_id)
         if wait:

@@ -24,20 +24,24 @@ def serve(
     ),
 ) -> None:
     """Serve the JSON API, the approval inbox and the GitHub webhook endpoint."""
+    from resolveflow.bootstrap.app import open_app
+    from resolveflow.web.server import bind
     from resolveflow.web.server import serve as run_server
     from resolveflow.worker import WorkerThread, prepare_queue
 
-    with common.app() as opened:
+    settings = common.settings()
+    bind_host = host or settings.web.host
+    bind_port = settings.web.port if port is None else port
+    # Bound first: a port in use fails at once, in one line, before the database is opened.
+    with bind(bind_host, bind_port) as listening, open_app(settings) as opened:
         prepare_queue(opened)
-        settings = opened.settings
-        bind_host = host or settings.web.host
-        bind_port = settings.web.port if port is None else port
-        err_console.print(f"serving on http://{bind_host}:{bind_port} (Ctrl-C stops)")
+        bound_port = listening.getsockname()[1]  # the one chosen for --port 0
+        err_console.print(f"serving on http://{bind_host}:{bound_port} (Ctrl-C stops)")
         if with_worker:
             with WorkerThread(opened):
-                run_server(opened, bind_host, bind_port)
+                run_server(opened, listening)
         else:
-            run_server(opened, bind_host, bind_port)
+            run_server(opened, listening)
 
 
 def worker(

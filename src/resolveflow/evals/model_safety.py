@@ -32,6 +32,7 @@ from resolveflow.ask.domain.planner import PlanLimits, PlanStep
 from resolveflow.ask.issues_prepare import IssueTargets
 from resolveflow.ask.planner import PlannerService, plan
 from resolveflow.ask.planner_safety import QUESTION, PlannerWorld, planner_scene, policy_text
+from resolveflow.domain.counted import counted
 from resolveflow.evals import safety
 from resolveflow.evals.safety import SafetyReport
 from resolveflow.gate import proposals
@@ -134,7 +135,7 @@ def planner_problems(model: ChatModel, world: PlannerWorld) -> list[str]:
         problems: list[str] = []
         written = world.writes() - writes
         if written:
-            problems.append(f"{written} request(s) reached GitLab's writes")
+            problems.append(f"{counted(written, 'request')} reached GitLab's writes")
         for p in made:
             if p["decision"] is not None or p["execution_id"] is not None:
                 problems.append(f"proposal {p['id']} is {p['decision']}, {p['execution_id']}")

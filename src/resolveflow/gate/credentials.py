@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
+from resolveflow.domain.counted import counted, plural
 from resolveflow.domain.records import Principal
 from resolveflow.errors import ConfigError
 from resolveflow.gate.store.context import ExecutionContext
@@ -139,8 +140,9 @@ def no_credential_message(problems: dict[UUID, str]) -> str:
     """One line naming each waiting execution and the setting that would let it run."""
     named = "; ".join(f"execution {eid} ({why})" for eid, why in problems.items())
     return (
-        f"no token to write with, so nothing was sent; {len(problems)} approved "
-        f"execution(s) stay queued and run once it is set: {named}"
+        f"no token to write with, so nothing was sent; {counted(len(problems), 'approved execution')}"
+        f" {plural(len(problems), 'stays queued and runs', 'stay queued and run')} once it is set:"
+        f" {named}"
     )
 
 

@@ -27,6 +27,7 @@ from resolveflow.accounts import admin
 from resolveflow.accounts.auth import authenticate
 from resolveflow.accounts.scratch import scratch_tenant
 from resolveflow.bootstrap.app import App
+from resolveflow.domain.counted import counted
 from resolveflow.domain.records import Principal, Role
 from resolveflow.gate import proposals
 from resolveflow.mcp_server.server import build_server
@@ -127,9 +128,9 @@ def _invariants(app: App, scene: AgentScene, expected: int) -> list[str]:
     mine = proposals.list_proposals(app.db, scene.agent)
     theirs = proposals.list_proposals(app.db, scene.other)
     if len(mine) != expected:
-        problems.append(f"{len(mine)} proposal(s) made, expected {expected}")
+        problems.append(f"{counted(len(mine), 'proposal')} made, expected {expected}")
     if theirs:
-        problems.append(f"{len(theirs)} proposal(s) reached the other tenant")
+        problems.append(f"{counted(len(theirs), 'proposal')} reached the other tenant")
     for p in mine + theirs:
         if p["decision"] is not None or p["execution_id"] is not None:
             problems.append(f"proposal {p['id']} is {p['decision']}, execution {p['execution_id']}")

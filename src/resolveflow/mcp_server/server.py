@@ -21,6 +21,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from resolveflow import __version__
 from resolveflow.ask.domain.answers import Answer
 from resolveflow.domain.records import Principal
 from resolveflow.errors import ResolveFlowError, one_line
@@ -90,6 +91,7 @@ def build_server(tools: AgentTools, who: Who) -> MCPServer[Any]:
     assert tuple(tool.name for tool in registered) == TOOL_NAMES
     return MCPServer(
         NAME,
+        version=__version__,  # the serverInfo a client is told at initialize
         instructions=INSTRUCTIONS,
         tools=registered,
         log_level="WARNING",

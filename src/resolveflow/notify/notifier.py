@@ -27,6 +27,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
+from resolveflow.domain.counted import counted
 from resolveflow.domain.vocabulary import NotificationKind, NotificationState
 from resolveflow.errors import ResolveFlowError
 from resolveflow.metrics import NOTIFICATION_DELIVERIES
@@ -133,8 +134,8 @@ class Notifier:
         self._close_unused(used)
         if done.deferred_tenants:
             logger.warning(
-                "notification round out of time: %d tenant(s) wait for the next round",
-                done.deferred_tenants,
+                "notification round out of time: %s wait for the next round",
+                counted(done.deferred_tenants, "tenant"),
             )
         return done
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from resolveflow.accounts.limits import LimitExceeded
+from resolveflow.domain.counted import plural
 from resolveflow.errors import ConfigError, InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
 from resolveflow.llm.protocol import ChatModel, Purpose
@@ -59,8 +60,8 @@ def require(doc: RefineDocument, step: RefineStep) -> None:
     earlier = STEP_ORDER[: STEP_ORDER.index(step)]
     missing = [s.value for s in earlier if s not in doc.done]
     if missing:
-        raise InvalidInput(f"step {step.value} needs step(s) {', '.join(missing)} first "
-                           "(they are missing from done)")  # fmt: skip
+        steps = f"{plural(len(missing), 'step')} {', '.join(missing)}"
+        raise InvalidInput(f"step {step.value} needs {steps} first (they are missing from done)")
 
 
 def _warn(doc: RefineDocument, step: RefineStep, message: str) -> None:

@@ -53,6 +53,6 @@ def gitlab_token(
         return cipher.decrypt(row["ciphertext"], _owner(tenant_id, tenant_name))
     except TokenUnreadable:
         raise TokenUnreadable(
-            f"the GitLab token stored for tenant {tenant_name} does not decrypt with the "
-            "configured key(s); give it again with `resolveflow gitlab token set`"
+            f"the GitLab token stored for tenant {tenant_name} does not decrypt with "
+            "any configured key; give it again with `resolveflow gitlab token set`"
         ) from None

@@ -37,7 +37,7 @@ _KEY_ID_INFO = b"resolveflow/github-token/key-id/v1"
 
 
 class TokenUnreadable(Forbidden):
-    """A stored GitHub token cannot be decrypted with the configured key(s); sign in again."""
+    """A stored GitHub token cannot be decrypted with any configured key; sign in again."""
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,14 @@ def _run(request: Request, run_id: UUID, template: str) -> Response:
     posting = _posting(request, viewer, proposal, (proposal.get("execution") or {}).get("id"))
     shown = _shown_status(view)
     response = _render(
-        request, template, viewer, run=view, shown_status=shown, **_progress(view), **posting
+        request,
+        template,
+        viewer,
+        run=view,
+        shown_status=shown,
+        fragment=template == "_run_status.html",
+        **_progress(view),
+        **posting,
     )
     response.headers["X-Run-Status"] = view["status"]
     return response

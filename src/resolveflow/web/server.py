@@ -4,7 +4,9 @@ demo and the browser tests), on 127.0.0.1 unless told otherwise."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -44,8 +46,37 @@ class _Server(uvicorn.Server):
             self._captured_signals.clear()
 
 
-def serve(app: App, host: str, port: int, sandbox: str | None = None) -> None:
-    _Server(_config(app, host, port, sandbox)).run()
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket ``serve`` will use, bound now: a port already in use fails here,
+    in one line naming it and how to choose another, before anything is opened or printed."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listening = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        listening.bind((host, port))
+        listening.listen(2048)
+    except OSError as exc:
+        listening.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use: pass --port N "
+                "or set RESOLVEFLOW_WEB_PORT to a free port"
+            ) from None
+        raise ConfigError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc} "
+            "(--host and --port, or RESOLVEFLOW_WEB_HOST and RESOLVEFLOW_WEB_PORT)"
+        ) from None
+    listening.set_inheritable(True)
+    return listening
+
+
+def serve(app: App, listening: socket.socket, sandbox: str | None = None) -> None:
+    """Serve on a socket from ``bind`` (its address is the one the settings named)."""
+    host, port = listening.getsockname()[:2]
+    _Server(_config(app, host, port, sandbox)).run(sockets=[listening])
 
 
 class ServerThread:

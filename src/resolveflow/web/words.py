@@ -70,7 +70,7 @@ CREDENTIAL: dict[Credential, str] = {
 }
 CLASSIFICATION: dict[Classification, str] = {
     Classification.DETERMINISTIC: "decided by a rule",
-    Classification.AI_INVESTIGATION: "investigated",
+    Classification.AI_INVESTIGATION: "needs more information",
     Classification.HUMAN_REVIEW: "for a person to review",
 }
 ACTION_KIND: dict[ActionKind, str] = {

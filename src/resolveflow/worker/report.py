@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from uuid import UUID
 
+from resolveflow.domain.counted import counted
 from resolveflow.domain.records import Execution
 from resolveflow.domain.vocabulary import ExecutionState
 from resolveflow.errors import ConfigError, ResolveFlowError, Unavailable
@@ -58,6 +59,7 @@ class WorkReport:
             raise ConfigError(no_credential_message(waiting) + also)
         if failures:
             raise Unavailable(
-                f"{len(failures)} job(s) or execution(s) did not complete: {'; '.join(failures)}; "
+                f"{counted(len(failures), 'job or execution', 'jobs or executions')} did not complete: "
+                f"{'; '.join(failures)}; "
                 "see `resolveflow executions show ID`"
             )

@@ -175,7 +175,7 @@ async def _stdio_agent(world: World) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "resolveflow", "mcp"],
                                    env=env)  # fmt: skip
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        world.made["initialized"] = await session.initialize()
         listed = await session.list_tools()
         world.made["tools"] = {tool.name: tool for tool in listed.tools}
         found = await session.call_tool("search", {"query": "password reset", "k": 5})
@@ -245,6 +245,14 @@ def test_the_tools_read_and_propose_and_none_decides(agent: World) -> None:
     schema = tools["propose_comment"].input_schema
     assert schema["additionalProperties"] is False and "digest" not in schema["properties"]
     assert tools["search"].annotations.read_only_hint is True
+
+
+def test_the_server_says_its_name_and_the_packages_version(agent: World) -> None:
+    import importlib.metadata
+
+    server = agent.made["initialized"].server_info
+    assert server.name == "resolveflow"
+    assert server.version == importlib.metadata.version("resolveflow") != ""
 
 
 def test_search_answers_from_the_tenants_index(agent: World) -> None:

@@ -306,7 +306,7 @@ def test_execute_with_nothing_due_says_what_happened(world: World) -> None:
     assert "An approved run's action is carried out as it is approved" in said
     # A proposal's approval says what carries it out; the execution then says what it did.
     assert "resolveflow execute --once carries it out" in world.printed["approve"]
-    assert "processed 1 execution(s): 1 posted" in world.printed["execute"]
+    assert "processed 1 execution: 1 posted" in world.printed["execute"]
 
 
 def test_a_text_is_titled_by_what_became_of_it(world: World) -> None:

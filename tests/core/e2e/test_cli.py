@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures_cli import Cli, _setup
+from fixtures_cli import Cli, _setup, one_line_error
 from resolveflow.sandbox.forge.server import FakeGitHubServer
 
 
@@ -222,3 +222,12 @@ def test_policy_check_names_a_policy_nested_too_deeply(cli: Cli, tmp_path: Path)
     deep = tmp_path / "deep.toml"  # tomllib recursed out of stack: "unexpected RecursionError"
     deep.write_text("[defaults]\nx = " + "[" * 3000 + "]" * 3000 + "\n")
     cli.fails("policy", "check", str(deep), match="deep.toml: not valid TOML: nested too deeply")
+
+
+def test_triage_of_an_issue_that_does_not_exist_is_one_line_and_leaves_no_run(cli: Cli) -> None:
+    rita, _ = _setup(cli)
+    result = cli.run("triage", "acme/widgets#9999", token=rita, ok=False)
+    assert result.returncode == 3, result.stderr  # not found (docs/errors.md)
+    line = one_line_error(result, "acme/widgets#9999 does not exist (or the token cannot see it)")
+    assert line.count("404") == 1, line
+    assert cli.json("runs", "list", token=rita) == []  # no failed run left behind

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -170,3 +171,16 @@ def test_json_before_the_command_counts_too(bare_cli: Cli) -> None:
     result = bare_cli.run("--json", "proposals", "show")
     assert result.returncode == 2
     assert json.loads(result.stdout)["error"]["kind"] == "usage"
+
+
+def test_serve_on_a_port_in_use_fails_at_once_naming_the_port_and_the_setting(cli: Cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli.run("serve", "--port", str(port))
+    assert "serving on" not in result.stderr  # it never said it was serving
+    cli_line = f"error: port {port} on 127.0.0.1 is already in use: pass --port N or set"
+    assert result.stderr.startswith(cli_line), result.stderr
+    assert "RESOLVEFLOW_WEB_PORT" in result.stderr
+    assert (result.returncode, len(result.stderr.strip().splitlines())) == (7, 1), result.stderr

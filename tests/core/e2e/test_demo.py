@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_demo_words import snake_case_words
 
 # The demo's own shutdown: threads, then Postgres' fast shutdown. Seconds when the machine is
 # free; one CI-like run of the whole suite saw both Ctrl-C tests pass 60 s at the same moment,
@@ -174,6 +175,9 @@ def test_demo_once_in_text_says_what_was_approved_by_whom_and_where_unclipped(
     assert "…" not in out
     assert "Drafted by ResolveFlow from the check results and approved by a maintainer." in out
     assert re.search(r"approved by maintainer\b.*sandbox/widgets#7", out, re.IGNORECASE), out
+    # Every line in the pages' words: no branch, rule or status as its value (human_review).
+    assert snake_case_words(out + result.stderr) == [], out + result.stderr
+    assert "for a person to review (no rule matched)" in out, out
     assert re.search(
         r"posted as @resolveflow-sandbox-bot, once: "
         r"http://127\.0\.0\.1:\d+/sandbox/widgets/issues/7#issuecomment-\d+$",

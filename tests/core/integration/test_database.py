@@ -102,3 +102,21 @@ def _wait_until_gone(superuser: psycopg.Connection) -> None:  # type: ignore[typ
             return
         time.sleep(0.02)
     raise AssertionError("the terminated backends did not exit")
+
+
+def test_a_taken_name_is_named_with_the_kind_of_record(db: Database, world: World) -> None:
+    from resolveflow.accounts import admin
+    from resolveflow.domain.records import Role
+
+    name = world.tenant.name
+    with pytest.raises(AlreadyExists) as tenant:
+        admin.add_tenant(db, name)
+    assert tenant.value.message == f"a tenant named '{name}' already exists"
+    with pytest.raises(AlreadyExists) as person:
+        admin.add_principal(db, name, "alex", [Role.APPROVER])
+    assert person.value.message == f"the tenant {name} already has a person named 'alex'"
+    with pytest.raises(AlreadyExists) as repository:
+        admin.add_repository(db, name, world.repository.upper())  # stored in one spelling
+    said = f"the repository {world.repository} is already allowed for the tenant {name}"
+    assert repository.value.message == said
+    assert str(world.tenant.id) not in tenant.value.message + person.value.message + said

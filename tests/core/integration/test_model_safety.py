@@ -80,7 +80,7 @@ def test_the_planner_check_fails_when_gitlab_received_a_write(world: PlannerWorl
     leaky = PlannerWorld(world.db, world.gitlab, world.cipher, lambda: next(count))
     model = ScriptedModel(responder=obedient, invalid_output_attempts=1)
     problems = model_safety.planner_problems(model, leaky)
-    assert problems == ["1 request(s) reached GitLab's writes"]
+    assert problems == ["1 request reached GitLab's writes"]
 
 
 def test_with_model_needs_a_configured_model(cli: Cli) -> None:

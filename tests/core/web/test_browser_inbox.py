@@ -150,6 +150,17 @@ def test_sign_in_see_the_webhook_run_approve_and_the_comment_arrives(
     assert comments[0]["body"].startswith(rendered.splitlines()[0][:20])
     assert "resolveflow:action=" in comments[0]["body"]
     assert site.fake.issue_labels(REPO, 2) == ["ci-failure"]
+    # Once posted, the page leads with where: "Posted" and the link above the fold, the
+    # comment's heading says it is the posted one (live, and on a fresh load).
+    expect(page.locator("#comment-heading")).to_have_text("The comment, as posted")
+    page.reload()
+    page.wait_for_selector("#outcome-link")
+    assert page.inner_text("#outcome-text").startswith("Posted")
+    assert page.get_attribute("#outcome-link", "href") == comments[0]["html_url"]
+    link = page.locator("#outcome-link").bounding_box()
+    assert link is not None and link["y"] + link["height"] < page.viewport_size["height"], link
+    assert page.inner_text("#comment-heading") == "The comment, as posted"
+    page.screenshot(path=str(site.shots / "run-posted-top.png"))  # the viewport, not the page
     context.close()
 
 

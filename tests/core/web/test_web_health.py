@@ -27,10 +27,8 @@ def test_readyz_is_ready_when_every_check_passes(web: Web) -> None:
     body = answer.json()
     assert body["status"] == "ready"
     assert set(body["checks"]) == {"database", "migrations", "queue"}
-    assert body["checks"]["queue"]["detail"].startswith("0 job(s) waiting")
-    assert body["checks"]["queue"]["detail"].endswith(
-        "0 worker(s) with a heartbeat in the last 30 s"
-    )
+    assert body["checks"]["queue"]["detail"].startswith("0 jobs waiting")
+    assert body["checks"]["queue"]["detail"].endswith("0 workers with a heartbeat in the last 30 s")
 
 
 def test_readyz_is_not_ready_while_the_worker_in_the_process_cannot_work(web: Web) -> None:

@@ -88,3 +88,36 @@ def test_a_scored_suggestion_says_its_score_its_band_and_its_floor() -> None:
     quiet = {**like, "score": {**like["score"], "approved": 0, "edited": 0, "rejected": 0}}
     assert "(0.70-0.80 here: none decided yet;" in words_module.like_this(quiet)
     assert "scored" not in words_module.like_this({**like, "score": None})
+
+
+def test_an_inbox_row_for_a_short_report_reads_as_one_sentence() -> None:
+    """The classification and its rule side by side: "needs more information" because "the
+    report is too short to act on", never "investigated" (which says the opposite)."""
+    from pathlib import Path
+
+    from jinja2 import Environment, FileSystemLoader
+
+    import resolveflow.web
+    from resolveflow.web.markdown import render, reveal
+
+    folder = Path(resolveflow.web.__file__).parent / "templates"
+    env = Environment(loader=FileSystemLoader(folder), autoescape=True)
+    filters.install(env)
+    env.filters.update(markdown=render, reveal=reveal)
+    row = {
+        "type": "run",
+        "run_id": "r1",
+        "href": "/runs/r1",
+        "target": "acme/widgets#6",
+        "kind": "github.issue",
+        "classification": "ai_investigation",
+        "rule": "is_information_sparse",
+        "status": "awaiting_approval",
+        "created_at": None,
+    }
+    shown = env.get_template("_inbox_rows.html").render(heading="Inbox", items=[row])
+    cell = shown.split('<span class="tag ai_investigation">', 1)[1].split("</td>", 1)[0]
+    assert " ".join(cell.replace("<br>", " ").split()).startswith(
+        'needs more information</span> <span class="muted">the report is too short to act on'
+    ), cell
+    assert "investigated" not in shown

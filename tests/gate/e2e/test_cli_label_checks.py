@@ -29,7 +29,7 @@ def test_approve_refuses_a_label_the_repository_does_not_have(
     )
     assert result.returncode == 4, result.stderr  # forbidden: the policy refuses it
     [line] = [line for line in result.stderr.splitlines() if line.strip()]
-    assert line == "error: label(s) no-such-label do not exist in acme/widgets", line
+    assert line == "error: label no-such-label does not exist in acme/widgets", line
     assert cli.json("proposals", "show", proposal["id"], token=alex)["decision"] is None
     assert fake_github.writes_received == 0
 

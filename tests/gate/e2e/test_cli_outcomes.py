@@ -52,10 +52,10 @@ def test_execute_names_the_executions_that_failed_and_exits_non_zero(
     assert result.returncode == 6, result.stderr  # unavailable (docs/cli.md)
     [line] = [line for line in result.stderr.splitlines() if line.strip()]
     failed = approvals[1]["execution_id"]
-    assert line.startswith("error: 1 of 2 executed execution(s) did not complete"), line
+    assert line.startswith("error: 1 of 2 executed executions did not complete"), line
     assert f"{failed} failed" in line and "question" in line, line
     assert approvals[0]["execution_id"] not in line
-    assert "processed 2 execution(s)" in result.stdout
+    assert "processed 2 executions" in result.stdout
     assert approvals[0]["execution_id"] in result.stdout and failed in result.stdout
     assert len(fake_github.comments("acme/widgets", 1)) == 1
     assert cli.json("execute", "--once") == {"processed": 0}  # nothing left: exit 0 again
@@ -105,7 +105,7 @@ def test_runs_show_prints_the_facts_and_approve_runs_the_pages_label_check(
     shown = cli.run("runs", "show", run[:8], token=alex).stdout
     # The facts and the rule in the pages' words (issue 29); --json keeps their names.
     assert "evidence facts" in shown and "the report is too short to act on" in shown, shown
-    assert "CI is failing" in shown and "none of 0 check run(s) failed" in shown, shown
+    assert "CI is failing" in shown and "none of 0 check runs failed" in shown, shown
     assert "is_information_sparse" not in shown and "has_failing_ci" not in shown, shown
     assert started["rule"] == "is_information_sparse"
     assert "rule            the report is too short to act on: " in shown, shown
@@ -113,6 +113,8 @@ def test_runs_show_prints_the_facts_and_approve_runs_the_pages_label_check(
 
     # The same named check as the web page's "labels exist", in the check's words.
     edited = cli.json("proposals", "edit", run, "--label", "no-such-label", token=rita)
-    line = cli.fails("approve", run, "--digest", edited["digest"], token=alex, match="do not exist")
-    assert "label(s) no-such-label do not exist in acme/widgets" in line, line
+    line = cli.fails(
+        "approve", run, "--digest", edited["digest"], token=alex, match="does not exist"
+    )
+    assert "label no-such-label does not exist in acme/widgets" in line, line
     assert fake_github.writes_received == 0

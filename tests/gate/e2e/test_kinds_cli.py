@@ -69,7 +69,7 @@ def test_a_dropped_response_is_unknown_until_reconciliation_finds_the_one_issue(
     fake_github.inject(DropAfterWrite(), method="POST", path=f"/repos/{REPO}/issues")
     # An outcome that is not known is work not done: named on stderr, exit 6 (docs/cli.md).
     code, line = _last_error(cli, "execute", "--once")
-    assert code == 6 and "1 of 1 executed execution(s) did not complete" in line, line
+    assert code == 6 and "1 of 1 executed execution did not complete" in line, line
     assert f"{approved['execution_id']} unknown" in line
     unknown = cli.json("executions", "show", approved["execution_id"], token=alex)
     assert unknown["state"] == "unknown"
@@ -103,7 +103,7 @@ def test_edit_reject_and_a_person_resolving_work_for_new_issues(
     fake_github.inject(Status(502), method="POST", path=f"/repos/{REPO}/issues")
     assert cli.run("execute", "--once", ok=False).returncode == 6
     code, still = _last_error(cli, "reconcile")
-    assert code == 6 and "1 of 1 reconciled execution(s) did not complete" in still, still
+    assert code == 6 and "1 of 1 reconciled execution did not complete" in still, still
     assert f"{approved['execution_id']} unknown" in still
     resolved = cli.json("executions", "resolve", approved["execution_id"], "--not-sent", token=alex)
     assert resolved["state"] == "not_sent"

@@ -141,7 +141,7 @@ def test_a_label_removed_after_approval_is_refused_before_anything_is_sent(
     make_executor(db, github_client).run_due()
     after = execution_state(db, world, approved.execution.id)
     assert after.state is ExecutionState.FAILED
-    assert after.detail == "refused before sending: label(s) question do not exist in acme/widgets"
+    assert after.detail == "refused before sending: label question does not exist in acme/widgets"
     assert fake_github.writes_received == 0
 
 

@@ -143,3 +143,29 @@ def test_the_inbox_line_the_digest_page_and_an_approval_from_it(
     state = page.locator(f"tr.digest-row[data-proposal='{refine}'] td[data-state]")
     assert state.get_attribute("data-state") not in (None, "waiting", "rejected")
     context.close()
+
+
+def test_the_digest_day_is_typed_and_shown_as_yyyy_mm_dd_in_any_locale(
+    browser: Any,  # noqa: F811 - the fixture imported above
+    site: tuple[Site, World],
+) -> None:
+    web, _ = site
+    context = browser.new_context(locale="en-US", viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    _sign_in(web, page, "alex")
+    page.goto(f"{web.url}/digest")
+    day = page.locator("input[name=day]")
+    assert day.get_attribute("type") == "text" and day.get_attribute("placeholder") == "YYYY-MM-DD"
+    day.fill("01/13/2025")  # the browser's own check refuses a US date before it is sent
+    assert not day.evaluate("input => input.checkValidity()")
+    day.fill("2025-01-13")
+    page.click("form.filters button")
+    page.wait_for_url("**/digest?day=2025-01-13")
+    assert page.locator("input[name=day]").input_value() == "2025-01-13"
+    assert "2025-01-13 (UTC)" in page.inner_text("main")
+    web.shot(page, "digest-day")
+    page.goto(f"{web.url}/digest?day=01/13/2025")  # typed in the address: refused in one line
+    said = page.inner_text("main")
+    assert "day must be YYYY-MM-DD, not '01/13/2025'" in said, said
+    context.close()

@@ -47,9 +47,9 @@ def approve(web: Web, proposal: Proposal) -> tuple[int, str]:
 
 def test_a_label_the_repository_lacks_is_red_on_the_page_and_refused(web: Web) -> None:
     missing = proposed(web, "bug", "no-such-label")
-    assert labels_gate(web, missing) == ("fail", f"label(s) no-such-label do not exist in {REPO}")
+    assert labels_gate(web, missing) == ("fail", f"label no-such-label does not exist in {REPO}")
     status, body = approve(web, missing)
-    assert status == 403 and "no-such-label do not exist" in body, body
+    assert status == 403 and "no-such-label does not exist" in body, body
 
     fine = proposed(web, "bug")
     assert labels_gate(web, fine) == ("ok", "every label exists in the repository")

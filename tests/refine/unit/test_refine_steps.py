@@ -203,7 +203,7 @@ def _default_policy() -> Any:
         (
             "output",
             (DATA / "summarize.json").read_text(encoding="utf-8"),
-            "needs step(s) summarize, runbook",
+            "needs steps summarize, runbook",
         ),
         ("summarize", (DATA / "output.json").read_text(encoding="utf-8"), "already been through"),
         ("nosuch", "{}", "no refine step 'nosuch'"),

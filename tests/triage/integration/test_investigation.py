@@ -251,7 +251,7 @@ def test_none_provider_proposes_related_issues_with_links_and_citations(
 
     action = view["proposal"]["action"]
     comment = action["comment"]
-    assert comment.startswith(f"ResolveFlow found {len(cited)} earlier report(s)")
+    assert comment.startswith(f"ResolveFlow found {len(cited)} earlier report")
     assert "No language model was used" in comment
     assert "reviewed by a person" in comment and "resolveflow:action" not in comment
     for snippet in cited:  # each citation is a link to the cited issue or pull request
@@ -565,7 +565,9 @@ def test_a_repositorys_decisions_raise_its_duplicate_floor_and_the_proposal_says
     [record] = again["records"]["investigations"]
     assert record["relevance_floor"] == pytest.approx(between)
     comment = again["proposal"]["action"]["comment"]
-    assert comment.startswith("ResolveFlow found 1 earlier report(s)")  # only the best one now
+    assert comment.startswith(
+        "ResolveFlow found 1 earlier report that looks"
+    )  # only the best one now
     notes = "; ".join(again["detail"]["notes"])  # the run's page and `runs show` print them
     assert f"relevance floor {between:.2f} on this repository (default {FLOOR:.2f})" in notes
     assert "fitted from 35 decisions (15 approved)" in notes

@@ -124,7 +124,7 @@ def test_model_text_is_made_inert() -> None:
 
 def test_none_comment_says_no_model_was_used() -> None:
     comment = related_comment(SNIPPETS[:2], "acme/widgets")
-    assert comment.startswith("ResolveFlow found 2 earlier report(s)")
+    assert comment.startswith("ResolveFlow found 2 earlier reports that look")
     assert NO_MODEL in comment and comment.endswith(FOOTER)
     assert "- [#12](https://github.com/acme/widgets/issues/12) (closed): Crash on start" in comment
 

@@ -251,3 +251,29 @@ def test_a_deterministic_policy_rule_without_failing_ci_proposes_no_ci_comment()
     action = propose(evidence, result, policy, result.classification)
     assert action.comment is None and action.labels == ("ci-failure",)
     assert any("no failing check" in note for note in action.notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("bogus_key = 1\n", "bogus_key: unknown key 'bogus_key', no such setting here (misspelt?)"),
+        (
+            '[defaults]\nci_label = "ci"\nbogus_key = 1\n',
+            "defaults.bogus_key: unknown key 'bogus_key'",
+        ),
+        # A misspelt key is named before the required key it leaves "missing".
+        (
+            '[tenants.acme.mailboxes."support@acme.example"]\nsmtp_hots = "127.0.0.1"\n',
+            "tenants.acme.mailboxes.support@acme.example.smtp_hots: unknown key 'smtp_hots', no"
+            " such setting here (misspelt?) (and 1 other problem)",
+        ),
+    ],
+    ids=["top", "defaults", "mailbox"],
+)
+def test_an_unknown_policy_key_is_named_in_one_line(text: str, named: str) -> None:
+    from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
+
+    with pytest.raises(ConfigError) as raised:
+        parse_policy(text, "policy.toml", PRODUCT_SECTIONS)
+    assert raised.value.message.startswith("policy.toml: " + named), raised.value.message
+    assert "\n" not in raised.value.message

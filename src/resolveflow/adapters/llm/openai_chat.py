@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
+from resolveflow.domain.counted import counted
 from resolveflow.llm.errors import (
     ModelError,
     ModelOutputInvalid,
@@ -181,7 +182,8 @@ class OpenAIChatModel:
             except openai.APITimeoutError:
                 if not retry:
                     raise ModelTimeout(
-                        f"the model did not answer in time ({sent} request(s))", attempts=sent
+                        f"the model did not answer in time ({counted(sent, 'request')})",
+                        attempts=sent,
                     ) from None
             except openai.APIConnectionError:
                 if not retry:
@@ -205,7 +207,7 @@ class OpenAIChatModel:
         if left <= 0:
             raise ModelTimeout(
                 f"the model call passed its deadline of {self._deadline_seconds:g} s "
-                f"({sent} request(s))",
+                f"({counted(sent, 'request')})",
                 attempts=sent,
             )
         return left
@@ -215,7 +217,7 @@ class OpenAIChatModel:
         if self._clock() + seconds >= deadline:
             raise ModelTimeout(
                 f"the model call would pass its deadline of {self._deadline_seconds:g} s "
-                f"waiting to retry ({sent} request(s))",
+                f"waiting to retry ({counted(sent, 'request')})",
                 attempts=sent,
             )
         self._sleep(seconds)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from resolveflow.domain.counted import plural
 from resolveflow.domain.records import Approval, Principal, Proposal, Role
 from resolveflow.domain.vocabulary import Decision, ExecutionState
 from resolveflow.errors import (
@@ -348,7 +349,10 @@ def check_labels_exist(action: AnyAction, repository_labels: Iterable[str]) -> N
     known = set(repository_labels)
     missing = [label for label in action.labels if label not in known]
     if missing:
-        raise PolicyViolation(f"label(s) {', '.join(missing)} do not exist in {action.repository}")
+        raise PolicyViolation(
+            f"{plural(len(missing), 'label')} {', '.join(missing)} "
+            f"{plural(len(missing), 'does', 'do')} not exist in {action.repository}"
+        )
 
 
 def check_mailbox_configured(action: EmailSendAction, configured: Iterable[str]) -> None:

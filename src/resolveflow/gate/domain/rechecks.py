@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from resolveflow.domain.counted import plural
 from resolveflow.errors import PolicyViolation
 from resolveflow.gate.domain.actions import GitLabIssueCreateAction
 from resolveflow.policy_file import ProjectAlias
@@ -55,7 +56,9 @@ def _alias_problems(
     refused = [label for label in action.labels if label not in alias.labels]
     if refused:
         allowed = ", ".join(alias.labels) or "none"
-        found.append(f"label(s) {', '.join(refused)} (allowed now: {allowed})")
+        found.append(
+            f"{plural(len(refused), 'label')} {', '.join(refused)} (allowed now: {allowed})"
+        )
     mapped = {
         name.strip().removeprefix("@").lower(): value for name, value in alias.assignees.items()
     }

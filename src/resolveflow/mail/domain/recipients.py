@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from resolveflow.domain.counted import plural
 from resolveflow.errors import PolicyViolation
 from resolveflow.gate.domain.actions import EmailSendAction
 from resolveflow.mail.domain.addresses import mailbox_key
@@ -84,6 +85,7 @@ def check_recipients_allowed(
     ]
     if refused:
         raise PolicyViolation(
-            f"recipient(s) {', '.join(refused)} no longer allowed from {action.mailbox}: not in "
+            f"{plural(len(refused), 'recipient')} {', '.join(refused)} no longer allowed from "
+            f"{action.mailbox}: not in "
             "a message the mailbox received or an allowed domain of the mailbox"
         )

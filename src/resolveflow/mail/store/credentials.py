@@ -87,7 +87,7 @@ def mailbox_secret(
         return MailboxSecret(kind, cipher.decrypt(row["ciphertext"], _owner(tenant_id, key, kind)))
     except TokenUnreadable:
         raise TokenUnreadable(
-            f"the secret stored for mailbox {key} does not decrypt with the configured key(s) "
+            f"the secret stored for mailbox {key} does not decrypt with any configured key "
             "(altered, or copied from another row); give it again with "
             "`resolveflow mail credentials set`"
         ) from None

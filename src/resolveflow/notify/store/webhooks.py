@@ -64,7 +64,7 @@ def save_webhook(
 
 def tenant_webhook(conn: Connection, cipher: TokenCipher, tenant_id: UUID) -> StoredWebhook | None:
     """The tenant's own webhook in clear, or None when it has none; ``TokenUnreadable`` when
-    it does not decrypt with the configured key(s)."""
+    it does not decrypt with any configured key."""
     row = conn.execute(q(_Q, "webhook"), {"tenant_id": tenant_id}).fetchone()
     if row is None:
         return None
@@ -74,8 +74,8 @@ def tenant_webhook(conn: Connection, cipher: TokenCipher, tenant_id: UUID) -> St
         secret = cipher.decrypt(sealed, _owner(tenant_id, "secret")) if sealed else None
     except TokenUnreadable:
         raise TokenUnreadable(
-            "the notification webhook stored for this tenant does not decrypt with the "
-            "configured key(s) (altered, or copied from another tenant); set it again with "
+            "the notification webhook stored for this tenant does not decrypt with "
+            "any configured key (altered, or copied from another tenant); set it again with "
             "`resolveflow notify set`"
         ) from None
     destination = Destination(url, NotifyFormat(row["format"]), secret)

@@ -146,7 +146,13 @@ def has_failing_ci(check_runs: list[RawCheckRun]) -> Fact:
     if failing:
         names = ", ".join(f"{run.name} ({run.conclusion})" for run in failing[:5])
         return Fact(value=True, rule=f"check run conclusion failure or timed_out: {names}")
-    return Fact(value=False, rule=f"none of {len(check_runs)} check run(s) failed or timed out")
+    return Fact(value=False, rule=_none_failed(len(check_runs)))
+
+
+def _none_failed(runs: int) -> str:
+    if runs == 1:
+        return "the one check run did not fail or time out"
+    return f"none of {runs} check runs failed or timed out"
 
 
 # --- information sparsity -------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from resolveflow.domain.counted import counted, plural
 from resolveflow.domain.inert_markdown import inert, inert_title
 from resolveflow.domain.inert_markdown import link as inert_link
 from resolveflow.triage.domain.diagnosis import Diagnosis, Snippet, url_issue
@@ -59,7 +60,8 @@ def related_line(snippet: Snippet, repository: str) -> str:
 def related_comment(related: list[Snippet], repository: str) -> str:
     """The ``none`` provider's comment: related reports with links, and how they were resolved."""
     lines = [
-        f"ResolveFlow found {len(related)} earlier report(s) that look related to this one:",
+        f"ResolveFlow found {counted(len(related), 'earlier report')} that "
+        f"{plural(len(related), 'looks', 'look')} related to this one:",
         "",
         *(related_line(s, repository) for s in related),
         "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from resolveflow.domain.counted import counted
 from resolveflow.domain.inert_markdown import inert, link
 from resolveflow.gate.domain.actions.intent import LabelNote
 from resolveflow.policy_file import Classification, RepositoryPolicy
@@ -133,7 +134,7 @@ def usable_labels(
 def failing_checks_comment(evidence: IssueEvidence) -> str:
     failing = evidence.failing_checks
     lines = [
-        f"ResolveFlow found {len(failing)} failing CI check(s) on this "
+        f"ResolveFlow found {counted(len(failing), 'failing CI check')} on this "
         f"{'pull request' if evidence.is_pull_request else 'issue'}:",
         "",
     ]
