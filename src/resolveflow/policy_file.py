@@ -63,7 +63,6 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from resolveflow.domain.counted import counted
 from resolveflow.errors import ConfigError
 
 RawTable = dict[str, Any]
@@ -210,7 +209,8 @@ def _message(source: str, where: str, exc: ValidationError) -> str:
     first = (unknown or errors)[0]
     path = [where] if where else []
     path += [str(part) for part in first["loc"]]
-    more = f" (and {counted(len(errors) - 1, 'other problem')})" if len(errors) > 1 else ""
+    others = len(errors) - 1  # the kernel imports no domain helper: the plural by hand
+    more = f" (and {others} other problem{'s' if others > 1 else ''})" if others else ""
     said = first["msg"]
     if first["type"] == "extra_forbidden":
         said = f"unknown key {path[-1]!r}, no such setting here (misspelt?)"

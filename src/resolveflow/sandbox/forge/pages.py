@@ -19,7 +19,6 @@ from functools import cache
 import nh3
 from markdown_it import MarkdownIt
 
-from resolveflow.domain.counted import counted
 from resolveflow.sandbox.forge.model import FakeRequest, IssueRecord, RepoRecord
 from resolveflow.sandbox.forge.routing import Route, route
 from resolveflow.sandbox.forge.state import ForgeState
@@ -167,7 +166,8 @@ def issue_page(forge: ForgeState, request: FakeRequest) -> Reply:
         + (f"<p>Assignees: {_esc(', '.join(issue.assignees))}</p>" if issue.assignees else "")
         + f"<div class='box'><header><strong>{_esc(issue.user)}</strong></header>"
         f"<div class='md' id='issue-body'>{_markdown(issue.body)}</div></div>"
-        f"<h2>{counted(len(issue.comments), 'comment')}</h2><div id='comments'>{comments}</div>"
+        f"<h2>{len(issue.comments)} comment{'' if len(issue.comments) == 1 else 's'}</h2>"
+        f"<div id='comments'>{comments}</div>"
     )
     return _page(200, f"{issue.title} #{issue.number}", body)
 
