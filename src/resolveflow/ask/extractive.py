@@ -1,65 +1,106 @@
-"""The extractive answer (provider ``none``): the most useful sections of the top document, quoted
-and each cited to its chunk; the page a stub points to; a close runner-up's best section. Titles
-and quotes come from the database."""
+"""The passages an answer quotes, and the extractive answer (provider ``none``) made of them.
+
+Within the pages the ranking chose: the top page's passage that answers (``choice.py``; a
+runbook's Diagnosis and Mitigation when it has them), and the next one when it scores close;
+the page a stub points to; a close runner-up page's best passage. Each is quoted whole under
+its heading path and cited to the chunk that holds it. A model is given the same passages.
+Titles and quotes come from the database."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from uuid import UUID
 
+from resolveflow.ask.choice import PassageScore, PassageScorer, ScoredUnit, close_runner_up
 from resolveflow.ask.domain.answers import Citation, runner_up_is_close
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.store.answers import CitedChunk, DocumentChunk, DocumentText
-from resolveflow.ask.text import SNIPPET_CHARS, choose_sections, pointed_page, quote
-from resolveflow.ask.text import sections as markdown_sections
+from resolveflow.ask.text import ACTION_SECTIONS, SNIPPET_CHARS, pointed_page, quote, units
 from resolveflow.retrieval.records import Hit
 from resolveflow.store.database import Database
 
-RUNNER_UP_SECTIONS = 1  # sections quoted from a close runner-up
+RUNNER_UP_SECTIONS = 1  # passages quoted from a close runner-up page
+CLOSE_MATCH = "A close match; check which of the two fits:"
 
 
-def extractive(
+@dataclass(frozen=True)
+class Quote:
+    document: DocumentText
+    chunk_id: int
+    section: str  # the heading path ("" when none)
+    text: str
+    score: PassageScore | None  # None: the matched chunk's snippet, nothing better found
+    runner_up: bool = False  # from the runner-up page
+
+
+@dataclass(frozen=True)
+class Choice:
+    quotes: list[Quote]
+    # The top page's best passage when the quotes are a runbook's actions instead: an alert's
+    # runbook is about the alert, its Diagnosis and Mitigation rarely repeat its words.
+    matched: PassageScore | None = None
+
+    @property
+    def best(self) -> PassageScore | None:
+        """The passage that holds most of what the question asks."""
+        scores = [q.score for q in self.quotes if q.score is not None]
+        scores += [self.matched] if self.matched is not None else []
+        return max(scores, key=lambda s: (s.named, s.coverage, s.cosine), default=None)
+
+
+def choose(
     db: Database,
     tenant_id: UUID,
-    question: str,
+    scorer: PassageScorer,
     ranked: Sequence[tuple[Hit, float]],
     runner_up_ratio: float,
-) -> tuple[str, list[Citation]] | None:
-    """The answer's text and citations from the ranked hits (each with its rank score); None
-    when the top document was removed since the search."""
-    citations: list[Citation] = []
-    parts: list[str] = []
+) -> Choice | None:
+    """The passages to quote from the ranked hits (each with its rank score); None when the
+    top document was removed since the search."""
     top_hit = ranked[0][0]
-    top = _quote(db, tenant_id, question, top_hit.document_id, top_hit, citations, parts)
-    if top is None:
+    page = _page(db, tenant_id, scorer, top_hit.document_id, top_hit, runner_up_ratio)
+    if page is None:
         return None
-    pointed = _follow_stub(db, tenant_id, question, top, citations, parts)
+    quotes, matched = page
+    pointed = _follow_stub(db, tenant_id, scorer, quotes[0].document, quotes, runner_up_ratio)
     if len(ranked) > 1 and runner_up_is_close(ranked[0][1], ranked[1][1], runner_up_ratio):
         runner_up = ranked[1][0]
         if runner_up.document_id != pointed:  # already quoted in full
-            parts.append("A close match; check which of the two fits:")
-            found = _quote(
-                db,
-                tenant_id,
-                question,
-                runner_up.document_id,
-                runner_up,
-                citations,
-                parts,
-                RUNNER_UP_SECTIONS,
+            found = _page(db, tenant_id, scorer, runner_up.document_id, runner_up, None)
+            quotes.extend(
+                Quote(q.document, q.chunk_id, q.section, q.text, q.score, runner_up=True)
+                for q in (found[0] if found else [])[:RUNNER_UP_SECTIONS]
             )
-            if found is None:
-                parts.pop()
+    return Choice(quotes, matched)
+
+
+def extractive(choice: Choice) -> tuple[str, list[Citation]]:
+    """The answer's text and citations: each page's title, then its quoted passages."""
+    citations: list[Citation] = []
+    parts: list[str] = []
+    previous: Quote | None = None
+    for n, chosen in enumerate(choice.quotes, start=1):
+        first_runner_up = chosen.runner_up and (previous is None or not previous.runner_up)
+        if first_runner_up:
+            parts.append(CLOSE_MATCH)
+        if first_runner_up or previous is None or chosen.document.id != previous.document.id:
+            parts.append(f"From “{chosen.document.title}”:")
+        document = chosen.document
+        citations.append(citation(n, chosen.chunk_id, document, chosen.section, chosen.text))
+        label = f"{chosen.section}: " if chosen.section else ""
+        parts.append(f"{label}{chosen.text} [{n}]")
+        previous = chosen
     return "\n\n".join(parts), citations
 
 
 def _follow_stub(
     db: Database,
     tenant_id: UUID,
-    question: str,
+    scorer: PassageScorer,
     stub: DocumentText,
-    citations: list[Citation],
-    parts: list[str],
+    quotes: list[Quote],
+    ratio: float,
 ) -> UUID | None:
     """A stub ("See [Node RAID Degraded](./NodeRAIDDegraded.md)") answers nothing itself: the page
     it points to is quoted too, when that page is in the tenant's index from the same source.
@@ -71,51 +112,68 @@ def _follow_stub(
         target = store.document_id_by_path(conn, tenant_id, stub.source, path)
     if target is None or target == stub.id:
         return None
-    if _quote(db, tenant_id, question, target, None, citations, parts) is None:
+    found = _page(db, tenant_id, scorer, target, None, ratio)
+    if found is None:
         return None
+    quotes.extend(found[0])
     return target
 
 
-def _quote(
+def _page(
     db: Database,
     tenant_id: UUID,
-    question: str,
+    scorer: PassageScorer,
     document_id: UUID,
     hit: Hit | None,
-    citations: list[Citation],
-    parts: list[str],
-    limit: int | None = None,
-) -> DocumentText | None:
-    """Append a document's chosen sections (at most ``limit``; a runner-up gets the sections
-    sharing most words with the question) to the answer; the document, or None if it is gone.
-    Without a search hit (a stub's page), its first chunk stands in for the matched passage."""
+    ratio: float | None,
+) -> tuple[list[Quote], PassageScore | None] | None:
+    """A page's passages to quote: its Diagnosis and Mitigation when it is a runbook that has
+    them, else its best passage and (``ratio`` given) the next when close; the matched chunk's
+    snippet when it has no passage worth quoting. None when the page is gone. Without a search
+    hit (a stub's page), its first chunk stands in for the matched passage. With them, the
+    page's best passage's score when the quotes are a runbook's actions."""
     with db.tenant(tenant_id) as conn:
         document = store.document_text(conn, tenant_id, document_id)
         chunks = store.document_chunks(conn, tenant_id, document_id)
     if document is None or (hit is None and not chunks):
         return None
     fallback = hit.chunk_id if hit is not None else chunks[0].id
-    parts.append(f"From “{document.title}”:")
-    found = markdown_sections(document.body or "")
-    chosen = choose_sections(question, found, actions_first=limit is None)[:limit]
-    start = len(citations)
-    for n, section in enumerate(chosen, start=start + 1):
-        chunk_id = _chunk_of(chunks, section.heading, section.text, fallback)
-        passage = quote(section.text)
-        citations.append(citation(n, chunk_id, document, section.heading, passage))
-        label = f"{section.heading}: " if section.heading else ""
-        parts.append(f"{label}{passage} [{n}]")
-    if len(citations) == start:  # no text worth quoting: cite the matched passage
+    ranked = scorer.ranked(units(document.body or ""))
+    chosen = _actions(ranked) if ratio is not None else []
+    matched = ranked[0].score if chosen else None
+    if not chosen and ranked:
+        runner_up = close_runner_up(ranked, ratio) if ratio is not None else None
+        chosen = [ranked[0], *([runner_up] if runner_up is not None else [])]
+    quotes = [
+        Quote(
+            document,
+            _chunk_of(chunks, s.unit.path[-1] if s.unit.path else "", s.unit.text, fallback),
+            s.unit.heading,
+            quote(s.unit.text),
+            s.score,
+        )
+        for s in chosen
+    ]
+    if not quotes:  # no text worth quoting: the matched passage
         snippet = hit.snippet if hit is not None else quote(chunks[0].text, SNIPPET_CHARS)
-        citations.append(citation(start + 1, fallback, document, "", snippet))
-        parts.append(f"{snippet} [{start + 1}]")
-    return document
+        quotes.append(Quote(document, fallback, "", snippet, None))
+    return quotes, matched
+
+
+def _actions(ranked: list[ScoredUnit]) -> list[ScoredUnit]:
+    """A runbook's sections an on-call engineer acts on, in order, when it has them."""
+    by_name: dict[str, ScoredUnit] = {}
+    for scored in sorted(ranked, key=lambda s: len(s.unit.path)):
+        name = scored.unit.path[-1].strip().lower() if scored.unit.path else ""
+        if name in ACTION_SECTIONS and name not in by_name:
+            by_name[name] = scored
+    return [by_name[name] for name in ACTION_SECTIONS if name in by_name]
 
 
 def _chunk_of(chunks: list[DocumentChunk], heading: str, text: str, fallback: int) -> int:
-    """The chunk that holds a section: the first one containing its heading, else the start of
-    its text."""
-    probes = [p for p in (heading and f"# {heading}", text[:80].strip()) if p]
+    """The chunk that holds a passage: the first one containing its text's start, else its
+    heading."""
+    probes = [p for p in (text[:80].strip(), heading and f"# {heading}") if p]
     for probe in probes:
         for chunk in chunks:
             if probe in chunk.text:

@@ -59,6 +59,81 @@ def sections(body: str) -> list[Section]:
     return [s for s in found if s.heading or s.text]
 
 
+PATH_SEPARATOR = " › "
+# Sections are quoted whole up to this size (the quote ends at QUOTE_CHARS): cut into 700-character
+# pieces they quoted the answering words less often (Rust book 0.17 against 0.27, Cargo book 0.47
+# against 0.50), the piece scored best in meaning not being the one holding them.
+UNIT_CHARS = 20 * QUOTE_CHARS
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A passage that is quoted whole: a section, or a part of a long one (paragraphs, each code
+    example with the sentence before it), under the path of headings it sits in."""
+
+    path: tuple[str, ...]
+    text: str
+
+    @property
+    def heading(self) -> str:
+        return PATH_SEPARATOR.join(self.path)
+
+
+def units(body: str, limit: int = UNIT_CHARS) -> list[Unit]:
+    """The passages of ``body`` in reading order, each at most ``limit`` characters unless one
+    paragraph with its code example is longer; a section's heading path goes with each."""
+    found: list[Unit] = []
+    stack: list[tuple[int, str]] = []
+    for section in sections(body):
+        if section.heading:
+            while stack and stack[-1][0] >= section.level:
+                stack.pop()
+            stack.append((section.level, section.heading))
+        path = tuple(heading for _, heading in stack)
+        if section.useful:
+            found.extend(Unit(path, text) for text in _pieces(section.text, limit))
+    return found
+
+
+def _pieces(text: str, limit: int) -> list[str]:
+    """Paragraph groups (a paragraph and the code that follows it) packed up to ``limit``."""
+    groups: list[str] = []
+    for block in _paragraphs(text):
+        if groups and block.lstrip().startswith(("```", "~~~")):
+            groups[-1] = f"{groups[-1]}\n\n{block}"
+        else:
+            groups.append(block)
+    packed: list[str] = []
+    for group in groups:
+        if packed and len(packed[-1]) + len(group) + 2 <= limit:
+            packed[-1] = f"{packed[-1]}\n\n{group}"
+        else:
+            packed.append(group)
+    return packed
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Blocks separated by blank lines; a fenced code block is one block, blank lines and all."""
+    blocks: list[str] = []
+    lines: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            if not in_fence and lines:
+                blocks.append("\n".join(lines))
+                lines = []
+            in_fence = not in_fence
+        if not line.strip() and not in_fence:
+            if lines:
+                blocks.append("\n".join(lines))
+            lines = []
+            continue
+        lines.append(line)
+    if lines:
+        blocks.append("\n".join(lines))
+    return [block.strip("\n") for block in blocks if block.strip()]
+
+
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 

@@ -63,6 +63,7 @@ def html_text(path: str, data: bytes, limits: TextLimits) -> tuple[str, str]:
     main = soup.find("main") or soup.find("article") or soup.find(True, attrs={"role": "main"})
     root: Any = main or soup.body or soup
     _unlink_anchors(root)
+    _definitions_as_sections(soup, root)
     heading = root.find("h1")
     title = heading.get_text(" ", strip=True) if heading else page_title
     converter = MarkdownConverter(
@@ -95,6 +96,79 @@ def _unlink_anchors(root: Any) -> None:
             link.decompose()
         else:
             link.unwrap()
+
+
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_MADE = "data-definition"  # marks the headings made here
+
+
+def _definitions_as_sections(soup: Any, root: Any) -> None:
+    """A reference's definition list (Sphinx's ``<dl class="py class">``, a command's options
+    as mdBook writes them) holds one entry per name: each entry becomes its own section, headed
+    by the name one level below the heading it sits under, its full term (a signature, an
+    option with its argument) first in its body, so a passage is one definition with its
+    description and its heading path names it. Only lists whose terms carry an anchor (``id``)
+    are references; a plain glossary-like list stays a list."""
+    # Outermost lists only: nested ones are read with their entry.
+    outermost = [dl for dl in root.find_all("dl") if dl.find_parent("dl") is None]
+    for listing in filter(_is_reference, outermost):
+        previous = listing.find_previous(_page_heading)
+        level = int(previous.name[1]) + 1 if previous is not None else 2
+        listing.replace_with(_definition_sections(soup, listing, level))
+
+
+def _page_heading(tag: Any) -> bool:
+    """A heading of the page itself, not one made for an earlier definition."""
+    return tag.name in _HEADINGS and not tag.has_attr(_MADE)
+
+
+def _is_reference(listing: Any) -> bool:
+    return any(term.get("id") for term in listing.find_all("dt", recursive=False))
+
+
+def _definition_sections(soup: Any, listing: Any, level: int) -> Any:
+    """The entries of ``listing`` as headings and bodies at ``level`` (nested lists below)."""
+    out = soup.new_tag("div")
+    terms: list[Any] = []
+    for item in listing.find_all(["dt", "dd"], recursive=False):
+        if item.name == "dt":
+            terms.append(item)
+            continue
+        out.extend(_entry(soup, terms, min(level, 6)))
+        nested = [dl for dl in item.find_all("dl") if dl.find_parent("dl") is listing]
+        for inner in filter(_is_reference, nested):
+            inner.replace_with(_definition_sections(soup, inner, level + 1))
+        out.extend(list(item.children))
+        terms = []
+    return out
+
+
+def _entry(soup: Any, terms: list[Any], level: int) -> list[Any]:
+    """An entry's heading (its name: Sphinx's anchor such as ``csv.DictReader``, else the
+    terms' text) and its terms as a paragraph."""
+    names = [_term_name(term) for term in terms]
+    heading = soup.new_tag(f"h{level}", attrs={_MADE: ""})
+    heading.string = ", ".join(name for name in names if name) or "definition"
+    made = [heading]
+    if all(name == _term_text(term) for name, term in zip(names, terms, strict=True)):
+        return made  # the heading already reads as the terms (a command's options)
+    for term in terms:
+        paragraph = soup.new_tag("p")
+        paragraph.extend(list(term.children))
+        made.append(paragraph)
+    return made
+
+
+def _term_name(term: Any) -> str:
+    """Sphinx marks an object's name (``sig-name``) and anchors it by its dotted path."""
+    anchor = str(term.get("id", ""))
+    if term.find(class_="sig-name") is not None and anchor and " " not in anchor:
+        return anchor
+    return _term_text(term)
+
+
+def _term_text(term: Any) -> str:
+    return " ".join(term.get_text("").split())
 
 
 def _too_deep(path: str, limits: TextLimits) -> UnreadableDocument:

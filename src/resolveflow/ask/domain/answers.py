@@ -89,6 +89,12 @@ class AnswerFeatures(BaseModel):
     known_names: int = 0
     # distinct words of what was searched: the coverage a page can reach falls with it
     question_words: int = 0
+    # Of the quoted passage that holds most of the question (ask/choice.py): the share of the
+    # question's words it holds (idf-weighted), the weight of the question's name its heading
+    # gives, and its own cosine placed on the calibration as ``relation`` is.
+    passage_coverage: float = 0.0
+    passage_name: float = 0.0
+    passage_relation: float = 0.0
 
 
 class Answer(BaseModel):
@@ -158,6 +164,10 @@ class AnswerabilityRule:
     related_coverage: float = 0.6
     answer_relation: float = 0.9
     named_relation: float = 0.45
+    # A quoted passage holds the question (``holds``): chosen on the Cargo book dev set against
+    # 0.4 / 0.7 and 0.3 / 0.6, which answered more and were wrong more (docs/ask.md).
+    passage_coverage: float = 0.5
+    passage_relation: float = 0.9
 
     def outcome(self, features: AnswerFeatures) -> AnswerOutcome:
         # The question names what the page is about, in its own words or by the page's title.
@@ -188,6 +198,21 @@ class AnswerabilityRule:
         ):
             return AnswerOutcome.ANSWERED
         return AnswerOutcome.TENTATIVE
+
+    def holds(self, features: AnswerFeatures) -> bool:
+        """Whether a quoted passage holds what the question asks: a name the question gives is
+        the passage's heading or its page's, or it holds most of the question's words, or on its own it is
+        as close in meaning as a page is to its own title. A page found by its many words whose
+        best passage holds none of this is listed as "may help", not quoted as the answer."""
+        # A question that names the page (its title, or a name it is about) names every
+        # passage's heading path, which starts with the page's title.
+        named = features.name_match >= 1.0 or features.title_coverage >= 1.0
+        return (
+            named
+            or features.passage_name >= 1.0
+            or features.passage_coverage >= self.passage_coverage
+            or features.passage_relation >= self.passage_relation
+        )
 
     def weak_coverage(self, question_words: int) -> float:
         """The coverage below which a barely related page shares "little" of a question of
