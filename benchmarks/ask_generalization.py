@@ -73,14 +73,14 @@ def main() -> None:
 
 
 def _print(
-    figures: dict[str, dict[str, float | int]],
+    figures: dict[str, dict[str, float | int | bool | None]],
     worst: dict[str, float],
     checks: dict[str, dict[str, dict[str, object]]],
 ) -> None:
     names = list(figures)
     print(f"{'figure':<26}" + "".join(f"{n:>12}" for n in names) + f"{'worst':>12}")
     for key in figures[names[0]]:
-        cells = "".join(f"{figures[n][key]:>12}" for n in names)
+        cells = "".join(f"{figures[n][key]!s:>12}" for n in names)  # None: no passage labels
         print(f"{key:<26}{cells}{worst.get(key, ''):>12}")
     print()
     for name, found in checks.items():

@@ -37,13 +37,15 @@ class IssuedPrincipal:
     token: str  # shown once; only its hash is stored
 
 
-def add_tenant(db: Database, name: str) -> Tenant:
+def add_tenant(db: Database, name: str, *, scratch: bool = False) -> Tenant:
+    """A tenant; a ``scratch`` one (an evaluation's) is never picked as the only one by the CLI
+    nor shown in ``tenants list``."""
     if not _TENANT_NAME.match(name):
         raise InvalidInput(
             "a tenant name is 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
         )
     with db.unscoped() as conn:
-        tenant = tenant_store.insert_tenant(conn, name)
+        tenant = tenant_store.insert_tenant(conn, name, scratch=scratch)
     with db.tenant(tenant.id) as conn:
         audit.record(
             conn,
@@ -60,6 +62,16 @@ def add_tenant(db: Database, name: str) -> Tenant:
 def list_tenants(db: Database) -> list[Tenant]:
     with db.unscoped() as conn:
         return tenant_store.list_tenants(conn)
+
+
+def real_tenants(db: Database) -> list[Tenant]:
+    """The tenants people work in: an evaluation's scratch tenants left out."""
+    return [tenant for tenant in list_tenants(db) if not tenant.scratch]
+
+
+def scratch_tenants(db: Database) -> list[Tenant]:
+    """The evaluations' scratch tenants: running ones and the indexes kept for the next run."""
+    return [tenant for tenant in list_tenants(db) if tenant.scratch]
 
 
 def find_tenant(db: Database, name: str) -> Tenant:

@@ -112,15 +112,16 @@ def still_holds(space_id: int, chunk_count: int, state: IndexState) -> bool:
 
 
 def calibration_points(
-    db: Database, embedder: Embedder, tenant_id: UUID
+    db: Database, embedder: Embedder, tenant_id: UUID, *, fresh: bool = False
 ) -> CalibrationPoints | None:
-    """The tenant's calibration, measured now if its index changed since (``FALLBACK`` where it
-    cannot be measured); None when the tenant has nothing indexed."""
+    """The tenant's calibration, measured now if its index changed since or ``fresh`` is asked
+    (an index kept from an earlier evaluation: this code's measure, not that run's);
+    ``FALLBACK`` where it cannot be measured; None when the tenant has nothing indexed."""
     with db.tenant(tenant_id) as conn:
         state = documents_store.index_state(conn, tenant_id)
         if state is None or state.chunk_count == 0:
             return None
-        saved = saved_points(conn, tenant_id, state)
+        saved = None if fresh else saved_points(conn, tenant_id, state)
         if saved is not None:
             return saved
         titles = store.calibration_titles(conn, tenant_id, TITLE_SAMPLE)

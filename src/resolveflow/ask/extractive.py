@@ -16,7 +16,14 @@ from resolveflow.ask.choice import PassageScore, PassageScorer, ScoredUnit, clos
 from resolveflow.ask.domain.answers import Citation, runner_up_is_close
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.store.answers import CitedChunk, DocumentChunk, DocumentText
-from resolveflow.ask.text import ACTION_SECTIONS, SNIPPET_CHARS, pointed_page, quote, units
+from resolveflow.ask.text import (
+    ACTION_SECTIONS,
+    SNIPPET_CHARS,
+    cited_part,
+    pointed_page,
+    quote,
+    units,
+)
 from resolveflow.retrieval.records import Hit
 from resolveflow.store.database import Database
 
@@ -89,7 +96,7 @@ def extractive(choice: Choice) -> tuple[str, list[Citation]]:
         document = chosen.document
         citations.append(citation(n, chosen.chunk_id, document, chosen.section, chosen.text))
         label = f"{chosen.section}: " if chosen.section else ""
-        parts.append(f"{label}{chosen.text} [{n}]")
+        parts.append(cited_part(label, chosen.text, n))
         previous = chosen
     return "\n\n".join(parts), citations
 

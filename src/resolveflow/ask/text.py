@@ -166,12 +166,39 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
         return text
     head = text[: limit - 2]
     ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if _in_table(head):  # a table is cut between its rows, never inside one
+        ends = [m.end() for m in re.finditer(r"\n", head)]
     if ends and ends[-1] >= limit // 3:
         head = head[: ends[-1]]
     head = head.rstrip()
     if sum(1 for line in head.splitlines() if line.lstrip().startswith(("```", "~~~"))) % 2:
         head += "\n```"
-    return head + " …"
+    return head + (_AFTER_BLOCK if _ends_in_block(head) else " ") + "…"
+
+
+_AFTER_BLOCK = "\n\n"  # after a table or a fence: a line of text would join its last row
+
+
+def _in_table(head: str) -> bool:
+    last = head.rsplit("\n", 1)[-1]
+    return last.lstrip().startswith("|")
+
+
+def _ends_in_block(text: str) -> bool:
+    last = text.rstrip().rsplit("\n", 1)[-1].strip()
+    return last.startswith("|") or last in ("```", "~~~")
+
+
+def cited_part(label: str, passage: str, n: int) -> str:
+    """A quoted passage in the answer's text with its heading's ``label`` and its citation
+    ``[n]``. A passage that opens with a table or a fence starts on its own line after the
+    label, and one that ends with either is followed by its citation on its own line: written
+    on the same line, either would break the table or the block."""
+    first = passage.lstrip().split("\n", 1)[0].lstrip()
+    opens_block = first.startswith(("|", "```", "~~~"))
+    head = f"{label.rstrip()}\n\n" if label and opens_block else label
+    tail = _AFTER_BLOCK if _ends_in_block(passage) else " "
+    return f"{head}{passage}{tail}[{n}]"
 
 
 def pointed_page(body: str, own_path: str) -> str | None:

@@ -82,14 +82,18 @@ def step_deps(
     histories: dict[str, RepositoryHistory] = {}
     policy = refine_policy(app.settings, lambda: acting_for(app.github, tenant_id()))
 
-    def changes(doc: RefineDocument) -> ChangesDeps:
-        from resolveflow.refine.changes import ChangesDeps
-
+    def history(doc: RefineDocument) -> RepositoryHistory | None:
         repository = doc.ticket.repository
         if repository and repository not in histories:
             clone = policy(doc).clone
             if clone is not None:
                 histories[repository] = _history(repository, Path(clone))
+        return histories.get(repository) if repository else None
+
+    def changes(doc: RefineDocument) -> ChangesDeps:
+        from resolveflow.refine.changes import ChangesDeps
+
+        history(doc)
         return ChangesDeps(db=app.db, tenant_id=tenant_id(), histories=histories,
                            files=policy(doc).file_rules())  # fmt: skip
 
@@ -101,6 +105,7 @@ def step_deps(
     return StepDeps(
         readers=readers, tenant_id=tenant_id, db=lambda: app.db, searcher=app.searcher,
         model=lambda: _budgeted(app, principal), policy=policy, changes=changes,
+        history=history,
     )  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import typer
+from rich.text import Text
 
 from resolveflow.accounts import admin
 from resolveflow.bootstrap.app import after_upgrade, build_token_cipher, database_url
@@ -86,13 +87,25 @@ def tenants_add(name: str, as_json: bool = common.JsonOption) -> None:
 
 @tenants_app.command("list")
 def tenants_list(as_json: bool = common.JsonOption) -> None:
+    """The tenants; an evaluation's scratch tenants (the indexes `eval answers` keeps) are only
+    counted below the table."""
     with common.app() as opened:
-        tenants = admin.list_tenants(opened.db)
-    emit(
-        [{"id": str(t.id), "name": t.name} for t in tenants],
-        as_json,
-        lambda: table("tenants", ["name", whole("id")], [(t.name, t.id) for t in tenants]),
-    )
+        everyone = admin.list_tenants(opened.db)
+    tenants = [t for t in everyone if not t.scratch]
+    scratch = [t for t in everyone if t.scratch]
+
+    def render() -> None:
+        table("tenants", ["name", whole("id")], [(t.name, t.id) for t in tenants])
+        if scratch:
+            some = "1 scratch tenant" if len(scratch) == 1 else f"{len(scratch)} scratch tenants"
+            console.print(
+                Text(
+                    f"Not listed: {some} of evaluations (the indexes `eval answers` keeps for "
+                    "its next run); a command never picks one as the only tenant."
+                )
+            )
+
+    emit([{"id": str(t.id), "name": t.name} for t in tenants], as_json, render)
 
 
 @principals_app.command("add")

@@ -17,6 +17,7 @@ from resolveflow.bootstrap.embedder import build_embedder
 from resolveflow.cli import common
 from resolveflow.cli.model_cost import cost_json, metered, render_cost
 from resolveflow.cli.output import console, emit, fields, table, targets_table
+from resolveflow.domain.reading_text import for_terminal, heading_text
 from resolveflow.errors import InvalidInput
 
 
@@ -34,12 +35,14 @@ def ask(
 
 
 def _render(answer: Answer) -> None:
-    console.print(Text(answer.text), soft_wrap=True)
+    # Links as their text, escapes undone, tables as columns at the terminal's width.
+    console.print(Text(for_terminal(answer.text, console.width)), soft_wrap=True)
     if answer.citations:
         console.print()
         for c in answer.citations:
             where = c.url or c.path
-            section = f" § {c.section}" if c.section else ""
+            words = heading_text(c.section)
+            section = f" § {words}" if words and words != c.title else ""
             console.print(Text(f"[{c.n}] {c.title}{section} ({where}, chunk {c.chunk_id})"))
     if answer.related and answer.outcome is AnswerOutcome.TENTATIVE:
         table(
@@ -55,15 +58,27 @@ def _render(answer: Answer) -> None:
         )
 
 
+NO_LABELS = "no passage labels"
+
+
 def eval_answers(
-    corpus: Path = typer.Option(..., "--corpus", help="A folder of Markdown/text documents."),
+    corpus: Path = typer.Option(
+        ...,
+        "--corpus",
+        help="A folder of documents, as `index docs` reads it: Markdown, text, HTML and PDF.",
+    ),
     questions: Path = typer.Option(
-        ..., "--questions", help="JSONL: id, question, answers (paths relative to the corpus)."
+        ...,
+        "--questions",
+        help="JSONL: id, question, answers (paths relative to the corpus; [] when none answers) "
+        "and optionally passage (strings the answering passage holds).",
     ),
     targets: str = typer.Option(
         "general",
         "--targets",
-        help="Which dev targets to print beside the figures: general (any corpus) or runbooks.",
+        help="Which dev targets to print beside the figures: general (any corpus), runbooks, "
+        "or passages (a reference beside a long guide, labelled by passage). Passage right's "
+        "target is printed on any corpus with passage labels.",
     ),
     limit: int | None = typer.Option(
         None, "--limit", min=1, help="Only the first N questions (a slow model: a sample)."
@@ -71,8 +86,9 @@ def eval_answers(
     as_json: bool = common.JsonOption,
 ) -> None:
     """Answers on a scratch tenant: MRR@5, R@5, answered / tentative / abstained, cited right,
-    abstention precision and recall, each beside its target; with a model configured, the model
-    and what it cost (calls, tokens, seconds)."""
+    abstention precision and recall, and with passage labels passage right and confidently
+    wrong, each beside its target; with a model configured, the model and what it cost (calls,
+    tokens, seconds). The index is kept for the next run on the same files."""
     if targets not in TARGET_SETS:
         raise InvalidInput(f"--targets: expected one of {', '.join(TARGET_SETS)}, got {targets!r}")
     with common.app() as opened:
@@ -87,22 +103,32 @@ def eval_answers(
             limit,
         )
     missed = misses(outcomes)
+    checks = result.checks(TARGET_SETS[targets])
     data = {
         **result.as_json(),
-        "targets": result.checks(TARGET_SETS[targets]),
+        "targets": checks,
         "model": cost_json(model),
         "misses": [m.as_json() for m in missed],
     }
 
     def render() -> None:
-        fields([(k.replace("_", " "), v) for k, v in result.as_json().items()])
-        targets_table(result.checks(TARGET_SETS[targets]))
+        shown = {k: NO_LABELS if v is None else v for k, v in result.as_json().items()}
+        fields([(k.replace("_", " "), v) for k, v in shown.items()])
+        targets_table(
+            {
+                k: {**v, "value": NO_LABELS if v["value"] is None else v["value"]}
+                for k, v in checks.items()
+            }
+        )
         render_cost(model)
         if missed:
             table(
                 "misses",
-                ["question", "what", "rank", "right", "first"],
-                [(m.id, m.kind.value, m.rank, ", ".join(m.right), m.first) for m in missed],
+                ["question", "what", "rank", "right", "first", "quoted instead"],
+                [
+                    (m.id, m.kind.value, m.rank, ", ".join(m.right), m.first, m.quoted)
+                    for m in missed
+                ],
             )
 
     emit(data, as_json, render)

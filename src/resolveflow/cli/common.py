@@ -49,7 +49,7 @@ def principal(opened: App, token: str | None) -> Principal:
 def tenant_name(opened: App, name: str | None) -> str:
     if name is not None:
         return name
-    tenants = admin.list_tenants(opened.db)
+    tenants = admin.real_tenants(opened.db)  # an evaluation's scratch tenant is never picked
     if len(tenants) == 1:
         return tenants[0].name
     if not tenants:

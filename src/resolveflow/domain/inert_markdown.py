@@ -25,6 +25,7 @@ _UNSAFE = re.compile(r"[\[\]<>`|\\*_#!~&]")  # no "(": without "]" it links noth
 _SCHEME = re.compile(r"\b([a-z][a-z0-9+.-]{1,15}):(?=//)", re.IGNORECASE)
 _WWW = re.compile(r"\bwww\.", re.IGNORECASE)
 _TICKS = re.compile(r"`+")
+_SPACE_RUN = re.compile(r"\s+")
 _SAFE_URL = re.compile(r"https?://[^\s<>()\"'\[\]`]+")
 # A name from code (``test_render_timeout``, ``load_dataset``): letters, digits and underscores
 # only, so it is safe inside a code span.
@@ -54,6 +55,23 @@ def inert_title(text: str, limit: int) -> str:
         last = name.end()
     pieces.append(_inert(cleaned[last:]))
     return "".join(pieces)
+
+
+def inert_spans(pieces: list[tuple[str, bool]], limit: int) -> str:
+    """Untrusted text in pieces (``reading_text.code_spans``: text, and whether it is a code
+    span's content) as one line: each code span through ``code``, the rest made inert, at most
+    ``limit`` characters of text in all."""
+    out: list[str] = []
+    left = limit
+    for text, is_code in pieces:
+        if left <= 0:
+            break
+        piece = " ".join(text.split()) if is_code else _SPACE_RUN.sub(" ", text)
+        if len(piece) > left:
+            piece = piece[: left - 1] + "…"
+        left -= len(piece)
+        out.append(code(piece, limit) if is_code and piece else _inert(piece))
+    return "".join(out).strip()
 
 
 def safe_url(url: str | None) -> str | None:

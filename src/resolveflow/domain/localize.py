@@ -28,9 +28,17 @@ WEIGHT_TRACEBACK = 1.0
 WEIGHT_DEEPEST_FRAME = 0.5
 WEIGHT_SYMBOLS = 0.25
 VOTE_POWER = 2.0
+IDF_POWER = 0.5  # votes times the scaled idf to this power: measured 0, 0.5, 1 (docs/refine.md)
 MAX_SYMBOL_FILES = 3  # an identifier defined in more files than this says little about which one
 
 _FRAME = re.compile(r'File "([^"\n]+?\.py)", line (\d+), in ([\w<>]+)')
+# An installed package's file: its own path follows the last site-packages (a venv's included).
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+# Python's own library (``/usr/lib/python3.11/``, ``~/.pyenv/.../lib/python3.11/``,
+# ``C:\Python311\Lib\``): never a file of the repository, whatever its name.
+_STDLIB = re.compile(r"(?:^|[/\\])lib(?:64)?[/\\](?:python|pypy)\d[\d.]*[/\\]|"
+                     r"[/\\]python\d[\d.]*[/\\]lib[/\\]", re.IGNORECASE)  # fmt: skip
+_ABSOLUTE = re.compile(r"^(?:[/\\~]|[A-Za-z]:[/\\])")
 _PATH = re.compile(r"(?<![\w/.-])[\w./-]*?([\w-]+(?:/[\w-]+)*\.py)\b")
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
 
@@ -52,6 +60,23 @@ class PastFix:
     commits: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ChangeCounts:
+    """How many of a history's ``commits`` changed each file (``files``), before the ticket."""
+
+    files: Mapping[str, int]
+    commits: int
+
+    def weight(self, path: str) -> float:
+        """The file's idf over the commits, scaled to [0, 1]: 1 for a file no commit changed,
+        0 for one every commit changed. A file most changes touch (the changelog, the project
+        file, the test guide) says little about where this change lands."""
+        if self.commits <= 0:
+            return 1.0
+        touched = min(self.files.get(path, 0), self.commits)
+        return math.log((self.commits + 1) / (touched + 1)) / math.log(self.commits + 1)
+
+
 @dataclass
 class Ranked:
     path: str
@@ -71,9 +96,27 @@ def without_tracebacks(text: str) -> str:
 
 def match_path(mention: str, files: Collection[str]) -> list[str]:
     """The files that ``mention`` names: the longest suffix of its path that ends a tracked path
-    (``/usr/lib/python3/site-packages/datasets/load.py`` -> ``src/datasets/load.py``)."""
-    parts = mention.strip("./").split("/")
-    for start in range(len(parts)):
+    (``/usr/lib/python3/site-packages/datasets/load.py`` -> ``src/datasets/load.py``).
+
+    A path outside the repository never matches by its base name alone: Python's own library
+    (``/usr/lib/python3.11/mailbox.py``) matches nothing; an installed package's file matches
+    only with its whole path inside the package (``datasets/load.py``), and any other absolute
+    path with at least its last folder (``mail/files.py``). A relative path is the repository's
+    own and may match by its name."""
+    path = mention.replace("\\", "/")
+    installed = list(_INSTALLED.finditer(path))
+    if installed:
+        path, shortest = path[installed[-1].end() :], None
+    elif _STDLIB.search(path):
+        return []
+    else:
+        shortest = 2 if _ABSOLUTE.match(path) else 1
+    parts = [p for p in path.strip("./").split("/") if p]
+    if shortest is None and len(parts) == 1:  # an installed top-level module: at most src/x.py
+        return sorted(
+            f for f in files if f == parts[0] or (f.count("/") == 1 and f.endswith("/" + parts[0]))
+        )
+    for start in range(len(parts) - (shortest or len(parts)) + 1):
         suffix = "/".join(parts[start:])
         hits = sorted(f for f in files if f == suffix or f.endswith("/" + suffix))
         if hits:
@@ -83,8 +126,8 @@ def match_path(mention: str, files: Collection[str]) -> list[str]:
 
 def named_files(text: str, files: Collection[str]) -> Counter[str]:
     found: Counter[str] = Counter()
-    for mention in _PATH.findall(without_tracebacks(text)):
-        for path in match_path(mention, files):
+    for mention in _PATH.finditer(without_tracebacks(text)):
+        for path in match_path(mention.group(), files):
             found[path] += 1
     return found
 
@@ -141,6 +184,7 @@ def suggest_files(
     *,
     limit: int = 10,
     allowed: Callable[[str], bool] = lambda path: True,
+    counts: ChangeCounts | None = None,
 ) -> list[Ranked]:
     """The ``limit`` best files for the ticket ``text`` that ``allowed`` lets through (the
     repository's file rules), best first (ties by path).
@@ -149,9 +193,13 @@ def suggest_files(
     maps an identifier to the files defining it; ``fixes`` are the similar past tasks' fixes.
     Whatever kind of evidence names a file, a file ``allowed`` refuses is never returned: the
     check is on the ranking itself, not on each kind's inputs (a name defined in a test file, a
-    fix that changed one).
+    fix that changed one). With ``counts``, a file's votes are weighed by how rarely commits
+    change it (``ChangeCounts.weight``): a similar fix's sweeping files do not crowd out its
+    own.
     """
     votes, behind = vote_files(fixes)
+    if counts is not None:
+        votes = Counter({path: v * counts.weight(path) ** IDF_POWER for path, v in votes.items()})
     frames, deepest = frame_files(traceback_frames(text), files)
     evidence: list[tuple[float, dict[str, float], str]] = [
         (WEIGHT_VOTES, _scaled(votes), "changed by the fixes of similar tasks"),

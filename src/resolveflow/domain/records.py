@@ -32,6 +32,7 @@ class Role(StrEnum):
 class Tenant:
     id: UUID
     name: str
+    scratch: bool = False  # an evaluation's: the CLI never lists it nor picks it as the only one
 
 
 @dataclass(frozen=True)

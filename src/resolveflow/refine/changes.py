@@ -20,8 +20,9 @@ from uuid import UUID
 
 from resolveflow.adapters.git import CommitInfo, FileStat, ObjectMissing
 from resolveflow.adapters.git.history import RepositoryHistory
-from resolveflow.domain.localize import PastFix, suggest_files
+from resolveflow.domain.localize import ChangeCounts, PastFix, suggest_files
 from resolveflow.refine.domain.document import (
+    COMMIT_KIND,
     ChangedFile,
     FixCommit,
     RefineDocument,
@@ -54,6 +55,7 @@ class ChangesDeps:
     histories: Mapping[str, RepositoryHistory]  # repository name -> its clone's history
     files: FileRules = field(default_factory=FileRules)  # which files may be suggested
     excerpts: bool = True  # diff excerpts (the evaluation skips them: it only ranks files)
+    file_weights: bool = True  # weigh the votes by how rarely commits change each file
 
 
 def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
@@ -98,7 +100,10 @@ def changes_step(doc: RefineDocument, deps: ChangesDeps) -> RefineDocument:
         )
     definitions = _definitions(out, history, snapshot)
     text = f"{out.ticket.title}\n\n{out.ticket.body}"
-    ranking = suggest_files(text, files, definitions, fixes, limit=SUGGESTED, allowed=allowed)
+    counts = ChangeCounts(*history.change_counts(as_of)) if deps.file_weights else None
+    ranking = suggest_files(
+        text, files, definitions, fixes, limit=SUGGESTED, allowed=allowed, counts=counts
+    )
     for ranked in ranking:
         out.suggested_files.append(
             SuggestedFile(
@@ -158,6 +163,11 @@ def _fixing_commits(
             pulls.update(store.fixing_pulls(conn, deps.tenant_id, source, ids))
     found: dict[str, list[tuple[CommitInfo, str]]] = {}
     for task in tasks:
+        if task.kind == COMMIT_KIND:  # a past task from the git history: its own fix
+            own = history.by_sha.get(task.external_id)
+            if own is not None and (as_of is None or own.committed_at < as_of):
+                found[task.external_id] = [(own, "the commit itself")]
+            continue
         if not task.external_id.isdigit():
             continue
         number = int(task.external_id)

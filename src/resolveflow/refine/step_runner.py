@@ -25,6 +25,7 @@ from resolveflow.refine.load import TicketReaders, load_ticket
 from resolveflow.store.database import Database
 
 if TYPE_CHECKING:
+    from resolveflow.adapters.git.history import RepositoryHistory
     from resolveflow.refine.changes import ChangesDeps
     from resolveflow.refine.domain.rules import RefinePolicy
     from resolveflow.retrieval.search import Searcher
@@ -56,6 +57,9 @@ class StepDeps:
     model: Callable[[], ChatModel | None] = lambda: None
     policy: Callable[[RefineDocument], RefinePolicy] | None = None  # the ticket repository's
     changes: Callable[[RefineDocument], ChangesDeps] = lambda doc: _missing("git history")
+    # the ticket repository's clone, when one is configured: its commits are the past tasks
+    # when the index holds none
+    history: Callable[[RefineDocument], RepositoryHistory | None] = lambda doc: None
 
 
 def step_named(name: str) -> RefineStep:
@@ -72,7 +76,8 @@ def run_step(step: RefineStep, doc: RefineDocument, deps: StepDeps) -> RefineDoc
     if step is RefineStep.LOAD:
         return load_ticket(doc, deps.readers)
     if step is RefineStep.RELATED:
-        return refine.related(doc, deps.searcher(), deps.tenant_id(), policy=_policy(deps, doc))
+        return refine.related(doc, deps.searcher(), deps.tenant_id(), policy=_policy(deps, doc),
+                              history=deps.history(doc))  # fmt: skip
     if step is RefineStep.RELEVANCE:
         return refine.relevance(doc, deps.model())
     if step is RefineStep.SUMMARIZE:

@@ -36,6 +36,7 @@ from resolveflow.store import documents as documents_store
 from resolveflow.store.database import Database
 
 if TYPE_CHECKING:
+    from resolveflow.adapters.git.history import RepositoryHistory
     from resolveflow.refine.domain.rules import RefinePolicy
 
 logger = logging.getLogger(__name__)
@@ -85,22 +86,28 @@ def related(
     tenant_id: UUID,
     k: int = RELATED_K,
     policy: RefinePolicy | None = None,
+    history: RepositoryHistory | None = None,
 ) -> RefineDocument:
     """Similar past tasks and related pages from the tenant's index (the hybrid search), as of
     the ticket's creation when it is known. A hit is a task by its kind (an issue, a pull
     request) or its source (``policy.task_sources``); every other hit is a page. When pages take
     some of the ``k`` places, the search goes once more, deeper, so that ``k`` tasks still
-    vote. No index for the tenant is a critical error."""
+    vote. When the index holds no task for the ticket and its repository's clone is given
+    (``history``), the clone's commits before the ticket are the past tasks
+    (``refine/history_tasks.py``). Neither an index nor a clone is a critical error."""
     from resolveflow.refine.domain.rules import RefinePolicy
 
     require(doc, RefineStep.RELATED)
     with searcher.db.tenant(tenant_id) as conn:
         state = documents_store.index_state(conn, tenant_id)
-    if state is None or state.chunk_count == 0:
-        raise ConfigError("the tenant has no search index: index its issues and runbooks first "
-                          "(resolveflow index github OWNER/REPO, resolveflow index docs DIR)")  # fmt: skip
+    indexed = state is not None and state.chunk_count > 0
+    if not indexed and history is None:
+        raise ConfigError("the tenant has no search index and the ticket's repository no clone: "
+                          "index its issues and runbooks (resolveflow index github OWNER/REPO, "
+                          "resolveflow index docs DIR), or give the repository a clone "
+                          "(refine.clone in the policy file) and name it with --repo")  # fmt: skip
     rules = policy or RefinePolicy()
-    hits = _search(doc, searcher, tenant_id, k)
+    hits = _search(doc, searcher, tenant_id, k) if indexed else []
     tasks = [h for h in hits if rules.is_task(h.kind, h.source)]
     if len(tasks) < k and len(hits) == k and k < MAX_K:
         hits = _search(doc, searcher, tenant_id, MAX_K)
@@ -109,8 +116,14 @@ def related(
     out = doc.model_copy(deep=True)
     out.related = [task_from_hit(hit) for hit in tasks[:k]]
     out.pages = [page_from_hit(hit) for hit in pages[:PAGES_KEPT]]
-    if not tasks:
-        _warn(out, RefineStep.RELATED, "no similar past task was found in the index")
+    if not out.related and history is not None:
+        from resolveflow.refine.history_tasks import history_tasks
+
+        fusion = searcher.params.fusion
+        out.related = history_tasks(out, history, searcher.embedder, fusion, k)
+    if not out.related:
+        where = "in the index" if history is None else "in the index or the git history"
+        _warn(out, RefineStep.RELATED, f"no similar past task was found {where}")
     out.done.append(RefineStep.RELATED)
     return out
 
@@ -174,7 +187,9 @@ def summarize(
     out = doc.model_copy(deep=True)
     by_rules = rules.summarize(out, policy)
     by_model = _model_summary(out, policy, by_rules.facts, model) if model is not None else None
-    out.summary = by_model or by_rules
+    # The Markdown names only the scopes the repository configures, whoever wrote the summary.
+    chosen = by_model or by_rules
+    out.summary = chosen.model_copy(update={"configured_scopes": by_rules.configured_scopes})
     out.done.append(RefineStep.SUMMARIZE)
     return out
 

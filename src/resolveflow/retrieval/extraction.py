@@ -92,6 +92,7 @@ class _Worker:
         except OSError as exc:
             raise ExtractorUnavailable(f"the document extractor could not start: {exc}") from None
         self.jobs = 0
+        self.maxrss_bytes = 0  # known once it has ended (exit_status)
         try:
             _read_frame(self._out, time.monotonic() + _START_SECONDS, 4096)
         except (_Timeout, _Gone):
@@ -117,11 +118,24 @@ class _Worker:
 
     def exit_status(self) -> int | None:
         """How it ended (a negative signal number, or its exit code); None while it runs. Its
-        output closing comes a moment before its exit is seen: wait that moment."""
-        try:
-            return self._proc.wait(timeout=_EXIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            return None
+        output closing comes a moment before its exit is seen: wait that moment. Reaped here
+        with its resource usage, so that a worker killed by its ceiling still reports how large
+        it grew (``maxrss_bytes``)."""
+        if self._proc.returncode is not None:
+            return self._proc.returncode
+        deadline = time.monotonic() + _EXIT_SECONDS
+        while True:
+            try:
+                pid, status, usage = os.wait4(self._proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: Popen knows how it ended
+                return self._proc.poll()
+            if pid:
+                self.maxrss_bytes = usage.ru_maxrss * 1024
+                self._proc.returncode = os.waitstatus_to_exitcode(status)
+                return self._proc.returncode
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
 
     def kill(self) -> None:
         self._proc.kill()
@@ -223,6 +237,7 @@ class Extractor:
                     # out while it builds the MemoryError, ends the process (SIGABRT, SIGSEGV)
                     # instead of raising: the ceiling, all the same (1 run in 4 under load).
                     logger.info("extraction worker died", extra={"path": path, "status": status})
+                    self.peak_rss_bytes = max(self.peak_rss_bytes, worker.maxrss_bytes)
                     raise _too_much_memory(path, limits) from None
                 raise UnreadableDocument(f"{path}: the extraction stopped unexpectedly") from None
             self._give_back(worker, retire=bool(reply.get("retire")))

@@ -245,3 +245,24 @@ def read_docs_dir(
     """The readable documents of a folder (unreadable files are left out; ``DocsFolder`` says
     which and why)."""
     yield from DocsFolder(root, source, max_bytes)
+
+
+def folder_files(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[tuple[str, bytes]]:
+    """Each supported file of the folder that ``DocsFolder`` would read, by path, with its bytes
+    (unread: its reason instead); links are named, never followed. Nothing is extracted."""
+    if not root.is_dir():
+        raise InvalidInput(f"{root} is not a directory")
+    root = root.resolve()
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for parts, link in _entries(root):
+            name = "/".join(parts)
+            if link:
+                yield _shown(name), b"link"
+                continue
+            try:
+                yield _shown(name), _read_inside(root_fd, parts, name, max_bytes)[0]
+            except InvalidInput as exc:
+                yield _shown(name), exc.message.encode()
+    finally:
+        os.close(root_fd)

@@ -426,17 +426,35 @@ def save_cursor(conn: Connection, tenant_id: UUID, cursor: CrawlCursor) -> None:
 
 def stale_scratch_tenants(conn: Connection, older_than_seconds: float) -> list[UUID]:
     rows = conn.execute(
-        q("retrieval", "stale_scratch_tenants"),
-        {"prefix": SCRATCH_TENANT_PREFIX + "%", "older_than_seconds": older_than_seconds},
+        q("retrieval", "stale_scratch_tenants"), {"older_than_seconds": older_than_seconds}
     ).fetchall()
     return [row["id"] for row in rows]
 
 
 def delete_scratch_tenant(conn: Connection, tenant_id: UUID) -> None:
-    """Only tenants whose name carries the scratch prefix can be removed this way."""
-    conn.execute(
-        q("retrieval", "delete_tenant"), {"id": tenant_id, "prefix": SCRATCH_TENANT_PREFIX + "%"}
-    )
+    """Only scratch tenants can be removed this way."""
+    conn.execute(q("retrieval", "delete_tenant"), {"id": tenant_id})
+
+
+def kept_index(conn: Connection, key: str) -> UUID | None:
+    """The scratch tenant that holds the complete index kept for ``key``, if any."""
+    row = conn.execute(q("retrieval", "kept_index"), {"key": key}).fetchone()
+    return row["id"] if row else None
+
+
+def keep_index(conn: Connection, tenant_id: UUID, key: str) -> bool:
+    """Keep this scratch tenant's index for ``key``; False when another already holds it."""
+    row = conn.execute(q("retrieval", "keep_index"), {"id": tenant_id, "key": key}).fetchone()
+    return row is not None
+
+
+def use_kept_index(conn: Connection, tenant_id: UUID) -> None:
+    conn.execute(q("retrieval", "use_kept_index"), {"id": tenant_id})
+
+
+def kept_indexes_beyond(conn: Connection, keep: int) -> list[UUID]:
+    rows = conn.execute(q("retrieval", "kept_indexes_beyond"), {"keep": keep}).fetchall()
+    return [row["id"] for row in rows]
 
 
 def fixing_pulls(

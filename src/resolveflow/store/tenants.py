@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def _tenant(row: dict[str, Any]) -> Tenant:
-    return Tenant(id=row["id"], name=row["name"])
+    return Tenant(id=row["id"], name=row["name"], scratch=row["scratch"])
 
 
 def _principal(row: dict[str, Any]) -> Principal:
@@ -33,8 +33,8 @@ def _principal(row: dict[str, Any]) -> Principal:
     )
 
 
-def insert_tenant(conn: Connection, name: str) -> Tenant:
-    row = conn.execute(q("tenants", "insert_tenant"), {"name": name}).fetchone()
+def insert_tenant(conn: Connection, name: str, *, scratch: bool = False) -> Tenant:
+    row = conn.execute(q("tenants", "insert_tenant"), {"name": name, "scratch": scratch}).fetchone()
     assert row is not None
     return _tenant(row)
 
@@ -47,6 +47,7 @@ def tenant_by_name(conn: Connection, name: str) -> Tenant:
 
 
 def list_tenants(conn: Connection) -> list[Tenant]:
+    """Every tenant, an evaluation's scratch tenants too."""
     return [_tenant(row) for row in conn.execute(q("tenants", "list_tenants")).fetchall()]
 
 

@@ -3,9 +3,10 @@ with related documents), ``/passages/{chunk_id}`` (a cited passage in its docume
 issue from this answer" (``/ask/issue``: a form prefilled from the answer, which prepares a
 proposal through ``service/issues_prepare`` and goes to the proposal's page).
 
-Document text is data from outside: answers and quotes are rendered as Markdown through the
-sanitizer every other page uses (``web/markdown.py``: an allowlist of tags, no scripts, no images
-loaded), and only http(s) document addresses become links. Forms carry the session's CSRF token
+Document text is data from outside: answers, quotes and a passage's chunks are rendered as
+Markdown through the sanitizer every other page uses (``web/markdown.py``: an allowlist of tags,
+no scripts, no images loaded), and only http(s) addresses become links (docs/ask.md, "How an
+answer from an HTML page reads"). Forms carry the session's CSRF token
 and work without JavaScript; asking answers the page itself (answers are not stored).
 """
 
@@ -17,12 +18,13 @@ from typing import Any
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from resolveflow.accounts import admin
 from resolveflow.ask import passages
 from resolveflow.ask.domain.answers import Answer, AnswerOutcome
 from resolveflow.ask.issues_prepare import IssueTargets, prepare_issue
+from resolveflow.domain import reading_text
 from resolveflow.domain.inert_markdown import inert
 from resolveflow.domain.records import Role
 from resolveflow.errors import InvalidInput
@@ -80,7 +82,12 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
         "tentative": answer.outcome is AnswerOutcome.TENTATIVE,
         "text": _linked(_document_markdown(answer.text), links),
         "citations": [
-            {**c.model_dump(), "link": links[c.n], "quote_html": _document_markdown(c.quote)}
+            {
+                **c.model_dump(),
+                "section": _section(c.title, c.section),
+                "link": links[c.n],
+                "quote_html": _document_markdown(c.quote),
+            }
             for c in answer.citations
         ],
         "related": [{**d.model_dump(), "link": passage_link(d.chunk_id)} for d in answer.related],
@@ -91,24 +98,82 @@ def _view(request: Request, answer: Answer) -> dict[str, Any]:
     }
 
 
+def _section(title: str, section: str) -> str:
+    """A citation's section as words, or none when it only repeats the page's title."""
+    words = reading_text.heading_text(section)
+    return "" if words == title else words
+
+
 _PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
 _ANCHOR = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
 _HREF = re.compile(r'\bhref="([^"]*)"')
+_WEB = re.compile(r"https?://", re.IGNORECASE)
+_ADDRESS_LIKE = re.compile(r"://|\bwww\.|\b[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\b", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>")
+_CODE = Markup("<code>{}</code>")
+_HEADING_TAG = re.compile(r"<(/?)h([1-6])>")
 
 
-def _document_markdown(text: str) -> Markup:
-    """A document's Markdown rendered through the sanitizer, its links made text: a page in the
-    corpus can word a link one way and point it another, so the reader sees the address."""
-    html = str(render(text))
+def _document_markdown(text: str, *, raw_html: bool = True) -> Markup:
+    """A document's Markdown rendered through the sanitizer. A link to the web (http or https)
+    stays a link (``rel=nofollow``, its address in its title), unless its words look like an
+    address themselves: a page in the corpus can word a link as one address and point it at
+    another, so then the words are text beside the real address. Any other link (a relative
+    path that leads nowhere from here, ``mailto:``) is its words only. Tables render as tables.
+    """
+    html = str(render(reading_text.outdented_definitions(text), raw_html=raw_html))
 
     def plain(match: re.Match[str]) -> str:
         href = _HREF.search(match.group(1))
         label = match.group(2)
-        if href is None or html_unescape(href.group(1)) == html_unescape(label):
+        address = html_unescape(href.group(1)) if href else ""
+        if not _WEB.match(address):
             return label
-        return f'{label} <code class="address">{href.group(1)}</code>'
+        words = html_unescape(_TAG.sub("", label))
+        if words != address and _ADDRESS_LIKE.search(words):
+            return f'{label} <code class="address">{escape(address)}</code>'
+        title = Markup(' title="{}"').format(address)
+        return f"<a{match.group(1)}{title}>{label}</a>"
 
-    return Markup(_ANCHOR.sub(plain, html))  # noqa: S704 - sanitized, anchors made text
+    return Markup(_ANCHOR.sub(plain, html))  # noqa: S704 - sanitized, anchors checked
+
+
+def reading_html(text: str) -> Markup:
+    """A chunk's text for the passage page. A chunk may start or end inside a paragraph, a
+    table or a block: its prose is rendered as a document's Markdown (HTML in it shown as text,
+    since a cut can leave a tag half-written), and a table as an HTML table, each cell escaped,
+    found even when the chunk's edge cut its rows from their header."""
+    return Markup("").join(
+        _table_html(block)
+        if isinstance(block, reading_text.Table)
+        else _under_the_title(_document_markdown(block, raw_html=False))
+        for block in reading_text.blocks(reading_text.outdented_definitions(text))
+    )
+
+
+def _under_the_title(html: Markup) -> Markup:
+    """A chunk's headings two levels down: the page's own ``<h1>`` is the document's title."""
+    return Markup(  # noqa: S704 - sanitized HTML, only heading tags renamed
+        _HEADING_TAG.sub(lambda m: f"<{m.group(1)}h{min(int(m.group(2)) + 2, 6)}>", str(html))
+    )
+
+
+def _table_html(table: reading_text.Table) -> Markup:
+    def row(cells: tuple[str, ...], tag: str) -> Markup:
+        return Markup("<tr>{}</tr>").format(
+            Markup("").join(Markup("<{0}>{1}</{0}>").format(tag, _cell(c)) for c in cells)
+        )
+
+    head = Markup("<thead>{}</thead>").format(row(table.header, "th")) if table.header else ""
+    body = Markup("").join(row(cells, "td") for cells in table.rows)
+    return Markup('<table class="doc-table">{}<tbody>{}</tbody></table>').format(head, body)
+
+
+def _cell(text: str) -> Markup:
+    return Markup("").join(
+        _CODE.format(piece) if is_code else escape(reading_text.plain(piece))
+        for piece, is_code in reading_text.code_spans(text)
+    )
 
 
 def _linked(html: Markup, links: dict[int, str]) -> Markup:
@@ -183,7 +248,10 @@ def passage_page(request: Request, chunk_id: int = Path(ge=1, le=_BIGINT)) -> Re
         "passage.html",
         viewer,
         document=found.document,
-        parts=found.parts,
+        parts=[
+            {"chunk_id": p.chunk_id, "cited": p.cited, "html": reading_html(p.text)}
+            for p in found.parts
+        ],
         chunk_id=found.chunk_id,
     )
 

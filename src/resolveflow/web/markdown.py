@@ -56,18 +56,19 @@ _IMG_ATTRIBUTE = re.compile(r'([a-z-]+)="([^"]*)"')
 
 
 @cache
-def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(
+def _parser(raw_html: bool = True) -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": raw_html, "linkify": False}).enable(
         ["table", "strikethrough"]
     )
 
 
-def render(text: str | None) -> Markup:
-    """Sanitized HTML for ``text``; safe to place in a page as is."""
+def render(text: str | None, *, raw_html: bool = True) -> Markup:
+    """Sanitized HTML for ``text``; safe to place in a page as is. Without ``raw_html``, HTML
+    written in the text shows as the text it is (a piece of a page, whose tags may be cut)."""
     if not text:
         return Markup("")
     try:
-        raw = _parser().render(text[:MAX_RENDERED_CHARS])
+        raw = _parser(raw_html).render(text[:MAX_RENDERED_CHARS])
     except Exception:  # markdown-it 4.3 raises IndexError on a few inputs ("> * <pre>\n> ")
         logger.warning("markdown could not be rendered; shown as text", exc_info=True)
         return Markup('<pre class="source unrendered">{}</pre>').format(text[:MAX_RENDERED_CHARS])

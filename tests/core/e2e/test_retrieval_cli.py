@@ -286,6 +286,8 @@ def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path:
     assert by_id["mislabelled"]["kind"] in {"not_first", "not_in_top_5"}
     assert by_id["mislabelled"]["first"] == "node/NodeClockSkewDetected.md"
     assert by_id["mislabelled"]["right"] == ["general/TargetDown.md"]
+    # Answered though labelled unanswerable: confidently wrong, with what it quoted first.
+    quoted = by_id["said-unanswerable"].pop("quoted")
     assert by_id["said-unanswerable"] == {
         "id": "said-unanswerable",
         "kind": "answered_without_source",
@@ -294,6 +296,7 @@ def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path:
         "right": [],
         "first": "general/TargetDown.md",
     }
+    assert isinstance(quoted, str) and quoted
     shown = cli.run(*args, **local).stdout
     assert "misses" in shown and "mislabelled" in shown and "said-unanswerable" in shown
 
@@ -315,5 +318,47 @@ def test_eval_answers_lists_the_questions_that_cost_a_figure(cli: Cli, tmp_path:
     assert runbooks["targets"]["mrr_at_5"]["target"] == ">= 0.95"
     assert "cited_right" in runbooks["targets"]
     wrong = cli.run(*args, "--targets", "nope", ok=False, **local)
-    assert wrong.returncode != 0 and "--targets: expected one of general, runbooks" in wrong.stderr
+    expected = "--targets: expected one of general, runbooks, passages"
+    assert wrong.returncode != 0 and expected in wrong.stderr
     assert "Traceback" not in wrong.stderr
+
+
+PASSAGES = Path(__file__).parents[2] / "data" / "ask-passages-mini"
+
+
+def test_eval_answers_passage_figures_kept_index_and_no_tenant_confusion(
+    cli: Cli, database_url: str, tmp_path: Path
+) -> None:
+    from resolveflow.accounts.scratch import scratch_tenant
+    from resolveflow.store.database import Database
+
+    args = ("eval", "answers", "--corpus", str(PASSAGES / "corpus"))
+    args += ("--questions", str(PASSAGES / "questions.jsonl"), "--targets", "passages")
+    first = cli.json(*args)
+    assert first["passage_labelled"] == 3 and not first["index_reused"]
+    assert set(first["targets"]) >= {"mrr_at_5", "passage_right", "confidently_wrong"}
+    assert first["targets"]["confidently_wrong"]["target"] == "<= 0.1"
+    assert all("quoted" in miss for miss in first["misses"])
+    shown = cli.run(*args).stdout
+    assert "passage right" in shown and "confidently wrong" in shown and "index reused" in shown
+    # The second run found the kept index; the run above (text) did too.
+    assert cli.json(*args)["index_reused"]
+
+    # The kept index and a run still going are scratch tenants: a command without --tenant
+    # still picks the one real tenant, and the list shows it alone, saying what is not listed.
+    cli.run("tenants", "add", "acme")
+    with Database(database_url) as db, scratch_tenant(db):
+        answer = cli.json("ask", "where do build results go")
+        assert "outcome" in answer
+        assert [tenant["name"] for tenant in cli.json("tenants", "list")] == ["acme"]
+        listed = cli.run("tenants", "list").stdout
+        assert "acme" in listed and "Not listed: 2 scratch tenants of evaluations" in listed
+
+
+def test_eval_answers_help_names_every_format_and_the_passage_label(cli: Cli) -> None:
+    shown = cli.run("eval", "answers", "--help", COLUMNS="100").stdout
+    assert "Markdown/text" not in shown
+    flat = " ".join(shown.replace("│", " ").split())
+    assert "Markdown, text, HTML and PDF" in flat
+    assert "passage (strings the answering passage holds)" in flat
+    assert "passages" in flat and "confidently wrong" in flat

@@ -83,6 +83,8 @@ def test_a_worker_that_dies_mid_job_under_a_ceiling_is_the_memory_line(
     ceiling = ExtractionLimits(memory_bytes=200 * 1024 * 1024)
     with pytest.raises(DocumentTooLarge, match="needs more than 200 MB of memory"):
         extractor.extract("big.html", b"<p>x</p>", HTML, ceiling)
+    # how large the dead worker grew is still known (its usage read when it was reaped)
+    assert 0 < extractor.peak_rss_bytes <= 200 * 1024 * 1024
     with pytest.raises(UnreadableDocument, match="the extraction stopped unexpectedly"):
         extractor.extract("big.html", b"<p>x</p>", HTML, ExtractionLimits(memory_bytes=0))
     assert _workers(extractor) == []  # each dead worker was reaped, none kept

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from resolveflow.domain.localize import (
+    ChangeCounts,
     PastFix,
     match_path,
     named_files,
@@ -130,3 +133,62 @@ def test_the_limit_counts_allowed_files_only() -> None:
         "src/pkg/load.py",
         "src/pkg/builder.py",
     ]
+
+
+MAIL_FILES = ["src/x/mailbox.py", "src/x/mail/files.py", "src/x/notify/sender.py"]
+STDLIB_TRACEBACK = """Importing the export fails:
+
+Traceback (most recent call last):
+  File "/home/me/.venv/lib/python3.11/site-packages/x/mail/files.py", line 40, in read_mbox
+    for message in mailbox.mbox(path):
+  File "/usr/lib/python3.11/mailbox.py", line 779, in get_message
+    msg = self._message_factory(self._file.read(stop - start))
+UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9
+"""
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "/usr/lib/python3.11/mailbox.py",
+        "/usr/local/lib/python3.12/mailbox.py",
+        "/home/me/.pyenv/versions/3.11.4/lib/python3.11/mailbox.py",
+        "C:\\Python311\\Lib\\mailbox.py",
+        "/home/me/.venv/lib/python3.11/site-packages/mailbox.py",
+        "/srv/tools/mailbox.py",
+    ],
+)
+def test_a_frame_outside_the_repository_never_matches_a_file_by_its_base_name(frame: str) -> None:
+    assert match_path(frame, MAIL_FILES) == []
+
+
+def test_a_frame_matches_with_its_package_folders_however_it_was_installed() -> None:
+    installed = "/home/me/.venv/lib/python3.11/site-packages/x/mail/files.py"
+    assert match_path(installed, MAIL_FILES) == ["src/x/mail/files.py"]
+    checkout = "/home/me/work/x-project/src/x/mail/files.py"
+    assert match_path(checkout, MAIL_FILES) == ["src/x/mail/files.py"]
+    assert match_path("mail/files.py", MAIL_FILES) == ["src/x/mail/files.py"]
+
+
+def test_the_standard_librarys_mailbox_is_not_the_repositorys() -> None:
+    ranked = [r.path for r in suggest_files(STDLIB_TRACEBACK, MAIL_FILES, {}, [])]
+    assert ranked == ["src/x/mail/files.py"]
+    assert named_files("see /usr/lib/python3.11/mailbox.py line 779", MAIL_FILES) == {}
+
+
+def test_a_files_weight_falls_with_the_share_of_commits_that_change_it() -> None:
+    counts = ChangeCounts({"pyproject.toml": 90, "docs/testing.md": 40, "src/x/mail/files.py": 3},
+                          commits=100)  # fmt: skip
+    weights = [counts.weight(p) for p in ("src/never.py", "src/x/mail/files.py",
+                                          "docs/testing.md", "pyproject.toml")]  # fmt: skip
+    assert weights[0] == 1.0 and weights == sorted(weights, reverse=True)
+    assert weights[3] < 0.05 < weights[1] - weights[2]
+    assert ChangeCounts({"a.py": 5}, commits=5).weight("a.py") == 0.0
+    # One similar fix changed the module and the files nearly every change touches: without the
+    # counts they tie (path order puts the project file first); with them the module leads.
+    fix = PastFix("7", 0.9, frozenset({"pyproject.toml", "docs/testing.md", "src/x/mail/files.py"}))
+    files = ["pyproject.toml", "docs/testing.md", *MAIL_FILES]
+    plain = suggest_files("mbox import fails", files, {}, [fix])
+    assert plain[0].path == "docs/testing.md" and plain[0].score == plain[2].score
+    weighed = suggest_files("mbox import fails", files, {}, [fix], counts=counts)
+    assert [r.path for r in weighed] == ["src/x/mail/files.py", "docs/testing.md", "pyproject.toml"]

@@ -23,6 +23,7 @@ from resolveflow.refine.domain.document import (
     Ticket,
     TicketSource,
 )
+from resolveflow.refine.domain.markdown import render_markdown
 from resolveflow.refine.domain.rules import (
     HIGH_COSINE,
     HIGH_SCORE,
@@ -503,3 +504,30 @@ def test_the_task_kinds_are_kinds_of_the_index() -> None:
     from resolveflow.retrieval.records import KINDS
 
     assert {k.value for k in TaskKind} == {"issue", "pull"} and set(TaskKind) <= set(KINDS)
+
+
+def test_the_summary_keeps_the_tilde_of_a_home_path_and_drops_strikethrough_marks() -> None:
+    ticket = _ticket("Import fails", "I exported my sent folder to ~/exports/sent.mbox and "
+                     "ran the import. It ~~worked~~ fails at once.")  # fmt: skip
+    summary = summarize_ticket(ticket, extract_facts(ticket.body), [], None)
+    assert "to ~/exports/sent.mbox and ran the import" in summary.task
+    assert "It worked fails at once" in summary.task
+    markdown = render_markdown(RefineDocument(ticket=ticket, summary=summary))
+    assert "folder to &#126;/exports/sent.mbox and" in markdown  # GitHub shows the entity as ~
+
+
+def test_only_the_scopes_the_repository_configures_are_shown() -> None:
+    ticket = _ticket("Saving a profile fails", "The API returns 500.")
+    facts = extract_facts(ticket.body)
+
+    def shown(rules: ScopeRules | None) -> str:
+        summary = summarize_ticket(ticket, facts, ["server/api.py"], rules)
+        return render_markdown(RefineDocument(ticket=ticket, summary=summary))
+
+    none = shown(None)
+    assert "Scopes" not in none and "none found" not in none
+    assert "Scopes" not in shown(ScopeRules())
+    back = shown(ScopeRules(backend=("server/**",)))
+    assert "- Backend: `server/api.py`" in back and "Frontend" not in back
+    both = shown(RULES)
+    assert "- Frontend: none found" in both and "- Backend: `server/api.py`" in both

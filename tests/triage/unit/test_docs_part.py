@@ -117,7 +117,24 @@ def test_what_is_posted_is_inert_and_linked_only_by_a_safe_url() -> None:
     paragraph = docs_part(True, DocsAnswer(0.5, 0.2, (hostile, safe))).paragraph
     assert paragraph is not None
     assert "javascript" not in paragraph and "](https://evil" not in paragraph
-    assert "<b>" not in paragraph and "![" not in paragraph and "`rm" not in paragraph
+    assert "<b>" not in paragraph and "![" not in paragraph
+    assert "Run `rm -rf` then" in paragraph  # a code span of its own (``code``), closed by it
     assert "https://evil" not in paragraph  # defanged: nothing autolinks
     assert "@maintainers" not in paragraph  # nobody is mentioned
     assert "- [Setup](https://docs.example.org/setup): ok" in paragraph
+
+
+def test_a_quote_reads_as_its_page_links_as_text_code_as_code_a_table_as_rows() -> None:
+    quote = (
+        "`class csv.DictReader(f, *, restkey=None, *args, **kwds)`\n"
+        "Rows as dicts, see [csv](csv.html#module-csv).⁴\n\n"
+        "| Directive | Meaning |\n| --- | --- |\n| `%a` | Weekday \\| name |"
+    )
+    page = DocsPassage("csv", "library/csv.html", None, "DictReader", quote, 0.7)
+    paragraph = docs_part(True, DocsAnswer(0.7, 0.2, (page,))).paragraph
+    assert paragraph is not None
+    line = paragraph.splitlines()[-1]
+    assert line.startswith("- csv (`library/csv.html`), “DictReader”: ")
+    assert "`class csv.DictReader(f, *, restkey=None, *args, **kwds)`" in line
+    assert "Rows as dicts, see csv.⁴" in line and "module-csv" not in line
+    assert "Directive &#124; Meaning; `%a` &#124; Weekday &#124; name" in line

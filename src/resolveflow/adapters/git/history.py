@@ -9,7 +9,8 @@ changed), which may not import each other.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -28,9 +29,27 @@ class RepositoryHistory:
     commits: list[CommitInfo]
     by_pull: dict[int, CommitInfo] = field(default_factory=dict)
     by_issue: dict[int, list[CommitInfo]] = field(default_factory=dict)
+    by_sha: dict[str, CommitInfo] = field(default_factory=dict)
     _stats: dict[str, list[FileStat]] = field(default_factory=dict)
     _files: dict[str, list[str]] = field(default_factory=dict)
     _definitions: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    _touched: Counter[str] = field(default_factory=Counter)
+    _counted: int = 0  # commits[:_counted] are counted in _touched
+
+    def change_counts(self, as_of: datetime | None) -> tuple[Mapping[str, int], int]:
+        """How many of the commits at ``as_of`` (all without it) changed each file, and how many
+        commits that is. A running count: moments asked in time order read each commit once; an
+        earlier moment than the last starts over."""
+        end = len(self.commits)
+        if as_of is not None:
+            end = bisect.bisect_right([c.committed_at for c in self.commits], as_of)
+        if end < self._counted:
+            self._touched, self._counted = Counter(), 0
+        new = [c.sha for c in self.commits[self._counted : end]]
+        for changed in self.stats(new).values():
+            self._touched.update({s.path for s in changed})
+        self._counted = end
+        return dict(self._touched), end
 
     @classmethod
     def read(cls, name: str, repo: GitRepository) -> RepositoryHistory:
@@ -38,6 +57,7 @@ class RepositoryHistory:
         commits = sorted(repo.commits(), key=lambda c: (c.committed_at, c.sha))
         history = cls(name, repo, commits)
         for commit in commits:
+            history.by_sha[commit.sha] = commit
             pull = squash_pr(commit.subject)
             if pull is not None:
                 history.by_pull.setdefault(pull, commit)

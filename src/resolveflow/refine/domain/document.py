@@ -68,6 +68,13 @@ class TaskKind(StrEnum):
     PULL = "pull"
 
 
+# The past tasks read from a repository's git history (refine/history_tasks.py), never indexed:
+# their source is "git:" and the repository's name, a commit's kind is COMMIT_KIND (a pull
+# request recovered from a squash subject is a TaskKind.PULL).
+GIT_SOURCE_PREFIX = "git:"
+COMMIT_KIND = "commit"
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,11 +136,21 @@ class Facts(_Model):
     file_paths: list[str] = Field(default_factory=list)
 
 
+class ScopeName(StrEnum):
+    FRONTEND = "frontend"
+    BACKEND = "backend"
+
+
 class Summary(_Model):
     task: str  # the rewritten technical task
     split_required: bool = False
     frontend_scope: list[str] = Field(default_factory=list)  # files or path patterns
     backend_scope: list[str] = Field(default_factory=list)
+    # The scopes the repository has globs for: the Markdown says nothing of the others (a
+    # document written before this field was added had both)
+    configured_scopes: list[ScopeName] = Field(
+        default_factory=lambda: [ScopeName.FRONTEND, ScopeName.BACKEND]
+    )
     facts: Facts = Field(default_factory=Facts)
     generator: str = "extractive"  # "extractive" or "provider/model"
 

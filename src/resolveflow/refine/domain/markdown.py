@@ -20,11 +20,14 @@ from collections.abc import Iterator
 
 from resolveflow.domain.inert_markdown import backtick_run, code, inert, link
 from resolveflow.refine.domain.document import (
+    COMMIT_KIND,
+    GIT_SOURCE_PREFIX,
     PAGE_FLOOR,
     FixCommit,
     Judgement,
     RefineDocument,
     RelatedHit,
+    ScopeName,
     SuggestedFile,
 )
 
@@ -39,6 +42,8 @@ CUT = "\n\n(cut)"
 
 def _task_ref(task: RelatedHit) -> str:
     eid = task.external_id
+    if task.kind == COMMIT_KIND:
+        return f"commit {code(eid[:10])}"
     return f"#{eid}" if eid.isdigit() else inert(eid, 80)
 
 
@@ -55,9 +60,15 @@ def _summary(doc: RefineDocument) -> Iterator[str]:
         if items:
             yield f"- {name}: " + ", ".join(code(i) for i in items[:10])
     yield ""
+    configured = summary.configured_scopes
+    if not configured:  # a repository with no scope globs: nothing to say about scopes
+        return
     yield "### Scopes"
     yield ""
-    for name, paths in (("Frontend", summary.frontend_scope), ("Backend", summary.backend_scope)):
+    for scope, name, paths in ((ScopeName.FRONTEND, "Frontend", summary.frontend_scope),
+                               (ScopeName.BACKEND, "Backend", summary.backend_scope)):  # fmt: skip
+        if scope not in configured:
+            continue
         shown = ", ".join(code(p) for p in paths[:15]) or "none found"
         more = f" and {len(paths) - 15} more" if len(paths) > 15 else ""
         yield f"- {name}: {shown}{more}"
@@ -78,6 +89,9 @@ def _related(doc: RefineDocument) -> Iterator[str]:
     yield ""
     if not doc.related:
         yield "No similar past task was found."
+    elif any(t.source.startswith(GIT_SOURCE_PREFIX) for t in doc.related):
+        yield "From the repository's git history: its past commits and pull requests."
+        yield ""
     judged_ids = {j.external_id for j in doc.judgements}
     shown = [t for t in doc.related if t.external_id in judged_ids] if judged_ids else doc.related
     for task in shown:

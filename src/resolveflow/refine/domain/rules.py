@@ -28,6 +28,7 @@ from resolveflow.refine.domain.document import (
     RelatedTask,
     Relevance,
     RunbookAttachment,
+    ScopeName,
     Summary,
     TaskKind,
     Ticket,
@@ -192,7 +193,16 @@ def summarize_ticket(
         task = task[: SUMMARY_CHARS - 1].rstrip() + "…"
     front, back = scopes(changed_paths, rules)
     return Summary(task=task, split_required=bool(front and back), frontend_scope=front,
-                   backend_scope=back, facts=facts, generator="extractive")  # fmt: skip
+                   backend_scope=back, configured_scopes=configured_scopes(rules), facts=facts,
+                   generator="extractive")  # fmt: skip
+
+
+def configured_scopes(rules: ScopeRules | None) -> list[ScopeName]:
+    """The scopes ``rules`` has globs for."""
+    if rules is None:
+        return []
+    named = ((ScopeName.FRONTEND, rules.frontend), (ScopeName.BACKEND, rules.backend))
+    return [name for name, globs in named if globs]
 
 
 def _without_title(body: str, title: str) -> str:

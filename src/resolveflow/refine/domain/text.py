@@ -155,7 +155,8 @@ _FENCED = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.D
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"<[^>]{0,200}>")
-_MARKUP = re.compile(r"[`*#>|~]+|(?<!\w)_+|_+(?!\w)")
+# Markup runs; a "~" that starts a home path (``~/exports/sent.mbox``) is kept.
+_MARKUP = re.compile(r"[`*#>|]+|~+(?![/\\])|(?<!\w)_+|_+(?!\w)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 

@@ -261,11 +261,31 @@ ON CONFLICT (tenant_id, source) DO UPDATE SET
     finished_at = EXCLUDED.finished_at, updated_at = now()
 
 -- name: stale_scratch_tenants
+-- Scratch tenants a killed run left behind; a kept index is not one (kept_indexes_beyond).
 SELECT id, name FROM tenants
-WHERE name LIKE %(prefix)s AND created_at < now() - make_interval(secs => %(older_than_seconds)s)
+WHERE scratch AND kept_for IS NULL
+  AND created_at < now() - make_interval(secs => %(older_than_seconds)s)
 
 -- name: delete_tenant
-DELETE FROM tenants WHERE id = %(id)s AND name LIKE %(prefix)s
+DELETE FROM tenants WHERE id = %(id)s AND scratch
+
+-- name: kept_index
+SELECT id FROM tenants WHERE scratch AND kept_for = %(key)s
+
+-- name: keep_index
+-- Claims the key for this (complete) index; none when a concurrent run claimed it first.
+UPDATE tenants SET kept_for = %(key)s, used_at = now()
+WHERE id = %(id)s AND scratch
+  AND NOT EXISTS (SELECT 1 FROM tenants WHERE kept_for = %(key)s)
+RETURNING id
+
+-- name: use_kept_index
+UPDATE tenants SET used_at = now() WHERE id = %(id)s AND kept_for IS NOT NULL
+
+-- name: kept_indexes_beyond
+-- The kept indexes past the ``keep`` most recently used.
+SELECT id FROM tenants WHERE kept_for IS NOT NULL
+ORDER BY used_at DESC, created_at DESC OFFSET %(keep)s
 
 -- name: fixing_pulls
 -- The pull requests that say they fix each of these documents (same source), with when they were

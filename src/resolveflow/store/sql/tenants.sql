@@ -1,11 +1,12 @@
 -- name: insert_tenant
-INSERT INTO tenants (name) VALUES (%(name)s) RETURNING id, name
+INSERT INTO tenants (name, scratch) VALUES (%(name)s, %(scratch)s) RETURNING id, name, scratch
 
 -- name: tenant_by_name
-SELECT id, name FROM tenants WHERE name = %(name)s
+SELECT id, name, scratch FROM tenants WHERE name = %(name)s
 
 -- name: list_tenants
-SELECT id, name FROM tenants ORDER BY name
+-- Scratch tenants too (an evaluation runs the real flows in one): the CLI leaves them out.
+SELECT id, name, scratch FROM tenants ORDER BY name
 
 -- name: insert_principal
 -- A new principal has no GitHub token yet; one is saved afterwards (save_github_token).

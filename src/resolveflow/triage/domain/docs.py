@@ -11,7 +11,8 @@ asked of the documents, so a failure report never gets a page quoted at it as if
 The answer comes from Ask (wired in ``bootstrap/``), over the tenant's documentation, with Ask's
 own answerability rule and calibration: a part is kept only when Ask answers, citing at least one
 passage, at or above its calibrated floor. Everything shown is escaped (``inert_markdown``); a
-page is linked only by a safe URL, and otherwise named by its title and path.
+page is linked only by a safe URL, and otherwise named by its title and path; a quote reads as
+its page does (``reading_text``: a link is its text, a table's rows are text, code is code).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from resolveflow.domain.inert_markdown import code, inert, safe_url
+from resolveflow.domain.inert_markdown import code, inert, inert_spans, safe_url
+from resolveflow.domain.reading_text import code_spans, flat
 from resolveflow.triage.domain.missing_facts import READ_CHARS, names_a_failure, read_facts
 from resolveflow.triage.domain.parts import Part, PartItem, PartName, left_out
 
@@ -112,8 +114,15 @@ def docs_paragraph(passages: tuple[DocsPassage, ...]) -> str:
         url = safe_url(passage.url)
         page = f"[{title}]({url})" if url else f"{title} ({code(passage.path)})"
         section = f", “{inert(passage.section, TITLE_CHARS)}”" if passage.section else ""
-        lines.append(f"- {page}{section}: {inert(passage.quote, QUOTE_CHARS)}")
+        lines.append(f"- {page}{section}: {_quoted(passage.quote)}")
     return "\n".join(lines)
+
+
+def _quoted(quote: str) -> str:
+    """A quote on its line, as the page reads: links as their text, code spans as code, a
+    table's rows as ``cell | cell`` text (a Markdown table cannot sit in a list item's line,
+    and its pipes would have to be live markup), everything else inert."""
+    return inert_spans(code_spans(flat(quote)), QUOTE_CHARS)
 
 
 def _sections(passages: list[DocsPassage]) -> str:
