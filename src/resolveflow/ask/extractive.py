@@ -23,6 +23,7 @@ from resolveflow.ask.text import (
     pointed_page,
     quote,
     units,
+    within_page,
 )
 from resolveflow.retrieval.records import Hit
 from resolveflow.store.database import Database
@@ -155,7 +156,7 @@ def _page(
         Quote(
             document,
             _chunk_of(chunks, s.unit.path[-1] if s.unit.path else "", s.unit.text, fallback),
-            s.unit.heading,
+            within_page(s.unit.path, document.title),
             quote(s.unit.text),
             s.score,
         )

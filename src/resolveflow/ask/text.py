@@ -1,5 +1,5 @@
-"""Text work for answering: a document's Markdown sections, the extractive answer's choice of
-sections, and the prompt that fences retrieved passages as data. Pure."""
+"""Text work for answering: a document's Markdown sections and passages, a quote as a reader
+sees it, and the prompt that fences retrieved passages as data. Pure."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from resolveflow.domain.reading_text import heading_text
 from resolveflow.llm.messages import ChatMessage
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
-_WORD = re.compile(r"[a-z0-9]{3,}")
 # Sections an on-call engineer acts on, in this order, when a runbook has them.
 ACTION_SECTIONS = ("diagnosis", "mitigation")
 QUOTE_CHARS = 700  # a quote is a passage to read at a glance, not the page
 SNIPPET_CHARS = 300
-MAX_SECTIONS = 2
 PASSAGE_CHARS = 1500
 _FENCE = "<<<passage"  # the fence's opening; its text is never taken from the passage
 # Hugo's cross-reference shortcode, {{< ref "./Other.md" >}} (or relref, or the {{% %}} form).
@@ -79,6 +78,18 @@ class Unit:
         return PATH_SEPARATOR.join(self.path)
 
 
+def within_page(path: Sequence[str], title: str) -> str:
+    """A passage's heading path as a citation names it, beside its page's title: the page's own
+    heading (the title again, "TargetDown › Diagnosis" under "TargetDown") is left out."""
+    if path and _plain(path[0]) and _plain(path[0]) in _plain(title):
+        path = path[1:]
+    return PATH_SEPARATOR.join(path)
+
+
+def _plain(heading: str) -> str:
+    return " ".join(heading_text(heading).casefold().split())
+
+
 def units(body: str, limit: int = UNIT_CHARS) -> list[Unit]:
     """The passages of ``body`` in reading order, each at most ``limit`` characters unless one
     paragraph with its code example is longer; a section's heading path goes with each."""
@@ -132,26 +143,6 @@ def _paragraphs(text: str) -> list[str]:
     if lines:
         blocks.append("\n".join(lines))
     return [block.strip("\n") for block in blocks if block.strip()]
-
-
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
-
-
-def choose_sections(
-    question: str, found: Sequence[Section], *, actions_first: bool = True
-) -> list[Section]:
-    """The sections to quote: a runbook's Diagnosis and Mitigation when they say something
-    (``actions_first``); otherwise the sections sharing the most words with the question."""
-    useful = [s for s in found if s.useful]
-    actions = [s for name in ACTION_SECTIONS for s in useful if s.heading.strip().lower() == name]
-    if actions and actions_first:
-        return actions[:MAX_SECTIONS]
-    asked = _words(question)
-    ranked = sorted(
-        enumerate(useful), key=lambda item: (-len(asked & _words(item[1].text)), item[0])
-    )
-    return [s for _, s in ranked[:MAX_SECTIONS]]
 
 
 _SENTENCE_END = re.compile(r"[.!?:](?=\s)|\n\s*\n")

@@ -58,11 +58,8 @@ def test_an_alert_gets_the_runbooks_diagnosis_and_mitigation_quoted_and_cited(
     answer = ask(_service(db), _tenant(db), ALERT)
     assert not answer.abstained
     assert answer.retrieved[0].path == "general/TargetDown.md"
-    # Each quoted section under its heading path (the runbook's title first).
-    assert [c.section for c in answer.citations] == [
-        "TargetDown › Diagnosis",
-        "TargetDown › Mitigation",
-    ]
+    # Each quoted section under its heading path within the page (the title is not repeated).
+    assert [c.section for c in answer.citations] == ["Diagnosis", "Mitigation"]
     assert all(c.path == "general/TargetDown.md" for c in answer.citations)
     assert "`up == 0` query" in answer.citations[0].quote
     assert "[1]" in answer.text and "[2]" in answer.text

@@ -20,7 +20,7 @@ from resolveflow.ask.domain.answers import (
     validate_citations,
 )
 from resolveflow.ask.evaluation import Outcome, Question, report
-from resolveflow.ask.text import choose_sections, prompt, sections
+from resolveflow.ask.text import prompt, sections
 from resolveflow.llm.errors import ModelOutputInvalid
 from resolveflow.llm.protocol import parse_structured
 from resolveflow.retrieval.fusion import DocumentCandidate, FusionParams, fuse
@@ -177,17 +177,6 @@ def test_sections_split_on_headings_but_not_inside_code() -> None:
         "Mitigation",
     ]
     assert "# not a heading" in found[-1].text
-
-
-def test_runbook_action_sections_are_chosen_and_todo_skipped() -> None:
-    chosen = choose_sections("clock skew on node-12", sections(BODY))
-    assert [s.heading for s in chosen] == ["Mitigation"]
-
-
-def test_without_action_sections_the_best_matching_ones_are_chosen() -> None:
-    body = "## Setup\n\nInstall the agent.\n\n## Printers\n\nA jammed printer needs a reset."
-    chosen = choose_sections("printer jammed", sections(body))
-    assert chosen[0].heading == "Printers"
 
 
 def test_passages_and_question_are_fenced_and_cannot_close_their_fence() -> None:

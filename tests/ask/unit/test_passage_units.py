@@ -8,7 +8,7 @@ from pathlib import Path
 
 from resolveflow.ask.choice import PassageScore, ScoredUnit, close_runner_up, heading_name
 from resolveflow.ask.domain.answers import AnswerabilityRule, AnswerFeatures
-from resolveflow.ask.text import Unit, units
+from resolveflow.ask.text import Unit, units, within_page
 from resolveflow.retrieval.document_bounds import TextLimits
 from resolveflow.retrieval.html_text import html_text
 
@@ -34,9 +34,10 @@ def test_a_sphinx_definition_is_a_passage_under_its_heading_path() -> None:
     found = {u.heading: u.text for u in _units(CSV_PAGE.read_bytes())}
     path = "`csv` — CSV File Reading and Writing › Module Contents › csv.DictReader"
     assert path in found
-    # The signature first, then the description and its example: one passage.
+    # The signature first (one code span, as the page shows it), then the description and its
+    # example: one passage.
     text = found[path]
-    assert text.startswith("*class* csv.DictReader(")
+    assert text.startswith("`class csv.DictReader(f, fieldnames=None")
     assert "keyed by column name" in text and "csv.DictReader(handle)" in text
     # A method's definition nested in its class's sits one level below it.
     nested = "`csv` — CSV File Reading and Writing › Module Contents › csv.writer"
@@ -58,6 +59,13 @@ def test_long_sections_are_cut_between_paragraphs_keeping_code_with_its_sentence
     pieces = units(body, limit=200)
     assert pieces[-1].text.startswith("Run this:") and pieces[-1].text.endswith("```")
     assert all(p.path == ("T",) for p in pieces)
+
+
+def test_a_citation_names_the_passage_within_its_page_not_the_title_again() -> None:
+    assert within_page(("TargetDown", "Diagnosis"), "TargetDown") == "Diagnosis"
+    path = ("`csv` — CSV File Reading", "Module Contents", "csv.reader")
+    assert within_page(path, "csv — CSV File Reading") == "Module Contents › csv.reader"
+    assert within_page(("Setup", "Proxy"), "Install guide") == "Setup › Proxy"
 
 
 def test_a_heading_gives_a_questions_name() -> None:
