@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -21,7 +22,7 @@ from resolveflow.adapters.embedder.protocol import Embedder, Vectors
 from resolveflow.ask.domain.answers import term_coverage
 from resolveflow.ask.domain.question import AskedQuestion, lexical_weight
 from resolveflow.ask.store import answers as store
-from resolveflow.ask.text import Unit
+from resolveflow.ask.text import QUOTE_CHARS, Unit, pieces
 from resolveflow.retrieval.chunking import query_text
 from resolveflow.store.database import Database
 
@@ -33,6 +34,7 @@ EMBED_CHARS = 1000  # the embedder reads 128 tokens; the rest of a passage costs
 PASSAGE_LEXICAL = 0.5
 MAX_UNITS = 120  # passages scored per page (a settings reference has one per setting)
 _NAME_TOKEN = re.compile(r"[\w:-]+(?:\.[\w:-]+)*")
+K = TypeVar("K")  # what tells a passage's page from another's
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,15 @@ class PassageScorer:
         order = sorted(range(len(scored)), key=lambda i: (-scored[i].score.score, i))
         return [scored[i] for i in order]
 
+    def best_part(self, unit: Unit) -> str | None:
+        """The paragraph (with the code example it introduces) of a passage too long to quote
+        whole that scores best by the same measure; None when the passage is quoted whole."""
+        if len(unit.text) <= QUOTE_CHARS:
+            return None
+        parts = [Unit(unit.path, text) for text in pieces(unit.text, 0)]
+        ranked = self.ranked(parts) if len(parts) > 1 else []
+        return ranked[0].unit.text if ranked else None
+
     def _question_vector(self) -> Vectors:
         if self._vector is None:
             self._vector = np.asarray(
@@ -103,12 +114,19 @@ def heading_name(names: dict[str, float], heading: str) -> float:
     return max((weight for name, weight in names.items() if name in tokens), default=0.0)
 
 
-def close_runner_up(ranked: Sequence[ScoredUnit], ratio: float) -> ScoredUnit | None:
-    """The second passage when it scores at least ``ratio`` of the best one's."""
-    if not ranked or ranked[0].score.score <= 0:
+def close_runner_up(
+    ranked: Sequence[tuple[K, ScoredUnit]], ratio: float
+) -> tuple[K, ScoredUnit] | None:
+    """The next passage, from another section (of the same page ``K`` or another), when it
+    scores at least ``ratio`` of the best one's; ``ranked`` is best first."""
+    if not ranked or ranked[0][1].score.score <= 0:
         return None
+    page, best = ranked[0]
     # Another piece of the same section reads as more of the same: the next section instead.
-    second = next((s for s in ranked[1:] if s.unit.path != ranked[0].unit.path), None)
-    if second is None or second.score.score < ratio * ranked[0].score.score:
+    second = next(
+        (pair for pair in ranked[1:] if (pair[0], pair[1].unit.path) != (page, best.unit.path)),
+        None,
+    )
+    if second is None or second[1].score.score < ratio * best.score.score:
         return None
     return second

@@ -102,12 +102,13 @@ def units(body: str, limit: int = UNIT_CHARS) -> list[Unit]:
             stack.append((section.level, section.heading))
         path = tuple(heading for _, heading in stack)
         if section.useful:
-            found.extend(Unit(path, text) for text in _pieces(section.text, limit))
+            found.extend(Unit(path, text) for text in pieces(section.text, limit))
     return found
 
 
-def _pieces(text: str, limit: int) -> list[str]:
-    """Paragraph groups (a paragraph and the code that follows it) packed up to ``limit``."""
+def pieces(text: str, limit: int) -> list[str]:
+    """Paragraph groups (a paragraph and the code that follows it) packed up to ``limit`` (0:
+    each group alone)."""
     groups: list[str] = []
     for block in _paragraphs(text):
         if groups and block.lstrip().startswith(("```", "~~~")):
@@ -165,6 +166,21 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
     if sum(1 for line in head.splitlines() if line.lstrip().startswith(("```", "~~~"))) % 2:
         head += "\n```"
     return head + (_AFTER_BLOCK if _ends_in_block(head) else " ") + "…"
+
+
+def quote_with(text: str, part: str | None, limit: int = QUOTE_CHARS) -> str:
+    """A passage's quote (``quote``) and, when the part of it that answers (``part``: a
+    paragraph with its code) lies past the cut, that part too after the cut's "…": the
+    answering words of a long section often sit deep in it (Rust book: the passage that
+    answers quoted for 10 of 37 questions against 8 from the section's start alone)."""
+    head = quote(text, limit)
+    if part is None or _squeezed(part)[:200] in _squeezed(head):
+        return head
+    return f"{head}{_AFTER_BLOCK}{quote(part, limit)}"
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
 
 
 _AFTER_BLOCK = "\n\n"  # after a table or a fence: a line of text would join its last row

@@ -74,12 +74,15 @@ def test_a_heading_gives_a_questions_name() -> None:
 
 
 def test_a_runner_up_passage_is_another_section_scoring_close() -> None:
-    def scored(path: str, score: float) -> ScoredUnit:
-        return ScoredUnit(Unit((path,), "text"), PassageScore(score, score, 0.0, 0.0))
+    def scored(page: int, path: str, score: float) -> tuple[int, ScoredUnit]:
+        return page, ScoredUnit(Unit((path,), "text"), PassageScore(score, score, 0.0, 0.0))
 
-    same = [scored("A", 1.0), scored("A", 0.99), scored("B", 0.85)]
+    same = [scored(0, "A", 1.0), scored(0, "A", 0.99), scored(0, "B", 0.85)]
     assert close_runner_up(same, 0.8) == same[2]
-    assert close_runner_up([scored("A", 1.0), scored("B", 0.7)], 0.8) is None
+    # The same heading on another page is another section.
+    other = [scored(0, "A", 1.0), scored(1, "A", 0.9)]
+    assert close_runner_up(other, 0.8) == other[1]
+    assert close_runner_up([scored(0, "A", 1.0), scored(0, "B", 0.7)], 0.8) is None
 
 
 def test_an_answer_needs_a_quoted_passage_that_holds_what_is_asked() -> None:
