@@ -34,6 +34,7 @@ from resolveflow.store.database import Database
 # matches the question's general words (Cargo book: the answering passage quoted for 13 of 39
 # questions against 9 from the first page alone; Rust book 8 against 6).
 POOLED_PAGES = 3
+RUNNER_UP_SECTIONS = 1  # passages quoted from a close runner-up page
 CLOSE_MATCH = "A close match; check which of the two fits:"
 
 
@@ -103,6 +104,11 @@ def choose(
     first = pooled[0][0]
     second = close_runner_up([p for p in pooled if p[0] == first or close[p[0]]], runner_up_ratio)
     chosen = [pooled[0], *([second] if second is not None else [])]
+    # The ranking's close runner-up page is quoted too (its best passage), as a runbook's is:
+    # near-twin pages are the ranking's typical confusion, told apart at a glance.
+    quoted = {n for n, _ in chosen}
+    if len(close) > 1 and close[1] and 1 not in quoted:
+        chosen += [p for p in pooled if p[0] == 1][:RUNNER_UP_SECTIONS]
     return Choice(
         [_quote(scorer, pages[n], scored, runner_up=n != pooled[0][0]) for n, scored in chosen]
     )
@@ -165,7 +171,7 @@ def _runbook(
         page = _read(db, tenant_id, hit.document_id, hit)
         if page is not None and (pointed is None or page.document.id != pointed.document.id):
             found = scorer.ranked(units(page.document.body or ""))
-            quotes += [_quote(scorer, page, s, runner_up=True) for s in found[:1]]
+            quotes += [_quote(scorer, page, s, runner_up=True) for s in found[:RUNNER_UP_SECTIONS]]
     return Choice(quotes, top_ranked[0].score if actions else None)
 
 

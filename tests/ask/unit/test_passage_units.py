@@ -91,6 +91,25 @@ def test_an_answer_needs_a_quoted_passage_that_holds_what_is_asked() -> None:
         top_cosine=0.6, top_score=0.9, margin=0.1, term_coverage=1.0, title_coverage=0.0
     )
     assert not rule.holds(base)  # the page holds every word; no quoted passage holds them
-    assert rule.holds(base.model_copy(update={"passage_coverage": 0.6}))
+    # Words alone hold nothing: the passage must also be closer than off-topic questions get.
+    assert not rule.holds(base.model_copy(update={"passage_coverage": 0.6}))
+    held = {"passage_coverage": 0.35, "passage_relation": 0.35}
+    assert rule.holds(base.model_copy(update=held))
+    assert not rule.holds(base.model_copy(update={**held, "passage_relation": 0.2}))
     assert rule.holds(base.model_copy(update={"passage_name": 1.0}))
     assert rule.holds(base.model_copy(update={"passage_relation": 1.0}))
+
+
+def test_a_long_question_naming_what_its_page_is_about_keeps_its_answer() -> None:
+    """An R-help question: sixty words of its own, pasted code, and a function the page is
+    about. Any passage holds few of its words and sits far in meaning; the name is what holds."""
+    long = AnswerFeatures(
+        top_cosine=0.45, top_score=0.8, margin=0.05, term_coverage=0.3, title_coverage=0.0,
+        relation=0.5, question_words=60, known_names=2, passage_coverage=0.12,
+        passage_relation=0.15,
+    )  # fmt: skip
+    rule = AnswerabilityRule()
+    assert not rule.holds(long)
+    assert rule.holds(long.model_copy(update={"name_match": 1.0}))
+    assert rule.holds(long.model_copy(update={"title_coverage": 1.0}))
+    assert rule.holds(long.model_copy(update={"passage_name": 1.0}))

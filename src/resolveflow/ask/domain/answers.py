@@ -164,9 +164,13 @@ class AnswerabilityRule:
     related_coverage: float = 0.6
     answer_relation: float = 0.9
     named_relation: float = 0.45
-    # A quoted passage holds the question (``holds``): chosen on the Cargo book dev set against
-    # 0.4 / 0.7 and 0.3 / 0.6, which answered more and were wrong more (docs/ask.md).
-    passage_coverage: float = 0.5
+    # A quoted passage holds the question (``holds``) when it shares some of the question's
+    # words and is somewhat closer in meaning than off-topic questions get, both at once (as
+    # ``coverage_relation`` for a page): words alone held for passages that answer nothing. Chosen
+    # on the four dev corpora at once, in the middle of the range where each keeps its figures
+    # (docs/ask.md, "Passages").
+    passage_coverage: float = 0.3
+    passage_coverage_relation: float = 0.3
     passage_relation: float = 0.9
 
     def outcome(self, features: AnswerFeatures) -> AnswerOutcome:
@@ -201,16 +205,20 @@ class AnswerabilityRule:
 
     def holds(self, features: AnswerFeatures) -> bool:
         """Whether a quoted passage holds what the question asks: a name the question gives is
-        the passage's heading or its page's, or it holds most of the question's words, or on its own it is
-        as close in meaning as a page is to its own title. A page found by its many words whose
-        best passage holds none of this is listed as "may help", not quoted as the answer."""
+        the passage's heading or its page's, or it holds some of the question's words and is
+        somewhat closer in meaning than off-topic questions get, or on its own it is as close in
+        meaning as a page is to its own title. A page found by its many words whose best passage
+        holds none of this is listed as "may help", not quoted as the answer."""
         # A question that names the page (its title, or a name it is about) names every
         # passage's heading path, which starts with the page's title.
         named = features.name_match >= 1.0 or features.title_coverage >= 1.0
         return (
             named
             or features.passage_name >= 1.0
-            or features.passage_coverage >= self.passage_coverage
+            or (
+                features.passage_coverage >= self.passage_coverage
+                and features.passage_relation >= self.passage_coverage_relation
+            )
             or features.passage_relation >= self.passage_relation
         )
 
