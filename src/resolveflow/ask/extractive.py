@@ -1,10 +1,11 @@
 """The passages an answer quotes, and the extractive answer (provider ``none``) made of them.
 
-Within the pages the ranking chose: the top page's passage that answers (``choice.py``; a
-runbook's Diagnosis and Mitigation when it has them), and the next one when it scores close;
-the page a stub points to; a close runner-up page's best passage. Each is quoted whole under
-its heading path and cited to the chunk that holds it. A model is given the same passages.
-Titles and quotes come from the database."""
+Within the pages the ranking chose: the best passage among the first ``POOLED_PAGES`` pages'
+(``choice.py``), the next one when it scores close, and the ranking's close runner-up page's best;
+a runbook's Diagnosis and Mitigation when the top page has them, and a stub with the page it
+points to. Each is quoted under its heading path within its page (a long one from its start,
+with its best paragraph when that lies past the cut) and cited to the chunk that holds it. A
+model is given the same passages. Titles and quotes come from the database."""
 
 from __future__ import annotations
 
