@@ -64,8 +64,12 @@ TITLE_BONUS = 0.15  # rank bonus per unit of title coverage (docs/ask.md)
 NAME_BONUS = 0.1  # rank bonus per unit of name match (a name the asker writes: 1)
 # Rank bonus per unit of the cosine of the page's head (its title and first paragraph: what it
 # is about) to the question, beside its best chunk's: a long guide's best chunk matches many
-# questions, its head few (docs/ask.md, "Passages").
-ABOUT_BONUS = 0.1
+# questions, its head few (docs/ask.md, "Page ranking").
+ABOUT_BONUS = 0.15
+# The words' share of a document's rank (before ``lexical_weight`` lowers it for a long
+# question): a share of the question's words' weight reads lower than a score scaled by the
+# best page's (few pages hold every word), so it weighs a little more than the search's 0.5.
+WORDS_WEIGHT = 0.6
 WHY_TERMS = 4  # shared words a tentative answer names per page
 MAX_QUESTION_CHARS = 4000
 
@@ -257,7 +261,11 @@ def _rank(
     service: AskService, conn: Any, tenant_id: UUID, asked: AskedQuestion, hits: list[Hit]
 ) -> list[_Ranked]:
     """Meaning, plus the words weighed by how few the question has (``lexical_weight``), plus
-    bonuses for the title's words and for a name of the question the page is about."""
+    bonuses for the title's words, for a name of the question the page is about and for how
+    close its head is in meaning. The words count as the share of the question's words' weight
+    the page's best chunk holds, not against the best page's score: scaled by the best, a long
+    guide whose many chunks hold a few generic words got the words' full weight and outranked
+    the reference page that names what is asked (docs/ask.md, "Page ranking")."""
     ids = [h.document_id for h in hits]
     titles = store.title_cover(conn, tenant_id, asked.text, ids)
     vector = service.searcher.embedder.embed_query(query_text(asked.search_text))
@@ -267,13 +275,12 @@ def _rank(
         for head in store.page_heads(conn, tenant_id, ids, HEAD_CHARS)
     }
     fusion = service.searcher.params.fusion
-    document_weight = lexical_weight(asked.term_count, fusion.document_lexical_weight)
+    document_weight = lexical_weight(asked.term_count, WORDS_WEIGHT)
     report_weight = lexical_weight(asked.term_count, fusion.lexical_weight)
-    top_lexical = max((h.scores.lexical for h in hits), default=0.0)
     ranked: list[_Ranked] = []
     for hit in hits:
         weight = document_weight if hit.kind in DOCUMENT_KINDS else report_weight
-        lexical = hit.scores.lexical / top_lexical if top_lexical > 0 else 0.0
+        lexical = min(1.0, hit.scores.lexical_share)
         name, matched = name_match(asked.names, names.get(hit.document_id, frozenset()))
         title = titles.get(hit.document_id, 0.0)
         score = (
