@@ -33,13 +33,14 @@ from resolveflow.ask.domain.answers import (
     Citation,
     DocumentRef,
     ModelAnswer,
+    pooled_relation,
     relation,
     term_coverage,
     validate_citations,
 )
 from resolveflow.ask.domain.page_names import HEAD_CHARS, name_match, page_names
 from resolveflow.ask.domain.question import AskedQuestion, lexical_weight, read_question
-from resolveflow.ask.extractive import Choice, Quote, choose, citation, extractive
+from resolveflow.ask.extractive import POOLED_PAGES, Choice, Quote, choose, citation, extractive
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import prompt
 from resolveflow.errors import InvalidInput
@@ -162,6 +163,10 @@ def _answer(
     outcome = service.rule.outcome(features)
     if outcome is AnswerOutcome.ABSTAINED:
         return ranked, False, _abstention(question, retrieved, features)
+    if pair is not None:
+        pooled = [r.hit.scores.cosine for r in ranked[:POOLED_PAGES]]
+        features = pooled_relation(features, pooled, pair)
+        outcome = service.rule.outcome(features)
     choice = None
     if outcome is AnswerOutcome.ANSWERED:
         choice = _choose(service, tenant_id, asked, idfs, ranked)

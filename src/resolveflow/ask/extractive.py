@@ -1,7 +1,8 @@
 """The passages an answer quotes, and the extractive answer (provider ``none``) made of them.
 
 Within the pages the ranking chose: the best passage among the first ``POOLED_PAGES`` pages'
-(``choice.py``), the next one when it scores close, and the ranking's close runner-up page's best;
+(``choice.py``), the next one when it scores close, and the best of whichever of the ranking's
+first two pages is not quoted yet when the two are close;
 a runbook's Diagnosis and Mitigation when the top page has them, and a stub with the page it
 points to. Each is quoted under its heading path within its page (a long one from its start,
 with its best paragraph when that lies past the cut) and cited to the chunk that holds it. A
@@ -105,11 +106,14 @@ def choose(
     first = pooled[0][0]
     second = close_runner_up([p for p in pooled if p[0] == first or close[p[0]]], runner_up_ratio)
     chosen = [pooled[0], *([second] if second is not None else [])]
-    # The ranking's close runner-up page is quoted too (its best passage), as a runbook's is:
-    # near-twin pages are the ranking's typical confusion, told apart at a glance.
+    # The ranking's first two pages, when close, are both quoted (each its best passage), as a
+    # runbook's are: near-twin pages are the ranking's typical confusion, told apart at a
+    # glance. The passage chosen may be the second's, so the one left out may be the first.
     quoted = {n for n, _ in chosen}
-    if len(close) > 1 and close[1] and 1 not in quoted:
-        chosen += [p for p in pooled if p[0] == 1][:RUNNER_UP_SECTIONS]
+    if len(close) > 1 and close[1]:
+        for n in (0, 1):
+            if n not in quoted:
+                chosen += [p for p in pooled if p[0] == n][:RUNNER_UP_SECTIONS]
     return Choice(
         [_quote(scorer, pages[n], scored, runner_up=n != pooled[0][0]) for n, scored in chosen]
     )

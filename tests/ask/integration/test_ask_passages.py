@@ -15,6 +15,7 @@ from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.choice import PassageScorer
 from resolveflow.ask.domain.answers import AnswerabilityRule, AnswerOutcome
 from resolveflow.ask.domain.question import read_question
+from resolveflow.ask.extractive import choose
 from resolveflow.ask.store import answers as answers_store
 from resolveflow.ask.text import QUOTE_CHARS, Unit, quote, quote_with
 from resolveflow.retrieval.ingest import Indexer
@@ -96,3 +97,28 @@ def test_the_answering_words_deep_in_a_long_section_are_quoted(db: Database) -> 
     quoted = quote_with(text, part)
     assert quoted.startswith(ARCHIVES[0]) and "extract_member(archive, name)" in quoted
     assert "extract_member(a, 'x.txt')" in quoted  # the code example with its sentence
+
+
+def test_the_top_page_is_quoted_beside_a_close_second_whose_passage_won(db: Database) -> None:
+    """The ranking's first two pages close (near twins), the passage chosen from the second:
+    the first page's best is quoted beside it, as the second's is when the first's wins (the
+    ranking's scores are given; the search, index and passage scorer are the real ones)."""
+    service, tenant = _library(db)
+    question = "How do I read a CSV file so that each row is a dictionary?"
+    hits = {h.external_id: h for h in service.searcher.search(tenant, question)}
+    first, second = hits["library/json.html"], hits["library/csv.html"]
+    with db.tenant(tenant) as conn:
+        idfs = {t.lexeme: 1.0 for t in answers_store.question_terms(conn, tenant, question)}
+    scorer = PassageScorer(
+        db, service.searcher.embedder, tenant, read_question(question), idfs, 0.5
+    )
+    choice = choose(db, tenant, scorer, [(first, 1.0), (second, 0.9)], 0.8)
+    assert choice is not None
+    quoted = [(q.document.external_id, q.section, q.runner_up) for q in choice.quotes]
+    assert quoted[0] == ("library/csv.html", "Module Contents › csv.DictReader", False)
+    assert [q for q in quoted if q[0] == "library/json.html"] == [quoted[-1]]
+    assert quoted[-1][2]  # shown as the close match
+    # The first page not close: the second's passages alone.
+    apart = choose(db, tenant, scorer, [(first, 1.0), (second, 0.5)], 0.8)
+    assert apart is not None
+    assert {q.document.external_id for q in apart.quotes} == {"library/csv.html"}

@@ -14,6 +14,7 @@ from resolveflow.ask.domain.answers import (
     AnswerFeatures,
     AnswerOutcome,
     ModelAnswer,
+    pooled_relation,
     relation,
     runner_up_is_close,
     term_coverage,
@@ -254,3 +255,17 @@ def test_a_runner_up_is_quoted_when_it_scores_within_the_ratio(
     top: float, second: float, close: bool
 ) -> None:
     assert runner_up_is_close(top, second, 0.8) is close
+
+
+def test_an_answer_reads_the_closest_pooled_page_unless_the_question_names_the_top_one() -> None:
+    """A page ranked first by its words, far in meaning (relation 0), with the second as close
+    as a page to its title: the answer is quoted from the pooled pages, and is no less related
+    for the order. A question naming the top page keeps that page's own relation."""
+    pair = (0.3, 0.7)  # unrelated, related
+    far = _features(0.9, 0.0)
+    assert AnswerabilityRule().outcome(far) is T
+    pooled = pooled_relation(far, [0.25, 0.62, 0.4], pair)
+    assert pooled.relation == 0.8
+    assert AnswerabilityRule().outcome(pooled) is A
+    named = _features(0.9, 0.0, name=1.0)
+    assert pooled_relation(named, [0.25, 0.62, 0.4], pair).relation == 0.0

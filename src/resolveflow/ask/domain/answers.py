@@ -252,6 +252,21 @@ def relation(cosine: float, unrelated: float, related: float) -> float:
     return max(0.0, (cosine - unrelated) / (related - unrelated))
 
 
+def pooled_relation(
+    features: AnswerFeatures, cosines: Sequence[float], pair: tuple[float, float]
+) -> AnswerFeatures:
+    """``features`` with the relation of the closest in meaning of the pages the passage is
+    chosen from (their best chunks' ``cosines``), as the calibration reads the closest chunk of
+    the index: the ranking weighs the words enough to put first a page farther in meaning than
+    the second, and an answer quoted from the second is no less related for it. Read once
+    something relates (whether nothing does stays the top page's to say), and not when the
+    question names the top page: it is about that page, whose own closeness decides."""
+    if features.name_match >= 1.0 or features.title_coverage >= 1.0 or not cosines:
+        return features
+    closest = relation(max(cosines), *pair)
+    return features.model_copy(update={"relation": round(max(features.relation, closest), 4)})
+
+
 def validate_citations(output: ModelAnswer, retrieved: Sequence[int]) -> list[int]:
     """The model's citations if they are valid for this question; ``ModelOutputInvalid``
     otherwise: at least one, none repeated, each a chunk retrieved for this question."""
