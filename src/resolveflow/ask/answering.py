@@ -21,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from resolveflow.ask.calibration import calibration_points, saved_points
+from resolveflow.ask.choice import PassageScorer
 from resolveflow.ask.domain.answers import (
     ABSTENTION_TEXT,
     RUNNER_UP_RATIO,
@@ -29,21 +30,24 @@ from resolveflow.ask.domain.answers import (
     AnswerabilityRule,
     AnswerFeatures,
     AnswerOutcome,
+    Citation,
     DocumentRef,
     ModelAnswer,
+    pooled_relation,
     relation,
     term_coverage,
     validate_citations,
 )
 from resolveflow.ask.domain.page_names import HEAD_CHARS, name_match, page_names
 from resolveflow.ask.domain.question import AskedQuestion, lexical_weight, read_question
-from resolveflow.ask.extractive import citation, extractive
+from resolveflow.ask.extractive import POOLED_PAGES, Choice, Quote, choose, citation, extractive
 from resolveflow.ask.store import answers as store
-from resolveflow.ask.text import prompt, quote
+from resolveflow.ask.text import prompt
 from resolveflow.errors import InvalidInput
 from resolveflow.llm.errors import ModelError, ModelOutputInvalid
 from resolveflow.llm.protocol import ChatModel, Purpose
 from resolveflow.llm.structured import structured_call
+from resolveflow.retrieval.chunking import query_text
 from resolveflow.retrieval.fusion import DOCUMENT_KINDS
 from resolveflow.retrieval.records import Hit
 from resolveflow.retrieval.search import MAX_K, Searcher
@@ -59,6 +63,14 @@ DEPTH = 40
 SHOWN = 5  # documents listed as retrieved / related
 TITLE_BONUS = 0.15  # rank bonus per unit of title coverage (docs/ask.md)
 NAME_BONUS = 0.1  # rank bonus per unit of name match (a name the asker writes: 1)
+# Rank bonus per unit of the cosine of the page's head (its title and first paragraph: what it
+# is about) to the question, beside its best chunk's: a long guide's best chunk matches many
+# questions, its head few (docs/ask.md, "Page ranking").
+ABOUT_BONUS = 0.15
+# The words' share of a document's rank (before ``lexical_weight`` lowers it for a long
+# question): a share of the question's words' weight reads lower than a score scaled by the
+# best page's (few pages hold every word), so it weighs a little more than the search's 0.5.
+WORDS_WEIGHT = 0.6
 WHY_TERMS = 4  # shared words a tentative answer names per page
 MAX_QUESTION_CHARS = 4000
 
@@ -140,25 +152,72 @@ def _answer(
         state = documents_store.index_state(conn, tenant_id)
         points = saved_points(conn, tenant_id, state)
         ranked = _rank(service, conn, tenant_id, asked, hits)
-        features, shared = _features(conn, tenant_id, asked, ranked, state)
+        features, shared, idfs = _features(conn, tenant_id, asked, ranked, state)
     if points is None:  # the index changed since it was calibrated: measured once, then stored
         points = calibration_points(service.db, service.searcher.embedder, tenant_id)
-    if points is not None:
+    pair = points.pair if points is not None else None
+    if pair is not None:
         cosine = ranked[0].hit.scores.cosine
-        features = features.model_copy(
-            update={"relation": round(relation(cosine, *points.pair), 4)}
-        )
+        features = features.model_copy(update={"relation": round(relation(cosine, *pair), 4)})
     retrieved = [_ref(r) for r in ranked[:SHOWN]]
     outcome = service.rule.outcome(features)
     if outcome is AnswerOutcome.ABSTAINED:
         return ranked, False, _abstention(question, retrieved, features)
-    if outcome is AnswerOutcome.TENTATIVE:
+    if pair is not None:
+        pooled = [r.hit.scores.cosine for r in ranked[:POOLED_PAGES]]
+        features = pooled_relation(features, pooled, pair)
+        outcome = service.rule.outcome(features)
+    choice = None
+    if outcome is AnswerOutcome.ANSWERED:
+        choice = _choose(service, tenant_id, asked, idfs, ranked)
+        if choice is None:  # the top page was removed since the search
+            return ranked, False, _abstention(question, retrieved, features)
+        features = _passage_features(features, choice, pair)
+        if not service.rule.holds(features):
+            outcome = AnswerOutcome.TENTATIVE
+    if outcome is AnswerOutcome.TENTATIVE or choice is None:
         return ranked, False, _tentative(question, ranked[:SHOWN], shared, features)
     if service.model is None:
-        answer = _extractive(service, tenant_id, question, ranked, retrieved, features)
-    else:
-        answer = _generated(service, tenant_id, question, ranked, retrieved, features)
+        text, citations = extractive(choice)
+        return ranked, True, _extractive(question, text, citations, retrieved, features)
+    answer = _generated(service, tenant_id, question, choice, retrieved, features)
     return ranked, True, answer
+
+
+def _choose(
+    service: AskService,
+    tenant_id: UUID,
+    asked: AskedQuestion,
+    idfs: dict[str, float],
+    ranked: list[_Ranked],
+) -> Choice | None:
+    """The passages that answer, within the pages the ranking chose (``extractive.choose``)."""
+    scorer = PassageScorer(
+        service.db,
+        service.searcher.embedder,
+        tenant_id,
+        asked,
+        idfs,
+        service.searcher.params.fusion.document_lexical_weight,
+    )
+    pairs = [(r.hit, r.score) for r in ranked]
+    return choose(service.db, tenant_id, scorer, pairs, service.runner_up_ratio)
+
+
+def _passage_features(
+    features: AnswerFeatures, choice: Choice, pair: tuple[float, float] | None
+) -> AnswerFeatures:
+    """What the quoted passage that holds most of the question holds."""
+    best = choice.best
+    if best is None:
+        return features
+    return features.model_copy(
+        update={
+            "passage_coverage": best.coverage,
+            "passage_name": best.named,
+            "passage_relation": round(relation(best.cosine, *pair), 4) if pair else 0.0,
+        }
+    )
 
 
 def _search(service: AskService, tenant_id: UUID, text: str) -> list[Hit]:
@@ -207,21 +266,26 @@ def _rank(
     service: AskService, conn: Any, tenant_id: UUID, asked: AskedQuestion, hits: list[Hit]
 ) -> list[_Ranked]:
     """Meaning, plus the words weighed by how few the question has (``lexical_weight``), plus
-    bonuses for the title's words and for a name of the question the page is about."""
+    bonuses for the title's words, for a name of the question the page is about and for how
+    close its head is in meaning. The words count as the share of the question's words' weight
+    the page's best chunk holds, not against the best page's score: scaled by the best, a long
+    guide whose many chunks hold a few generic words got the words' full weight and outranked
+    the reference page that names what is asked (docs/ask.md, "Page ranking")."""
     ids = [h.document_id for h in hits]
     titles = store.title_cover(conn, tenant_id, asked.text, ids)
+    vector = service.searcher.embedder.embed_query(query_text(asked.search_text))
+    heads = store.head_cosines(conn, tenant_id, documents_store.vector_literal(vector), ids)
     names = {
         head.id: page_names(head.external_id, head.title, head.head, head.headings)
         for head in store.page_heads(conn, tenant_id, ids, HEAD_CHARS)
     }
     fusion = service.searcher.params.fusion
-    document_weight = lexical_weight(asked.term_count, fusion.document_lexical_weight)
+    document_weight = lexical_weight(asked.term_count, WORDS_WEIGHT)
     report_weight = lexical_weight(asked.term_count, fusion.lexical_weight)
-    top_lexical = max((h.scores.lexical for h in hits), default=0.0)
     ranked: list[_Ranked] = []
     for hit in hits:
         weight = document_weight if hit.kind in DOCUMENT_KINDS else report_weight
-        lexical = hit.scores.lexical / top_lexical if top_lexical > 0 else 0.0
+        lexical = min(1.0, hit.scores.lexical_share)
         name, matched = name_match(asked.names, names.get(hit.document_id, frozenset()))
         title = titles.get(hit.document_id, 0.0)
         score = (
@@ -229,6 +293,7 @@ def _rank(
             + weight * lexical
             + TITLE_BONUS * title
             + NAME_BONUS * matched
+            + ABOUT_BONUS * heads.get(hit.document_id, 0.0)
         )
         ranked.append(_Ranked(hit, score, title, name, matched))
     return sorted(ranked, key=lambda r: (-r.score, str(r.hit.document_id)))
@@ -240,10 +305,10 @@ def _features(
     asked: AskedQuestion,
     ranked: list[_Ranked],
     state: IndexState | None,
-) -> tuple[AnswerFeatures, dict[UUID, list[str]]]:
+) -> tuple[AnswerFeatures, dict[UUID, list[str]], dict[str, float]]:
     """The features of the top page (its ``relation`` is read against the calibration by the
-    caller), and the question's words each shown page holds (rarest first, as the question
-    wrote them, for a tentative answer's reasons)."""
+    caller), the question's words each shown page holds (rarest first, as the question wrote
+    them, for a tentative answer's reasons) and each word's idf (the passage choice's)."""
     top = ranked[0]
     terms = store.question_terms(conn, tenant_id, asked.search_text)
     chunks = state.chunk_count if state else 0
@@ -270,7 +335,7 @@ def _features(
         known_names=known,
         question_words=asked.term_count,
     )
-    return features, shared
+    return features, shared, idfs
 
 
 def _tentative(
@@ -340,25 +405,12 @@ def _abstention(
 
 
 def _extractive(
-    service: AskService,
-    tenant_id: UUID,
     question: str,
-    ranked: list[_Ranked],
+    text: str,
+    citations: list[Citation],
     retrieved: list[DocumentRef],
     features: AnswerFeatures,
 ) -> Answer:
-    """The most useful section(s) of the top document, quoted, each cited to its chunk; the page
-    a stub points to; and the runner-up's best section when it scores close (near-twins)."""
-    made = extractive(
-        service.db,
-        tenant_id,
-        question,
-        [(r.hit, r.score) for r in ranked],
-        service.runner_up_ratio,
-    )
-    if made is None:
-        return _abstention(question, retrieved, features)  # removed since the search
-    text, citations = made
     return Answer(
         question=question,
         text=text,
@@ -370,33 +422,42 @@ def _extractive(
     )
 
 
+def _given(choice: Choice) -> dict[int, tuple[str, str, Quote]]:
+    """The chosen passages as the model is given them, by chunk id (passages of one chunk
+    together): title, the passages under their heading paths, and the first for citing."""
+    given: dict[int, tuple[str, str, Quote]] = {}
+    for chosen in choice.quotes:
+        text = f"{chosen.section}\n{chosen.text}" if chosen.section else chosen.text
+        if chosen.chunk_id in given:
+            title, earlier, first = given[chosen.chunk_id]
+            given[chosen.chunk_id] = (title, f"{earlier}\n\n{text}", first)
+        else:
+            given[chosen.chunk_id] = (chosen.document.title, text, chosen)
+    return given
+
+
 def _generated(
     service: AskService,
     tenant_id: UUID,
     question: str,
-    ranked: list[_Ranked],
+    choice: Choice,
     retrieved: list[DocumentRef],
     features: AnswerFeatures,
 ) -> Answer:
-    """A model's answer over the retrieved passages; its citations are checked against what was
-    retrieved for this question in this tenant. Invalid answers are asked for again within the
-    bound, then the answer is the abstention; a spent budget (``LimitExceeded``) goes to the
-    caller."""
+    """A model's answer over the chosen passages (those the extractive answer quotes); its
+    citations are checked against them: chunks retrieved for this question in this tenant.
+    Invalid answers are asked for again within the bound, then the answer is the abstention; a
+    spent budget (``LimitExceeded``) goes to the caller."""
     assert service.model is not None
-    ids = [r.hit.chunk_id for r in ranked[:SHOWN]]
-    with service.db.tenant(tenant_id) as conn:
-        passages = store.chunks_by_id(conn, tenant_id, ids)
-    messages = prompt(
-        question,
-        [(cid, passages[cid].title, passages[cid].text) for cid in ids if cid in passages],
-    )
+    given = _given(choice)
+    messages = prompt(question, [(cid, title, text) for cid, (title, text, _) in given.items()])
     model = service.model
     try:
         made = structured_call(
             model,
             messages,
             ModelAnswer,
-            lambda output: (output, validate_citations(output, list(passages))),
+            lambda output: (output, validate_citations(output, list(given))),
             purpose=Purpose.ANSWER,
             attempts=service.max_model_attempts,
         )
@@ -408,7 +469,7 @@ def _generated(
         return _abstention(question, retrieved, features)
     output, cited = made.value
     citations = [
-        citation(n, cid, passages[cid], "", quote(passages[cid].text))
+        citation(n, cid, given[cid][2].document, given[cid][2].section, given[cid][2].text)
         for n, cid in enumerate(cited, start=1)
     ]
     return Answer(

@@ -91,6 +91,7 @@ def html_text(path: str, data: bytes, limits: TextLimits) -> tuple[str, str]:
     _signatures(root)
     _unlink_anchors(root)
     _table_cells(root)
+    _definitions_as_sections(soup, root)
     heading = root.find("h1")
     title = heading.get_text(" ", strip=True) if heading else page_title
     converter = MarkdownConverter(
@@ -149,6 +150,81 @@ def _unlink_anchors(root: Any) -> None:
             link.unwrap()
 
 
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_MADE = "data-definition"  # marks the headings made here
+_SIGNATURE = "data-signature"  # marks a term _signatures wrote as one code span
+
+
+def _definitions_as_sections(soup: Any, root: Any) -> None:
+    """A reference's definition list (Sphinx's ``<dl class="py class">``, a command's options
+    as mdBook writes them) holds one entry per name: each entry becomes its own section, headed
+    by the name one level below the heading it sits under, its full term (a signature, an
+    option with its argument) first in its body, so a passage is one definition with its
+    description and its heading path names it. Only lists whose terms carry an anchor (``id``)
+    are references; a plain glossary-like list stays a list."""
+    # Outermost lists only: nested ones are read with their entry.
+    outermost = [dl for dl in root.find_all("dl") if dl.find_parent("dl") is None]
+    for listing in filter(_is_reference, outermost):
+        previous = listing.find_previous(_page_heading)
+        level = int(previous.name[1]) + 1 if previous is not None else 2
+        listing.replace_with(_definition_sections(soup, listing, level))
+
+
+def _page_heading(tag: Any) -> bool:
+    """A heading of the page itself, not one made for an earlier definition."""
+    return tag.name in _HEADINGS and not tag.has_attr(_MADE)
+
+
+def _is_reference(listing: Any) -> bool:
+    return any(term.get("id") for term in listing.find_all("dt", recursive=False))
+
+
+def _definition_sections(soup: Any, listing: Any, level: int) -> Any:
+    """The entries of ``listing`` as headings and bodies at ``level`` (nested lists below)."""
+    out = soup.new_tag("div")
+    terms: list[Any] = []
+    for item in listing.find_all(["dt", "dd"], recursive=False):
+        if item.name == "dt":
+            terms.append(item)
+            continue
+        out.extend(_entry(soup, terms, min(level, 6)))
+        nested = [dl for dl in item.find_all("dl") if dl.find_parent("dl") is listing]
+        for inner in filter(_is_reference, nested):
+            inner.replace_with(_definition_sections(soup, inner, level + 1))
+        out.extend(list(item.children))
+        terms = []
+    return out
+
+
+def _entry(soup: Any, terms: list[Any], level: int) -> list[Any]:
+    """An entry's heading (its name: Sphinx's anchor such as ``csv.DictReader``, else the
+    terms' text) and its terms as a paragraph."""
+    names = [_term_name(term) for term in terms]
+    heading = soup.new_tag(f"h{level}", attrs={_MADE: ""})
+    heading.string = ", ".join(name for name in names if name) or "definition"
+    made = [heading]
+    if all(name == _term_text(term) for name, term in zip(names, terms, strict=True)):
+        return made  # the heading already reads as the terms (a command's options)
+    for term in terms:
+        paragraph = soup.new_tag("p")
+        paragraph.extend(list(term.children))
+        made.append(paragraph)
+    return made
+
+
+def _term_name(term: Any) -> str:
+    """Sphinx marks an object's name (``sig-name``) and anchors it by its dotted path."""
+    anchor = str(term.get("id", ""))
+    is_object = term.has_attr(_SIGNATURE) or term.find(class_="sig-name") is not None
+    if is_object and anchor and " " not in anchor:
+        return anchor
+    return _term_text(term)
+
+
+def _term_text(term: Any) -> str:
+    return " ".join(term.get_text("").split())
+
+
 def _classes(tag: Any) -> set[str]:
     return set(tag.get("class") or ()) if isinstance(tag, Tag) else set()
 
@@ -202,6 +278,7 @@ def _signatures(root: Any) -> None:
         text = _SPACES.sub(" ", term.get_text("")).strip()
         text = text.replace("( ", "(").replace(" )", ")")
         term.clear()
+        term[_SIGNATURE] = ""  # read by _term_name: the term is an object's signature
         code = Tag(name="code")
         code.string = text
         term.append(code)

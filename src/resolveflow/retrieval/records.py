@@ -89,6 +89,10 @@ class BranchScores:
     vector_rank: int | None  # the document's rank in the vector branch (1-based), if retrieved
     lexical: float  # best BM25 score (idf × impact) of the document's chunks (0: no term matched)
     lexical_rank: int | None
+    # ``lexical`` over the summed idf of the query's terms: the share of the question's words'
+    # weight the best chunk holds (1: each of them once in a chunk of typical length), which
+    # reads the same in any index, unlike a score scaled by the query's best.
+    lexical_share: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ class Searcher:
         if exclude is not None:
             rows = [r for r in rows if (r.source, r.external_id) != exclude]
         ranked = fuse(group_by_document(rows), self.params.fusion)[:k]
-        return [_hit(doc.best, doc, space) for doc in ranked]
+        weight = sum(lexical.idfs)
+        return [_hit(doc.best, doc, space, weight) for doc in ranked]
 
 
 def _ef_search(wanted: int, share: float, params: SearchParams) -> int:
@@ -153,7 +154,10 @@ def _ef_search(wanted: int, share: float, params: SearchParams) -> int:
     return int(min(params.ef_search_max, max(params.ef_search_min, needed)))
 
 
-def _hit(row: store.Candidate, doc: DocumentCandidate[store.Candidate], space: Any) -> Hit:
+def _hit(
+    row: store.Candidate, doc: DocumentCandidate[store.Candidate], space: Any, weight: float
+) -> Hit:
+    """The document's hit; ``weight`` is the summed idf of the query's terms (0: none kept)."""
     return Hit(
         document_id=row.document_id,
         chunk_id=row.chunk_id,
@@ -174,6 +178,7 @@ def _hit(row: store.Candidate, doc: DocumentCandidate[store.Candidate], space: A
             vector_rank=doc.vector_rank,
             lexical=doc.lexical,
             lexical_rank=doc.lexical_rank,
+            lexical_share=doc.lexical / weight if weight > 0 else 0.0,
         ),
         fused=doc.fused,
         relevance=relevance(space, doc.cosine),

@@ -24,4 +24,5 @@ def test_ask_prints_an_html_answer_s_table_as_columns_and_links_as_words(cli: Cl
     assert "formats.html" not in printed and "rfc-editor" not in printed
     assert "the file layout follows RFC 4180).¹" in printed
     assert "*args, **kwds)`" in printed and "***" not in printed and "\\|" not in printed
-    assert "[1] ledger — Reading ledger files (ledger.html" in printed  # no repeated section
+    # The definition quoted is named once, after its page's title (never the title again).
+    assert "[1] ledger — Reading ledger files § ledger.RowReader (ledger.html" in printed

@@ -89,6 +89,12 @@ class AnswerFeatures(BaseModel):
     known_names: int = 0
     # distinct words of what was searched: the coverage a page can reach falls with it
     question_words: int = 0
+    # Of the quoted passage that holds most of the question (ask/choice.py): the share of the
+    # question's words it holds (idf-weighted), the weight of the question's name its heading
+    # gives, and its own cosine placed on the calibration as ``relation`` is.
+    passage_coverage: float = 0.0
+    passage_name: float = 0.0
+    passage_relation: float = 0.0
 
 
 class Answer(BaseModel):
@@ -158,6 +164,14 @@ class AnswerabilityRule:
     related_coverage: float = 0.6
     answer_relation: float = 0.9
     named_relation: float = 0.45
+    # A quoted passage holds the question (``holds``) when it shares some of the question's
+    # words and is somewhat closer in meaning than off-topic questions get, both at once (as
+    # ``coverage_relation`` for a page): words alone held for passages that answer nothing. Chosen
+    # on the four dev corpora at once, in the middle of the range where each keeps its figures
+    # (docs/ask.md, "Passages").
+    passage_coverage: float = 0.3
+    passage_coverage_relation: float = 0.3
+    passage_relation: float = 0.9
 
     def outcome(self, features: AnswerFeatures) -> AnswerOutcome:
         # The question names what the page is about, in its own words or by the page's title.
@@ -189,6 +203,25 @@ class AnswerabilityRule:
             return AnswerOutcome.ANSWERED
         return AnswerOutcome.TENTATIVE
 
+    def holds(self, features: AnswerFeatures) -> bool:
+        """Whether a quoted passage holds what the question asks: a name the question gives is
+        the passage's heading or its page's, or it holds some of the question's words and is
+        somewhat closer in meaning than off-topic questions get, or on its own it is as close in
+        meaning as a page is to its own title. A page found by its many words whose best passage
+        holds none of this is listed as "may help", not quoted as the answer."""
+        # A question that names the page (its title, or a name it is about) names every
+        # passage's heading path, which starts with the page's title.
+        named = features.name_match >= 1.0 or features.title_coverage >= 1.0
+        return (
+            named
+            or features.passage_name >= 1.0
+            or (
+                features.passage_coverage >= self.passage_coverage
+                and features.passage_relation >= self.passage_coverage_relation
+            )
+            or features.passage_relation >= self.passage_relation
+        )
+
     def weak_coverage(self, question_words: int) -> float:
         """The coverage below which a barely related page shares "little" of a question of
         ``question_words`` distinct words (0: not known, the full floor)."""
@@ -217,6 +250,21 @@ def relation(cosine: float, unrelated: float, related: float) -> float:
     if related - unrelated <= 1e-6:
         return 0.0
     return max(0.0, (cosine - unrelated) / (related - unrelated))
+
+
+def pooled_relation(
+    features: AnswerFeatures, cosines: Sequence[float], pair: tuple[float, float]
+) -> AnswerFeatures:
+    """``features`` with the relation of the closest in meaning of the pages the passage is
+    chosen from (their best chunks' ``cosines``), as the calibration reads the closest chunk of
+    the index: the ranking weighs the words enough to put first a page farther in meaning than
+    the second, and an answer quoted from the second is no less related for it. Read once
+    something relates (whether nothing does stays the top page's to say), and not when the
+    question names the top page: it is about that page, whose own closeness decides."""
+    if features.name_match >= 1.0 or features.title_coverage >= 1.0 or not cosines:
+        return features
+    closest = relation(max(cosines), *pair)
+    return features.model_copy(update={"relation": round(max(features.relation, closest), 4)})
 
 
 def validate_citations(output: ModelAnswer, retrieved: Sequence[int]) -> list[int]:

@@ -80,6 +80,32 @@ def term_cover(
     return {row["document_id"]: set(row["lexemes"]) for row in rows}
 
 
+def passage_terms(conn: Connection, terms: list[str], texts: list[str]) -> list[set[str]]:
+    """The subset of ``terms`` each of ``texts`` holds, in order (no table is read)."""
+    if not texts:
+        return []
+    if not terms:
+        return [set() for _ in texts]
+    rows = conn.execute(
+        q("ask/store/answers", "passage_terms"), {"terms": terms, "texts": texts}
+    ).fetchall()
+    held = {int(row["n"]): set(row["lexemes"]) for row in rows}
+    return [held.get(n, set()) for n in range(1, len(texts) + 1)]
+
+
+def head_cosines(
+    conn: Connection, tenant_id: UUID, query_vector: str, document_ids: list[UUID]
+) -> dict[UUID, float]:
+    """Each document's head chunk's cosine to the question."""
+    if not document_ids:
+        return {}
+    rows = conn.execute(
+        q("ask/store/answers", "head_cosines"),
+        {"tenant_id": tenant_id, "query_vector": query_vector, "document_ids": document_ids},
+    ).fetchall()
+    return {row["document_id"]: float(row["cosine"]) for row in rows}
+
+
 def title_cover(
     conn: Connection, tenant_id: UUID, question: str, document_ids: list[UUID]
 ) -> dict[UUID, float]:

@@ -128,3 +128,21 @@ VALUES (%(tenant_id)s, %(space_id)s, %(chunk_count)s, %(unrelated)s, %(related)s
 ON CONFLICT (tenant_id) DO UPDATE
 SET space_id = EXCLUDED.space_id, chunk_count = EXCLUDED.chunk_count,
     unrelated = EXCLUDED.unrelated, related = EXCLUDED.related, computed_at = now()
+
+-- name: passage_terms
+-- Which of the question's terms each passage holds, read as the index reads text (stemmed,
+-- durations as words): the passage choice's shared words. Passages are given in order; ``n``
+-- is a passage's place (1-based).
+SELECT u.n, array(
+    SELECT v.lexeme FROM unnest(to_tsvector('english', rf_lexical_text(u.text))) AS v
+    WHERE v.lexeme = ANY(%(terms)s::text[])
+) AS lexemes
+FROM unnest(%(texts)s::text[]) WITH ORDINALITY AS u(text, n)
+
+-- name: head_cosines
+-- Each document's head chunk (its title and first paragraph: what the page is about) against
+-- the question's vector.
+SELECT c.document_id, 1 - (c.embedding <=> %(query_vector)s::vector) AS cosine
+FROM chunks c
+WHERE c.tenant_id = %(tenant_id)s AND c.document_id = ANY(%(document_ids)s::uuid[])
+  AND c.ordinal = 0 AND c.mailbox IS NULL
