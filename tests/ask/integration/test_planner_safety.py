@@ -130,10 +130,12 @@ def test_the_deadline_is_the_model_calls_timeout(scene: Scene) -> None:
     with FakeChatServer() as chat:
         chat.queue(Slow(5.0, Reply("{}")))
         model = OpenAIChatModel(chat.base_url, None, chat.model, timeout_seconds=60)
-        service = service_for(scene, model, PlanLimits(max_steps=3, max_seconds=0.3))
+        service = service_for(scene, model, PlanLimits(max_steps=3, max_seconds=1.0))
         result = plan(service, scene.principal, QUESTION)
         model.close()
     assert result.abstained and "time limit" in result.stopped
     [only] = result.trace  # the request was cut at the deadline, not answered after 5 s
     assert (only.tool, only.outcome) == ("(model)", "stopped")
-    assert len(chat.requests) == 1  # one request, cut at the deadline, never retried
+    # At most one request, cut at the deadline and never retried (on a loaded machine the
+    # deadline can pass before the server has read it: none, then, but never a second).
+    assert len(chat.requests) <= 1
