@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from resolveflow.adapters.embedder.protocol import Vectors
 from resolveflow.ask.calibration import calibration_points, saved_points
 from resolveflow.ask.choice import PassageScorer
 from resolveflow.ask.domain.answers import (
@@ -138,7 +139,11 @@ def _answer(
 ) -> tuple[list[_Ranked], bool | None, Answer]:
     """The ranking, the answerability decision (None: nothing retrieved) and the answer."""
     asked = read_question(question)
-    hits = _search(service, tenant_id, asked.search_text)
+    # The question is embedded once, outside any transaction, for the search, the pages' heads
+    # and the passages alike (an empty search text is the search's one-line refusal).
+    cleaned = query_text(asked.search_text)
+    vector = service.searcher.embedder.embed_query(cleaned) if cleaned else None
+    hits = _search(service, tenant_id, asked.search_text, vector)
     if not hits:
         empty = Answer(
             question=question,
@@ -151,7 +156,7 @@ def _answer(
     with service.db.tenant(tenant_id) as conn:
         state = documents_store.index_state(conn, tenant_id)
         points = saved_points(conn, tenant_id, state)
-        ranked = _rank(service, conn, tenant_id, asked, hits)
+        ranked = _rank(service, conn, tenant_id, asked, hits, vector)
         features, shared, idfs = _features(conn, tenant_id, asked, ranked, state)
     if points is None:  # the index changed since it was calibrated: measured once, then stored
         points = calibration_points(service.db, service.searcher.embedder, tenant_id)
@@ -169,7 +174,7 @@ def _answer(
         outcome = service.rule.outcome(features)
     choice = None
     if outcome is AnswerOutcome.ANSWERED:
-        choice = _choose(service, tenant_id, asked, idfs, ranked)
+        choice = _choose(service, tenant_id, asked, idfs, ranked, vector)
         if choice is None:  # the top page was removed since the search
             return ranked, False, _abstention(question, retrieved, features)
         features = _passage_features(features, choice, pair)
@@ -190,6 +195,7 @@ def _choose(
     asked: AskedQuestion,
     idfs: dict[str, float],
     ranked: list[_Ranked],
+    vector: Vectors | None,
 ) -> Choice | None:
     """The passages that answer, within the pages the ranking chose (``extractive.choose``)."""
     scorer = PassageScorer(
@@ -199,6 +205,7 @@ def _choose(
         asked,
         idfs,
         service.searcher.params.fusion.document_lexical_weight,
+        vector,
     )
     pairs = [(r.hit, r.score) for r in ranked]
     return choose(service.db, tenant_id, scorer, pairs, service.runner_up_ratio)
@@ -220,12 +227,12 @@ def _passage_features(
     )
 
 
-def _search(service: AskService, tenant_id: UUID, text: str) -> list[Hit]:
+def _search(service: AskService, tenant_id: UUID, text: str, vector: Vectors | None) -> list[Hit]:
     """The ``DEPTH`` best hits of the kinds it answers from; searched deeper when it keeps some
     kinds only, since earlier issues outnumber a project's pages many times over."""
     if service.kinds is None:
-        return service.searcher.search(tenant_id, text, k=DEPTH)
-    hits = service.searcher.search(tenant_id, text, k=MAX_K)
+        return service.searcher.search(tenant_id, text, k=DEPTH, vector=vector)
+    hits = service.searcher.search(tenant_id, text, k=MAX_K, vector=vector)
     return [hit for hit in hits if hit.kind in service.kinds][:DEPTH]
 
 
@@ -263,7 +270,12 @@ def _record(
 
 
 def _rank(
-    service: AskService, conn: Any, tenant_id: UUID, asked: AskedQuestion, hits: list[Hit]
+    service: AskService,
+    conn: Any,
+    tenant_id: UUID,
+    asked: AskedQuestion,
+    hits: list[Hit],
+    vector: Vectors | None,
 ) -> list[_Ranked]:
     """Meaning, plus the words weighed by how few the question has (``lexical_weight``), plus
     bonuses for the title's words, for a name of the question the page is about and for how
@@ -273,8 +285,11 @@ def _rank(
     the reference page that names what is asked (docs/ask.md, "Page ranking")."""
     ids = [h.document_id for h in hits]
     titles = store.title_cover(conn, tenant_id, asked.text, ids)
-    vector = service.searcher.embedder.embed_query(query_text(asked.search_text))
-    heads = store.head_cosines(conn, tenant_id, documents_store.vector_literal(vector), ids)
+    heads = (
+        store.head_cosines(conn, tenant_id, documents_store.vector_literal(vector), ids)
+        if vector is not None
+        else {}
+    )
     names = {
         head.id: page_names(head.external_id, head.title, head.head, head.headings)
         for head in store.page_heads(conn, tenant_id, ids, HEAD_CHARS)

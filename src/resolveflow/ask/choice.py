@@ -61,7 +61,7 @@ class PassageScorer:
     asked: AskedQuestion
     idfs: dict[str, float]
     lexical_share: float  # the fusion's lexical weight for documents
-    _vector: Vectors | None = None
+    _vector: Vectors | None = None  # the question's embedding when the caller has it already
 
     def ranked(self, found: Sequence[Unit]) -> list[ScoredUnit]:
         """``found`` best first (ties: reading order)."""

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.adapters.embedder.protocol import Embedder, Vectors
 from resolveflow.errors import InvalidInput
 from resolveflow.metrics import RETRIEVAL_SECONDS
 from resolveflow.retrieval.chunking import query_text
@@ -69,10 +69,12 @@ class Searcher:
         k: int = 10,
         as_of: datetime | None = None,
         exclude: tuple[str, str] | None = None,
+        vector: Vectors | None = None,
     ) -> list[Hit]:
         """The ``k`` best documents for ``text``; ``as_of`` keeps only documents created before
         it; ``exclude`` = (source, external id) drops that document (a query that is itself
-        indexed)."""
+        indexed); ``vector`` is the embedding of ``query_text(text)`` when the caller has it
+        already (not embedded again)."""
         if not 1 <= k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}")
         cleaned = query_text(text)
@@ -82,7 +84,8 @@ class Searcher:
         # transaction does the rest: index state, terms, ef_search and the search itself.
         started = time.perf_counter()
         with span("retrieval.embed"):
-            query_vector = store.vector_literal(self.embedder.embed_query(cleaned))
+            embedded = self.embedder.embed_query(cleaned) if vector is None else vector
+            query_vector = store.vector_literal(embedded)
         embed_ms = (time.perf_counter() - started) * 1000
         wanted = max(self.params.candidates, 3 * (k + (1 if exclude else 0)))
         started = time.perf_counter()
