@@ -15,6 +15,7 @@ import pytest
 
 import resolveflow.cli as cli
 from git_repos import commit, git, init
+from refine_cli import run_refine
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.git import CloneMissing, GitRepository
@@ -209,16 +210,17 @@ def test_a_configured_clone_that_is_missing_stops_refine_with_one_line(
     missing = tmp_path / "no-clone-here"
     with pytest.raises(CloneMissing, match="no-clone-here"):
         RepositoryHistory.read(REPO, GitRepository(missing))
-    policy = tmp_path / "policy.toml"
-    policy.write_text(f'[repositories."{REPO}".refine]\nclone = "{missing}"\n', "utf-8")
-    monkeypatch.setenv("RESOLVEFLOW_DATABASE_URL", database_url)
-    monkeypatch.setenv("RESOLVEFLOW_EMBEDDER", "fake")
-    monkeypatch.setenv("RESOLVEFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("RESOLVEFLOW_POLICY_FILE", str(policy))
-    monkeypatch.setattr(cli, "configure_logging", lambda level: None)
-    monkeypatch.setattr("sys.stdin", io.StringIO(_related(db, tenant).model_dump_json()))
-    code = cli.main(["refine", "step", "changes", "--tenant", "acme"])
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    code, _, stderr = run_refine(
+        ["refine", "step", "changes", "--tenant", "acme"],
+        _related(db, tenant).model_dump_json(),
+        repository=REPO,
+        clone=missing,
+        database_url=database_url,
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    err = [line for line in stderr.splitlines() if line.strip()]
     assert code == 7 and len(err) == 1 and "no-clone-here" in err[0], err
 
 
@@ -231,16 +233,16 @@ def test_a_text_ticket_names_its_repository_with_repo_and_gets_its_changes(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(f'[repositories."{REPO}".refine]\nclone = "{repo["path"]}"\n', "utf-8")
-    monkeypatch.setenv("RESOLVEFLOW_DATABASE_URL", database_url)
-    monkeypatch.setenv("RESOLVEFLOW_EMBEDDER", "fake")
-    monkeypatch.setenv("RESOLVEFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("RESOLVEFLOW_POLICY_FILE", str(policy))
-    monkeypatch.setattr(cli, "configure_logging", lambda level: None)
-    monkeypatch.setattr("sys.stdin", io.StringIO(TICKET))
-    code = cli.main(["refine", "-", "--repo", "Acme/Widgets", "--tenant", "acme", "--json"])
-    out = capsys.readouterr().out
+    code, out, _ = run_refine(
+        ["refine", "-", "--repo", "Acme/Widgets", "--tenant", "acme", "--json"],
+        TICKET,
+        repository=REPO,
+        clone=Path(str(repo["path"])),
+        database_url=database_url,
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
     assert code == 0, out
     doc = RefineDocument.model_validate_json(out)
     assert doc.ticket.repository == REPO and doc.suggested_files[0].path == CSV

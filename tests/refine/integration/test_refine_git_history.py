@@ -5,14 +5,13 @@ suggested files."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 
-import resolveflow.cli as cli
 from git_repos import commit, init
+from refine_cli import run_refine
 from resolveflow.accounts import admin
 from resolveflow.refine.domain.document import COMMIT_KIND, RefineDocument, TaskKind
 from resolveflow.store.database import Database
@@ -64,18 +63,17 @@ def _run(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> tuple[int, str, str]:
-    policy = tmp_path / "policy.toml"
-    block = f'[repositories."{REPO}".refine]\nclone = "{clone}"\n' if clone else ""
-    policy.write_text(block, "utf-8")
-    monkeypatch.setenv("RESOLVEFLOW_DATABASE_URL", database_url)
-    monkeypatch.setenv("RESOLVEFLOW_EMBEDDER", "fake")
-    monkeypatch.setenv("RESOLVEFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("RESOLVEFLOW_POLICY_FILE", str(policy))
-    monkeypatch.setattr(cli, "configure_logging", lambda level: None)
-    monkeypatch.setattr("sys.stdin", io.StringIO(TICKET))
-    code = cli.main(["refine", "-", "--repo", REPO, "--tenant", "acme", "--json"])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    args = ["refine", "-", "--repo", REPO, "--tenant", "acme", "--json"]
+    return run_refine(
+        args,
+        TICKET,
+        repository=REPO,
+        clone=clone,
+        database_url=database_url,
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
 
 
 def test_with_no_index_and_no_tracker_the_git_history_is_the_past_tasks(

@@ -1,0 +1,38 @@
+"""``resolveflow refine`` through the CLI's ``main`` in the test's process, against the test's
+database, with a policy file naming a repository's clone (or none) and the fake embedder."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from resolveflow import cli
+
+
+def run_refine(
+    args: list[str],
+    stdin: str,
+    *,
+    repository: str,
+    clone: Path | None,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, str, str]:
+    """The exit code, standard output and standard error of ``resolveflow *args`` reading
+    ``stdin``; ``clone`` is written as ``repository``'s ``refine.clone`` when given."""
+    policy = tmp_path / "policy.toml"
+    block = f'[repositories."{repository}".refine]\nclone = "{clone}"\n' if clone else ""
+    policy.write_text(block, "utf-8")
+    monkeypatch.setenv("RESOLVEFLOW_DATABASE_URL", database_url)
+    monkeypatch.setenv("RESOLVEFLOW_EMBEDDER", "fake")
+    monkeypatch.setenv("RESOLVEFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RESOLVEFLOW_POLICY_FILE", str(policy))
+    monkeypatch.setattr(cli, "configure_logging", lambda level: None)
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
