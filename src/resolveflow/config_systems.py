@@ -138,6 +138,11 @@ class EmbeddingSettings(SettingsGroup):
     # local-torch with quantize off only: int8 models embed one text per run (docs/retrieval.md)
     batch_size: int = Field(default=16, ge=1, le=1024)
     timeout_seconds: float = Field(default=30.0, gt=0)
+    # local: Ask re-reads its first pages for a short question with a cross-encoder shipped in
+    # the package (docs/ask.md, "Re-ranking"); none: the ranking alone.
+    reranker: Literal["local", "none"] = Field(
+        default="local", validation_alias="RESOLVEFLOW_RERANKER"
+    )
     openai_base_url: str | None = Field(
         default=None, validation_alias="RESOLVEFLOW_OPENAI_EMBEDDINGS_BASE_URL"
     )

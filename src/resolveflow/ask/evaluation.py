@@ -34,6 +34,7 @@ from pathlib import Path
 
 from resolveflow.accounts.scratch import kept_index
 from resolveflow.adapters.embedder.protocol import Embedder
+from resolveflow.adapters.reranker.protocol import Reranker
 from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.calibration import calibration_points
 from resolveflow.ask.domain.answers import Answer, AnswerOutcome, Citation
@@ -354,6 +355,7 @@ def evaluate_answers(
     params: SearchParams | None = None,
     model: ChatModel | None = None,
     limit: int | None = None,
+    reranker: Reranker | None = None,
 ) -> tuple[AnswerReport, list[Outcome]]:
     """Ask every question (the first ``limit``) of the corpus's index: the one kept from an
     earlier run on the same corpus, or a new one (kept for the next run)."""
@@ -370,7 +372,7 @@ def evaluate_answers(
         else:  # what asking derives from the index is this code's, not the earlier run's
             calibration_points(db, embedder, index.tenant_id, fresh=True)
         seconds = time.perf_counter() - started
-        service = AskService(db, Searcher(db, embedder, params), model)
+        service = AskService(db, Searcher(db, embedder, params), model, reranker=reranker)
         outcomes = [outcome(q, ask(service, index.tenant_id, q.question)) for q in questions]
     result = replace(report(outcomes), index_reused=index.reused, index_seconds=seconds)
     logger.info("answers evaluated", extra=result.as_json())

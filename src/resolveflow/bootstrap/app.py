@@ -22,7 +22,7 @@ from uuid import UUID
 
 from resolveflow.bootstrap import kinds as gate_kinds
 from resolveflow.bootstrap import schema as schema_setup
-from resolveflow.bootstrap.embedder import build_embedder
+from resolveflow.bootstrap.embedder import build_embedder, build_reranker
 from resolveflow.config import ModelSettings, Settings
 from resolveflow.errors import ConfigError
 from resolveflow.store.database import Connection, Database
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from resolveflow.adapters.embedder.protocol import Embedder
     from resolveflow.adapters.github.oauth import GitHubOAuth
     from resolveflow.adapters.github.protocol import GitHub
+    from resolveflow.adapters.reranker.protocol import Reranker
     from resolveflow.bootstrap.github_app import ConfiguredApp
     from resolveflow.bootstrap.gitlab import TenantGitLab
     from resolveflow.bootstrap.health import WorkerStatus
@@ -313,6 +314,9 @@ class App:
 
     def embedder(self) -> Embedder:
         return self._once("embedder", lambda: build_embedder(self.settings))
+
+    def reranker(self) -> Reranker | None:
+        return self._once("reranker", lambda: build_reranker(self.settings))
 
     def searcher(self) -> Searcher:
         from resolveflow.retrieval.search import Searcher

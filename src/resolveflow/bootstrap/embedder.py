@@ -10,8 +10,19 @@ from resolveflow.errors import ConfigError
 
 if TYPE_CHECKING:  # numpy, behind the protocol, loads with the first embedder, not at start
     from resolveflow.adapters.embedder.protocol import Embedder
+    from resolveflow.adapters.reranker.protocol import Reranker
 
-__all__ = ["build_embedder"]
+__all__ = ["build_embedder", "build_reranker"]
+
+
+def build_reranker(settings: Settings) -> Reranker | None:
+    """``local`` (the default): ms-marco-MiniLM-L-12-v2 on ONNX Runtime, int8, shipped inside
+    the package; ``none``: Ask's ranking alone. The model loads on its first question."""
+    if settings.embedding.reranker == "none":
+        return None
+    from resolveflow.adapters.reranker.onnx_msmarco import OnnxCrossEncoder
+
+    return OnnxCrossEncoder(threads=settings.embedding.threads)
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -13,7 +13,7 @@ from resolveflow.ask.answering import ask as ask_question
 from resolveflow.ask.domain.answers import Answer, AnswerOutcome
 from resolveflow.ask.evaluation import TARGET_SETS, evaluate_answers, misses
 from resolveflow.bootstrap.app import search_params
-from resolveflow.bootstrap.embedder import build_embedder
+from resolveflow.bootstrap.embedder import build_embedder, build_reranker
 from resolveflow.cli import common
 from resolveflow.cli.model_cost import cost_json, metered, render_cost
 from resolveflow.cli.output import console, emit, fields, table, targets_table
@@ -29,7 +29,9 @@ def ask(
     """Answer a question from the tenant's documents, with citations, or say there is no source."""
     with common.app() as opened:
         tenant_id = admin.find_tenant(opened.db, common.tenant_name(opened, tenant)).id
-        service = AskService(opened.db, opened.searcher(), opened.model())
+        service = AskService(
+            opened.db, opened.searcher(), opened.model(), reranker=opened.reranker()
+        )
         answer = ask_question(service, tenant_id, question)
     emit(answer.model_dump(mode="json"), as_json, lambda: _render(answer))
 
@@ -101,6 +103,7 @@ def eval_answers(
             search_params(opened.settings),
             model,
             limit,
+            build_reranker(opened.settings),
         )
     missed = misses(outcomes)
     checks = result.checks(TARGET_SETS[targets])

@@ -86,7 +86,12 @@ class AgentTools:
             raise InvalidInput(f"the question is longer than {MAX_QUESTION_CHARS} characters")
         from resolveflow.bootstrap.mail_drafts import budgeted_model
 
-        service = AskService(self.app.db, self.app.searcher(), budgeted_model(self.app, principal))
+        service = AskService(
+            self.app.db,
+            self.app.searcher(),
+            budgeted_model(self.app, principal),
+            reranker=self.app.reranker(),
+        )
         return ask(service, principal.tenant_id, question, principal_id=principal.id)
 
     def run_evidence(self, principal: Principal, run_id: str) -> RunEvidence:

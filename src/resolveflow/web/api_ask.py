@@ -64,7 +64,7 @@ def answer_question(request: Request, principal: Principal, question: str) -> An
             principal_id=principal.id,
         )
         model = BudgetedModel(model, budget, principal.subject)
-    service = AskService(app.db, app.searcher(), model)
+    service = AskService(app.db, app.searcher(), model, reranker=app.reranker())
     return ask(service, principal.tenant_id, checked_question(question), principal_id=principal.id)
 
 

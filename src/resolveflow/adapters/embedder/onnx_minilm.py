@@ -23,15 +23,13 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
-from resolveflow.errors import ConfigError
+from resolveflow.adapters.onnx_model import OnnxModel, open_model
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +39,6 @@ MODEL_DIR = Path(__file__).resolve().parent / "minilm_onnx"
 MODEL_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 SPACE = EmbeddingSpace("local", f"{MODEL_NAME}:onnx-int8", DIMENSIONS)
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    tokenizer: Any  # tokenizers.Tokenizer (its stubs are partial)
-    session: Any  # onnxruntime.InferenceSession (untyped)
 
 
 class OnnxMiniLM:
@@ -60,7 +52,7 @@ class OnnxMiniLM:
         self.max_seq_length = max_seq_length
         self.threads = threads or usable_cores()
         self.model_dir = model_dir or MODEL_DIR
-        self._loaded: _Loaded | None = None
+        self._loaded: OnnxModel | None = None
         self._lock = threading.Lock()
 
     @property
@@ -70,47 +62,19 @@ class OnnxMiniLM:
         # made by one is rebuilt for the other (figures in docs/retrieval.md).
         return SPACE
 
-    def _load(self) -> _Loaded:
+    def _load(self) -> OnnxModel:
         with self._lock:
             if self._loaded is None:
                 self._loaded = self._open()
             return self._loaded
 
-    def _open(self) -> _Loaded:
-        model_path = self.model_dir / MODEL_FILE
-        tokenizer_path = self.model_dir / TOKENIZER_FILE
-        for path in (model_path, tokenizer_path):
-            if not path.is_file():
-                raise ConfigError(
-                    f"the ONNX embedder's {path.name} is missing at {path}; reinstall resolveflow "
-                    "or rebuild it with scripts/build_onnx_embedder.py"
-                )
-        try:
-            import onnxruntime as ort  # type: ignore[import-untyped]
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - an incomplete installation
-            raise ConfigError(
-                f"the ONNX embedder needs onnxruntime and tokenizers installed ({exc.name} is missing)"
-            ) from exc
+    def _open(self) -> OnnxModel:
         started = time.perf_counter()
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        # The shipped tokenizer.json pads every text to a fixed 128; a text runs alone, unpadded.
-        tokenizer.enable_truncation(max_length=self.max_seq_length)
-        tokenizer.no_padding()
-        options = ort.SessionOptions()
-        # One core per run; texts run side by side instead (embed_documents): a short text's
-        # matrices are too small to share between cores well.
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # No spinning between runs (as OMP_WAIT_POLICY=PASSIVE for torch), should a future
-        # setting give a run more than one thread: idle threads would take the cores from the
-        # Postgres backend the same process waits on next.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        opened = open_model(
+            self.model_dir / MODEL_FILE,
+            self.model_dir / TOKENIZER_FILE,
+            max_tokens=self.max_seq_length,
+            missing="reinstall resolveflow or rebuild the embedder with scripts/build_onnx_embedder.py",
         )
         logger.info(
             "embedder loaded",
@@ -122,7 +86,7 @@ class OnnxMiniLM:
                 "seconds": round(time.perf_counter() - started, 2),
             },
         )
-        return _Loaded(tokenizer=tokenizer, session=session)
+        return opened
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -139,7 +103,7 @@ class OnnxMiniLM:
                 rows = list(pool.map(embed, token_ids))
         return normalize(np.stack(rows))
 
-    def _embed_one(self, loaded: _Loaded, token_ids: list[int]) -> Vectors:
+    def _embed_one(self, loaded: OnnxModel, token_ids: list[int]) -> Vectors:
         ids = np.asarray([token_ids], dtype=np.int64)
         (hidden,) = loaded.session.run(
             None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
