@@ -11,6 +11,7 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
+from resolveflow.bootstrap.issue_check import check_issue, missing_issue
 from resolveflow.bootstrap.policy import PRODUCT_SECTIONS
 from resolveflow.cli import common, plain
 from resolveflow.cli.action_view import POSTED, fate
@@ -24,16 +25,14 @@ from resolveflow.cli.output import (
     timeline,
     whole,
 )
-from resolveflow.errors import NotFound, ProviderRejected, ResolveFlowError, Unavailable
+from resolveflow.errors import NotFound, Unavailable
 from resolveflow.policy_file import PolicyFile, parse_policy
 from resolveflow.refine.domain.rules import repository_refine
-from resolveflow.store import tenants as tenant_store
 from resolveflow.triage import runs as run_service
 from resolveflow.triage.domain.references import parse_issue_reference
 
 if TYPE_CHECKING:
     from resolveflow.bootstrap.app import App
-    from resolveflow.domain.records import Principal
 
 runs_app = typer.Typer(help="Triage runs.", no_args_is_help=True)
 
@@ -121,36 +120,6 @@ def _yes_no(value: Any) -> str:
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
-def _missing(opened: App, tenant_id: UUID, repository: str, number: int) -> NotFound | None:
-    """``NotFound`` when GitHub answers 404 for the issue; None when it is there, or when GitHub
-    could not say (the run then records why it could not read it)."""
-    from resolveflow.adapters.github.app_client import acting_for
-    from resolveflow.adapters.github.protocol import RepoName
-
-    try:
-        acting_for(opened.github, tenant_id).get_issue(RepoName.parse(repository), number)
-    except ProviderRejected as exc:
-        if exc.status == 404:
-            return NotFound(
-                f"{repository}#{number} does not exist (or the token cannot see it): "
-                "GitHub answered 404"
-            )
-    except ResolveFlowError:
-        pass
-    return None
-
-
-def _check_issue(opened: App, actor: Principal, repository: str, number: int) -> None:
-    """Before a run is started for it: an issue GitHub does not have is one line, and no run
-    (a failed one would stay in the inbox and the audit). A repository off the allowlist is
-    left to ``start``, which refuses it before asking GitHub anything."""
-    with opened.db.tenant(actor.tenant_id) as conn:
-        allowed = tenant_store.repository_allowed(conn, actor.tenant_id, repository)
-    missing = _missing(opened, actor.tenant_id, repository, number) if allowed else None
-    if missing is not None:
-        raise missing
-
-
 def _failure(
     opened: App, tenant_id: UUID, view: dict[str, Any], repository: str, number: int
 ) -> Exception:
@@ -158,7 +127,7 @@ def _failure(
     check and the run), otherwise unavailable (GitHub, the model or the database failed it;
     docs/cli.md)."""
     message = f"run {view['run_id']} failed: {view['detail'].get('error') or 'no reason recorded'}"
-    missing = _missing(opened, tenant_id, repository, number)
+    missing = missing_issue(opened, tenant_id, repository, number)
     if missing is not None:
         return NotFound(f"{missing.message}; run {view['run_id']} failed")
     return Unavailable(message)
@@ -174,7 +143,7 @@ def triage(
     repository, number = parse_issue_reference(issue)
     with common.app() as opened:
         actor = common.principal(opened, token)
-        _check_issue(opened, actor, repository, number)
+        check_issue(opened, actor, repository, number)
         run_id = opened.run_controller().start(actor, repository, number)
         view = run_service.describe_run(opened.db, actor, run_id)
         if wait:

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from resolveflow.accounts import limits
+from resolveflow.bootstrap.issue_check import check_issue
 from resolveflow.domain.vocabulary import ExecutionState, RunStatus
 from resolveflow.gate import decisions, feedback, quiet
 from resolveflow.gate import executions as execution_service
@@ -163,6 +164,8 @@ def start_run(request: Request, who: ViewerDep, body: StartRun) -> Json:
     app = wired(request)
     decisions.reject_unstorable(body.issue)
     repository, number = parse_issue_reference(body.issue)
+    # An issue GitHub does not have is a 404 and no run (nor a run counted against the cap).
+    check_issue(app, who.principal, repository, number)
     runs_per_day = app.settings.limits.runs_per_day
     limits.consume(app.db, who.principal, limits.LimitKind.RUNS, runs_per_day)
     run_id = app.run_controller().start(who.principal, repository, number)

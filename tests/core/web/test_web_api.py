@@ -183,3 +183,15 @@ def test_no_server_errors_anywhere_in_the_openapi_schema(web: Web) -> None:
 
         check()
     assert failures == []
+
+
+def test_a_run_for_an_issue_github_does_not_have_is_a_404_and_no_run(web: Web) -> None:
+    headers = web.api(web.world.requester_token)
+    response = web.client.post("/api/v1/runs", json={"issue": f"{REPO}#9999"}, headers=headers)
+    assert response.status_code == 404, response.text
+    detail = response.json()["message"]
+    assert f"{REPO}#9999 does not exist (or the token cannot see it)" in detail
+    assert detail.count("404") == 1
+    # No failed run left behind, and an issue that exists still starts one.
+    assert web.client.get("/api/v1/runs", headers=headers).json() == []
+    assert _start(web)["status"] == "awaiting_approval"
