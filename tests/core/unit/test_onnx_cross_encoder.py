@@ -24,6 +24,7 @@ def test_the_shipped_files_are_the_ones_summed() -> None:
         digest, name = line.split()
         assert hashlib.sha256((MODEL_DIR / name).read_bytes()).hexdigest() == digest, name
     assert "Apache License" in (MODEL_DIR / "LICENSE").read_text()
+    assert "ms-marco-MiniLM-L-12-v2" in (MODEL_DIR / "NOTICE").read_text()
 
 
 def test_a_passage_that_answers_scores_above_one_that_does_not() -> None:
