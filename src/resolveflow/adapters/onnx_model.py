@@ -1,14 +1,25 @@
 """A model shipped inside the package, run on ONNX Runtime on the CPU with its ``tokenizer.json``:
 what the embedder (``embedder/onnx_minilm.py``) and the re-ranker (``reranker/onnx_msmarco.py``)
-open alike. Neither torch nor transformers is imported."""
+open and run alike. Neither torch nor transformers is imported."""
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from resolveflow.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -52,3 +63,54 @@ def open_model(
         str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
     )
     return OnnxModel(tokenizer=tokenizer, session=session)
+
+
+class LazyModel:
+    """``open_model`` on first use, once, under a lock (loading takes about 0.3 s, and most
+    processes never need some of their models); ``loaded`` names it in the log with ``details``."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        *,
+        max_tokens: int,
+        missing: str,
+        loaded: str,
+        details: dict[str, object],
+    ) -> None:
+        self._open = partial(
+            open_model, model_path, tokenizer_path, max_tokens=max_tokens, missing=missing
+        )
+        self._message = loaded
+        self._details = details
+        self._model: OnnxModel | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> OnnxModel:
+        with self._lock:
+            if self._model is None:
+                started = time.perf_counter()
+                self._model = self._open()
+                seconds = round(time.perf_counter() - started, 2)
+                logger.info(self._message, extra={**self._details, "seconds": seconds})
+            return self._model
+
+
+def run_each(run: Callable[[T], R], inputs: Sequence[T], threads: int, name: str) -> list[R]:
+    """``run`` on each input alone, ``threads`` at a time, in ``inputs``' order. An int8 model
+    quantizes activations with one scale per run, so an input run in a batch would get a result
+    that depends on its neighbours; alone it is the same wherever it runs (the session is
+    thread-safe and ONNX Runtime releases the GIL)."""
+    workers = min(threads, len(inputs))
+    if workers <= 1:
+        return [run(item) for item in inputs]
+    with ThreadPoolExecutor(workers, thread_name_prefix=name) as pool:
+        return list(pool.map(run, inputs))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's affinity), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1

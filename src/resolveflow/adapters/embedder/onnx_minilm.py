@@ -17,21 +17,14 @@ for one run at a time on both cores, the same vectors bit for bit (docs/retrieva
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from resolveflow.adapters.embedder.protocol import EmbeddingSpace, Vectors, normalize
-from resolveflow.adapters.onnx_model import OnnxModel, open_model
-
-logger = logging.getLogger(__name__)
+from resolveflow.adapters.onnx_model import LazyModel, OnnxModel, run_each, usable_cores
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -51,9 +44,20 @@ class OnnxMiniLM:
     ) -> None:
         self.max_seq_length = max_seq_length
         self.threads = threads or usable_cores()
-        self.model_dir = model_dir or MODEL_DIR
-        self._loaded: OnnxModel | None = None
-        self._lock = threading.Lock()
+        model_dir = model_dir or MODEL_DIR
+        self._model = LazyModel(
+            model_dir / MODEL_FILE,
+            model_dir / TOKENIZER_FILE,
+            max_tokens=max_seq_length,
+            missing="reinstall resolveflow or rebuild the embedder with scripts/build_onnx_embedder.py",
+            loaded="embedder loaded",
+            details={
+                "model": MODEL_NAME,
+                "runtime": "onnxruntime",
+                "max_seq_length": max_seq_length,
+                "threads": self.threads,
+            },
+        )
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -62,45 +66,13 @@ class OnnxMiniLM:
         # made by one is rebuilt for the other (figures in docs/retrieval.md).
         return SPACE
 
-    def _load(self) -> OnnxModel:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._open()
-            return self._loaded
-
-    def _open(self) -> OnnxModel:
-        started = time.perf_counter()
-        opened = open_model(
-            self.model_dir / MODEL_FILE,
-            self.model_dir / TOKENIZER_FILE,
-            max_tokens=self.max_seq_length,
-            missing="reinstall resolveflow or rebuild the embedder with scripts/build_onnx_embedder.py",
-        )
-        logger.info(
-            "embedder loaded",
-            extra={
-                "model": MODEL_NAME,
-                "runtime": "onnxruntime",
-                "max_seq_length": self.max_seq_length,
-                "threads": self.threads,
-                "seconds": round(time.perf_counter() - started, 2),
-            },
-        )
-        return opened
-
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        loaded = self._load()
+        loaded = self._model.get()
         # Tokenized together, run alone, ``threads`` at a time.
         token_ids = [encoding.ids for encoding in loaded.tokenizer.encode_batch(list(texts))]
-        embed = partial(self._embed_one, loaded)
-        workers = min(self.threads, len(token_ids))
-        if workers == 1:
-            rows = [embed(ids) for ids in token_ids]
-        else:
-            with ThreadPoolExecutor(workers, thread_name_prefix="rf-onnx") as pool:
-                rows = list(pool.map(embed, token_ids))
+        rows = run_each(partial(self._embed_one, loaded), token_ids, self.threads, "rf-onnx")
         return normalize(np.stack(rows))
 
     def _embed_one(self, loaded: OnnxModel, token_ids: list[int]) -> Vectors:
@@ -115,10 +87,3 @@ class OnnxMiniLM:
     def embed_query(self, text: str) -> Vectors:
         vector: Vectors = self.embed_documents([text])[0]
         return vector
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (a container's affinity), not the machine's count."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1

@@ -12,21 +12,14 @@ Each pair runs alone, unpadded (int8's activation scale is per run, as the embed
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from resolveflow.adapters.embedder.onnx_minilm import usable_cores
-from resolveflow.adapters.onnx_model import OnnxModel, open_model
-
-logger = logging.getLogger(__name__)
+from resolveflow.adapters.onnx_model import LazyModel, OnnxModel, run_each, usable_cores
 
 MODEL_NAME = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 MODEL_DIR = Path(__file__).resolve().parent / "msmarco_onnx"
@@ -40,41 +33,22 @@ MAX_TOKENS = 256
 class OnnxCrossEncoder:
     def __init__(self, *, threads: int | None = None, model_dir: Path | None = None) -> None:
         self.threads = threads or usable_cores()
-        self.model_dir = model_dir or MODEL_DIR
-        self._loaded: OnnxModel | None = None
-        self._lock = threading.Lock()
-
-    def _load(self) -> OnnxModel:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._open()
-            return self._loaded
-
-    def _open(self) -> OnnxModel:
-        started = time.perf_counter()
-        opened = open_model(
-            self.model_dir / MODEL_FILE,
-            self.model_dir / TOKENIZER_FILE,
+        model_dir = model_dir or MODEL_DIR
+        self._model = LazyModel(
+            model_dir / MODEL_FILE,
+            model_dir / TOKENIZER_FILE,
             max_tokens=MAX_TOKENS,
             missing="reinstall resolveflow, or set RESOLVEFLOW_RERANKER=none",
+            loaded="re-ranker loaded",
+            details={"model": MODEL_NAME},
         )
-        logger.info(
-            "re-ranker loaded",
-            extra={"model": MODEL_NAME, "seconds": round(time.perf_counter() - started, 2)},
-        )
-        return opened
 
     def scores(self, question: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        loaded = self._load()
+        loaded = self._model.get()
         encodings = loaded.tokenizer.encode_batch([(question, text) for text in texts])
-        score = partial(self._score_one, loaded)
-        workers = min(self.threads, len(encodings))
-        if workers == 1:
-            return [score(e) for e in encodings]
-        with ThreadPoolExecutor(workers, thread_name_prefix="rf-rerank") as pool:
-            return list(pool.map(score, encodings))
+        return run_each(partial(self._score_one, loaded), encodings, self.threads, "rf-rerank")
 
     def _score_one(self, loaded: OnnxModel, encoding: Any) -> float:
         ids = np.asarray([encoding.ids], dtype=np.int64)
