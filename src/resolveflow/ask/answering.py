@@ -175,18 +175,17 @@ def _answer(
         state = documents_store.index_state(conn, tenant_id)
         points = saved_points(conn, tenant_id, state)
         ranked = _rank(service, conn, tenant_id, asked, hits, vector)
-        features, shared, idfs = _features(conn, tenant_id, asked, ranked, state)
-        texts = _reread_texts(service, conn, tenant_id, asked, ranked)
+        features, words = _features(conn, tenant_id, asked, ranked, state)
     if points is None:  # the index changed since it was calibrated: measured once, then stored
         points = calibration_points(service.db, service.searcher.embedder, tenant_id)
     pair = points.pair if points is not None else None
     if pair is not None:
         cosine = ranked[0].hit.scores.cosine
         features = features.model_copy(update={"relation": round(relation(cosine, *pair), 4)})
-    retrieved = [_ref(r) for r in ranked[:SHOWN]]
+    retrieved = _refs(ranked)
     outcome = service.rule.outcome(features)
     if outcome is AnswerOutcome.ABSTAINED:
-        ranked = _reranked(service.reranker, asked, ranked, texts)
+        ranked, _ = _listed(service, tenant_id, asked, ranked, None)
         return ranked, False, _abstention(question, _refs(ranked), features)
     if pair is not None:
         pooled = [r.hit.scores.cosine for r in ranked[:POOLED_PAGES]]
@@ -194,14 +193,14 @@ def _answer(
         outcome = service.rule.outcome(features)
     choice = None
     if outcome is AnswerOutcome.ANSWERED:
-        choice = _choose(service, tenant_id, asked, idfs, ranked, vector)
+        choice = _choose(service, tenant_id, asked, words.idfs, ranked, vector)
         if choice is None:  # the top page was removed since the search
             return ranked, False, _abstention(question, retrieved, features)
         features = _passage_features(features, choice, pair)
         if not service.rule.holds(features):
             outcome = AnswerOutcome.TENTATIVE
     if outcome is AnswerOutcome.TENTATIVE or choice is None:
-        ranked = _reranked(service.reranker, asked, ranked, texts)
+        ranked, shared = _listed(service, tenant_id, asked, ranked, words)
         return ranked, False, _tentative(question, ranked[:SHOWN], shared, features)
     if service.model is None:
         text, citations = extractive(choice)
@@ -340,15 +339,36 @@ def _refs(ranked: list[_Ranked]) -> list[DocumentRef]:
     return [_ref(r) for r in ranked[:SHOWN]]
 
 
-def _reread_texts(
-    service: AskService, conn: Any, tenant_id: UUID, asked: AskedQuestion, ranked: list[_Ranked]
-) -> list[tuple[str, str]]:
-    """What the re-ranker would read of each of the first pages, should none be quoted: its
-    best chunk and its head, each under its title; [] when there is no re-ranker or the question
-    is too long for it. Read in the ranking's transaction; the model runs outside it."""
-    if service.reranker is None or len(asked.text.split()) > RERANK_MAX_WORDS:
-        return []
-    first = ranked[:RERANK_DEPTH]
+@dataclass(frozen=True)
+class _Words:
+    """The question's indexed words: each one's idf (BM25's) and the word the question wrote."""
+
+    idfs: dict[str, float]
+    said: dict[str, str]
+
+
+def _listed(
+    service: AskService,
+    tenant_id: UUID,
+    asked: AskedQuestion,
+    ranked: list[_Ranked],
+    words: _Words | None,
+) -> tuple[list[_Ranked], dict[UUID, list[str]]]:
+    """The ranking of a list shown when no page is quoted: its first pages re-read when the
+    re-ranker applies to the question, and (with ``words``) the question's words each page
+    that may be shown holds. Read only here, on the lists' path, in one transaction; the
+    model runs outside it."""
+    reread = service.reranker is not None and len(asked.text.split()) <= RERANK_MAX_WORDS
+    first = ranked[:RERANK_DEPTH] if reread else ranked[:SHOWN]
+    with service.db.tenant(tenant_id) as conn:
+        texts = _reread_texts(conn, tenant_id, first) if reread else []
+        shared = _shared_words(conn, tenant_id, words, first) if words is not None else {}
+    return _reranked(service.reranker, asked, ranked, texts), shared
+
+
+def _reread_texts(conn: Any, tenant_id: UUID, first: list[_Ranked]) -> list[tuple[str, str]]:
+    """What the re-ranker reads of each of ``first``: its best chunk and its head, each under
+    its title."""
     chunks = store.chunks_by_id(conn, tenant_id, [r.hit.chunk_id for r in first])
     ids = [r.hit.document_id for r in first]
     heads = {h.id: h.head for h in store.page_heads(conn, tenant_id, ids, RERANK_HEAD_CHARS)}
@@ -363,6 +383,19 @@ def _reread_texts(
             )
         )
     return texts
+
+
+def _shared_words(
+    conn: Any, tenant_id: UUID, words: _Words, pages: list[_Ranked]
+) -> dict[UUID, list[str]]:
+    """The question's words each page holds, rarest first, each as the question wrote it (the
+    index's stems are no words to show): a listed page's reasons."""
+    ids = [r.hit.document_id for r in pages]
+    covered = store.term_cover(conn, tenant_id, list(words.idfs), ids)
+    rarest = sorted(words.idfs, key=lambda w: (-words.idfs[w], w))
+    return {
+        doc: [words.said.get(w, w) for w in rarest if w in held] for doc, held in covered.items()
+    }
 
 
 def _reranked(
@@ -401,24 +434,16 @@ def _features(
     asked: AskedQuestion,
     ranked: list[_Ranked],
     state: IndexState | None,
-) -> tuple[AnswerFeatures, dict[UUID, list[str]], dict[str, float]]:
+) -> tuple[AnswerFeatures, _Words]:
     """The features of the top page (its ``relation`` is read against the calibration by the
-    caller), the question's words each shown page holds (rarest first, as the question wrote
-    them, for a tentative answer's reasons) and each word's idf (the passage choice's)."""
+    caller) and the question's words: each one's idf (the passage choice's) and as the
+    question wrote it (a listed page's reasons)."""
     top = ranked[0]
     terms = store.question_terms(conn, tenant_id, asked.search_text)
     chunks = state.chunk_count if state else 0
     # BM25's idf; a word the index has never seen gets the highest (chunks = 0).
     idfs = {t.lexeme: math.log(1 + (chunks - t.chunks + 0.5) / (t.chunks + 0.5)) for t in terms}
-    # The words of every page a re-read may show (the re-ranker reads the first RERANK_DEPTH).
-    shown = [r.hit.document_id for r in ranked[: max(SHOWN, RERANK_DEPTH)]]
-    covered = store.term_cover(conn, tenant_id, list(idfs), shown)
-    # Rarest first, each as the question wrote it (the index's stems are no words to show).
-    said = {t.lexeme: t.word for t in terms}
-    shared = {
-        doc: [said.get(w, w) for w in sorted(words, key=lambda w: (-idfs.get(w, 0.0), w))]
-        for doc, words in covered.items()
-    }
+    covered = store.term_cover(conn, tenant_id, list(idfs), [top.hit.document_id])
     unseen = sum(1 for t in terms if t.chunks == 0) / len(terms) if terms else 0.0
     known = store.known_names(conn, tenant_id, list(asked.names))
     features = AnswerFeatures(
@@ -432,7 +457,7 @@ def _features(
         known_names=known,
         question_words=asked.term_count,
     )
-    return features, shared, idfs
+    return features, _Words(idfs, {t.lexeme: t.word for t in terms})
 
 
 def _tentative(
