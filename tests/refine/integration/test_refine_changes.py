@@ -15,7 +15,7 @@ import pytest
 
 import resolveflow.cli as cli
 from git_repos import commit, git, init
-from refine_cli import run_refine
+from refine_cli import RefineCli
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.hashing import HashingEmbedder
 from resolveflow.adapters.git import CloneMissing, GitRepository
@@ -34,6 +34,8 @@ from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.records import SourceDocument
 from resolveflow.retrieval.search import Searcher
 from resolveflow.store.database import Database
+
+pytest_plugins = ["refine_cli"]
 
 REPO = "acme/widgets"
 SOURCE = "github:acme/widgets"
@@ -200,48 +202,33 @@ def test_a_partial_clone_warns_about_missing_objects_and_goes_on(
 
 
 def test_a_configured_clone_that_is_missing_stops_refine_with_one_line(
-    db: Database,
-    tenant: UUID,
-    database_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    db: Database, tenant: UUID, tmp_path: Path, refine_cli: RefineCli
 ) -> None:
     missing = tmp_path / "no-clone-here"
     with pytest.raises(CloneMissing, match="no-clone-here"):
         RepositoryHistory.read(REPO, GitRepository(missing))
-    code, _, stderr = run_refine(
+    code, _, stderr = refine_cli(
         ["refine", "step", "changes", "--tenant", "acme"],
         _related(db, tenant).model_dump_json(),
-        repository=REPO,
-        clone=missing,
-        database_url=database_url,
-        tmp_path=tmp_path,
-        monkeypatch=monkeypatch,
-        capsys=capsys,
+        REPO,
+        missing,
     )
     err = [line for line in stderr.splitlines() if line.strip()]
     assert code == 7 and len(err) == 1 and "no-clone-here" in err[0], err
 
 
 def test_a_text_ticket_names_its_repository_with_repo_and_gets_its_changes(
-    db: Database,
     tenant: UUID,
     repo: dict[str, object],
-    database_url: str,
-    tmp_path: Path,
+    refine_cli: RefineCli,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = run_refine(
+    code, out, _ = refine_cli(
         ["refine", "-", "--repo", "Acme/Widgets", "--tenant", "acme", "--json"],
         TICKET,
-        repository=REPO,
-        clone=Path(str(repo["path"])),
-        database_url=database_url,
-        tmp_path=tmp_path,
-        monkeypatch=monkeypatch,
-        capsys=capsys,
+        REPO,
+        Path(str(repo["path"])),
     )
     assert code == 0, out
     doc = RefineDocument.model_validate_json(out)

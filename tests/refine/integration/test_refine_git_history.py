@@ -11,10 +11,12 @@ from uuid import UUID
 import pytest
 
 from git_repos import commit, init
-from refine_cli import run_refine
+from refine_cli import RefineCli
 from resolveflow.accounts import admin
 from resolveflow.refine.domain.document import COMMIT_KIND, RefineDocument, TaskKind
 from resolveflow.store.database import Database
+
+pytest_plugins = ["refine_cli"]
 
 REPO = "acme/mailer"
 READER = "mailer/mail/files.py"
@@ -56,35 +58,13 @@ def tenant(db: Database) -> UUID:
     return admin.add_tenant(db, "acme").id  # nothing indexed
 
 
-def _run(
-    clone: Path | None,
-    database_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> tuple[int, str, str]:
-    args = ["refine", "-", "--repo", REPO, "--tenant", "acme", "--json"]
-    return run_refine(
-        args,
-        TICKET,
-        repository=REPO,
-        clone=clone,
-        database_url=database_url,
-        tmp_path=tmp_path,
-        monkeypatch=monkeypatch,
-        capsys=capsys,
-    )
+ARGS = ["refine", "-", "--repo", REPO, "--tenant", "acme", "--json"]
 
 
 def test_with_no_index_and_no_tracker_the_git_history_is_the_past_tasks(
-    tenant: UUID,
-    clone: Path,
-    database_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    tenant: UUID, clone: Path, refine_cli: RefineCli
 ) -> None:
-    code, out, err = _run(clone, database_url, tmp_path, monkeypatch, capsys)
+    code, out, err = refine_cli(ARGS, TICKET, REPO, clone)
     assert code == 0, err
     doc = RefineDocument.model_validate_json(out)
     kinds = {(t.kind, t.source) for t in doc.related}
@@ -106,13 +86,9 @@ def test_with_no_index_and_no_tracker_the_git_history_is_the_past_tasks(
 
 
 def test_with_no_index_and_no_clone_refine_stops_with_one_line(
-    tenant: UUID,
-    database_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    tenant: UUID, refine_cli: RefineCli
 ) -> None:
-    code, _, err = _run(None, database_url, tmp_path, monkeypatch, capsys)
+    code, _, err = refine_cli(ARGS, TICKET, REPO, None)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 7 and len(lines) == 1, lines
     assert "no search index" in lines[0] and "refine.clone" in lines[0]
