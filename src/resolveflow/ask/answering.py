@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -43,6 +43,13 @@ from resolveflow.ask.domain.answers import (
 from resolveflow.ask.domain.page_names import HEAD_CHARS, name_match, page_names
 from resolveflow.ask.domain.question import AskedQuestion, lexical_weight, read_question
 from resolveflow.ask.extractive import POOLED_PAGES, Choice, Quote, choose, citation, extractive
+from resolveflow.ask.reread import (
+    RERANK_DEPTH,
+    RERANK_MAX_WORDS,
+    Ranked,
+    reranked,
+    reread_texts,
+)
 from resolveflow.ask.store import answers as store
 from resolveflow.ask.text import prompt
 from resolveflow.errors import InvalidInput
@@ -73,21 +80,6 @@ ABOUT_BONUS = 0.15
 # question): a share of the question's words' weight reads lower than a score scaled by the
 # best page's (few pages hold every word), so it weighs a little more than the search's 0.5.
 WORDS_WEIGHT = 0.6
-# Re-ranking (docs/ask.md, "Re-ranking"): when no page is quoted as the answer, the pages listed
-# ("these may help", or the closest ones beside an abstention) are the first pages re-read by a
-# cross-encoder, which reads the question beside each page's best chunk and beside its head
-# (title and first paragraphs); the logistic of the better of the two, times the weight, is added
-# to the page's score. An answer is decided and quoted from the ranking without it: re-ranked
-# first pages were quoted more often with passages that do not hold what was asked (Cargo book:
-# confidently wrong 0.42 -> 0.50). It learned on MS MARCO's short web queries: a question of
-# more words than ``RERANK_MAX_WORDS`` (a pasted message) is never re-read (on R's pages, r-help
-# posts of 131 words median, it lowered MRR@5 from 0.335 to 0.308). Dev sets, MRR@5 without /
-# with: Cargo book 0.440 / 0.503, Rust book 0.624 / 0.664, runbooks 0.960 / 0.960, R's pages
-# 0.335 / 0.337; every other figure unchanged or better.
-RERANK_DEPTH = 20
-RERANK_WEIGHT = 0.5
-RERANK_MAX_WORDS = 30
-RERANK_HEAD_CHARS = 600
 WHY_TERMS = 4  # shared words a tentative answer names per page
 MAX_QUESTION_CHARS = 4000
 
@@ -107,16 +99,6 @@ class AskService:
     # answers from documentation only: earlier issues are its related part's to show.
     kinds: frozenset[str] | None = None
     reranker: Reranker | None = None  # None: the ranking alone
-
-
-@dataclass(frozen=True)
-class _Ranked:
-    hit: Hit
-    score: float
-    title_coverage: float
-    name: str = ""  # the question's name the page is about, "" when none
-    name_weight: float = 0.0
-    reread: float = 0.0  # the re-ranker's part of ``score`` (0: not re-read)
 
 
 def ask(
@@ -154,7 +136,7 @@ def _checked(question: str) -> str:
 
 def _answer(
     service: AskService, tenant_id: UUID, question: str
-) -> tuple[list[_Ranked], bool | None, Answer]:
+) -> tuple[list[Ranked], bool | None, Answer]:
     """The ranking, the answerability decision (None: nothing retrieved) and the answer."""
     asked = read_question(question)
     # The question is embedded once, outside any transaction, for the search, the pages' heads
@@ -214,7 +196,7 @@ def _choose(
     tenant_id: UUID,
     asked: AskedQuestion,
     idfs: dict[str, float],
-    ranked: list[_Ranked],
+    ranked: list[Ranked],
     vector: Vectors | None,
 ) -> Choice | None:
     """The passages that answer, within the pages the ranking chose (``extractive.choose``)."""
@@ -259,7 +241,7 @@ def _search(service: AskService, tenant_id: UUID, text: str, vector: Vectors | N
 def _record(
     service: AskService,
     principal_id: UUID | None,
-    ranked: list[_Ranked],
+    ranked: list[Ranked],
     answerable: bool | None,
     answer: Answer,
 ) -> dict[str, Any]:
@@ -297,7 +279,7 @@ def _rank(
     asked: AskedQuestion,
     hits: list[Hit],
     vector: Vectors | None,
-) -> list[_Ranked]:
+) -> list[Ranked]:
     """Meaning, plus the words weighed by how few the question has (``lexical_weight``), plus
     bonuses for the title's words, for a name of the question the page is about and for how
     close its head is in meaning. The words count as the share of the question's words' weight
@@ -318,7 +300,7 @@ def _rank(
     fusion = service.searcher.params.fusion
     document_weight = lexical_weight(asked.term_count, WORDS_WEIGHT)
     report_weight = lexical_weight(asked.term_count, fusion.lexical_weight)
-    ranked: list[_Ranked] = []
+    ranked: list[Ranked] = []
     for hit in hits:
         weight = document_weight if hit.kind in DOCUMENT_KINDS else report_weight
         lexical = min(1.0, hit.scores.lexical_share)
@@ -331,11 +313,11 @@ def _rank(
             + NAME_BONUS * matched
             + ABOUT_BONUS * heads.get(hit.document_id, 0.0)
         )
-        ranked.append(_Ranked(hit, score, title, name, matched))
+        ranked.append(Ranked(hit, score, title, name, matched))
     return sorted(ranked, key=lambda r: (-r.score, str(r.hit.document_id)))
 
 
-def _refs(ranked: list[_Ranked]) -> list[DocumentRef]:
+def _refs(ranked: list[Ranked]) -> list[DocumentRef]:
     return [_ref(r) for r in ranked[:SHOWN]]
 
 
@@ -351,9 +333,9 @@ def _listed(
     service: AskService,
     tenant_id: UUID,
     asked: AskedQuestion,
-    ranked: list[_Ranked],
+    ranked: list[Ranked],
     words: _Words | None,
-) -> tuple[list[_Ranked], dict[UUID, list[str]]]:
+) -> tuple[list[Ranked], dict[UUID, list[str]]]:
     """The ranking of a list shown when no page is quoted: its first pages re-read when the
     re-ranker applies to the question, and (with ``words``) the question's words each page
     that may be shown holds. Read only here, on the lists' path, in one transaction; the
@@ -361,32 +343,13 @@ def _listed(
     reread = service.reranker is not None and len(asked.text.split()) <= RERANK_MAX_WORDS
     first = ranked[:RERANK_DEPTH] if reread else ranked[:SHOWN]
     with service.db.tenant(tenant_id) as conn:
-        texts = _reread_texts(conn, tenant_id, first) if reread else []
+        texts = reread_texts(conn, tenant_id, first) if reread else []
         shared = _shared_words(conn, tenant_id, words, first) if words is not None else {}
-    return _reranked(service.reranker, asked, ranked, texts), shared
-
-
-def _reread_texts(conn: Any, tenant_id: UUID, first: list[_Ranked]) -> list[tuple[str, str]]:
-    """What the re-ranker reads of each of ``first``: its best chunk and its head, each under
-    its title."""
-    chunks = store.chunks_by_id(conn, tenant_id, [r.hit.chunk_id for r in first])
-    ids = [r.hit.document_id for r in first]
-    heads = {h.id: h.head for h in store.page_heads(conn, tenant_id, ids, RERANK_HEAD_CHARS)}
-    texts: list[tuple[str, str]] = []
-    for r in first:
-        chunk = chunks.get(r.hit.chunk_id)
-        body = chunk.text if chunk is not None else r.hit.snippet
-        texts.append(
-            (
-                f"{r.hit.title}\n{r.hit.section}\n{body}",
-                f"{r.hit.title}\n{heads.get(r.hit.document_id, '')}",
-            )
-        )
-    return texts
+    return reranked(service.reranker, asked, ranked, texts), shared
 
 
 def _shared_words(
-    conn: Any, tenant_id: UUID, words: _Words, pages: list[_Ranked]
+    conn: Any, tenant_id: UUID, words: _Words, pages: list[Ranked]
 ) -> dict[UUID, list[str]]:
     """The question's words each page holds, rarest first, each as the question wrote it (the
     index's stems are no words to show): a listed page's reasons."""
@@ -398,41 +361,11 @@ def _shared_words(
     }
 
 
-def _reranked(
-    reranker: Reranker | None,
-    asked: AskedQuestion,
-    ranked: list[_Ranked],
-    texts: list[tuple[str, str]],
-) -> list[_Ranked]:
-    """The first pages' scores raised by the re-ranker's reading (``RERANK_WEIGHT`` times the
-    logistic of its better score, chunk or head), the whole ranking sorted again."""
-    if reranker is None or not texts:
-        return ranked
-    flat = [text for pair in texts for text in pair]
-    scores = reranker.scores(asked.text, flat)
-    raised = [
-        replace(r, score=r.score + bonus, reread=bonus)
-        for r, bonus in zip(
-            ranked,
-            (
-                RERANK_WEIGHT * _logistic(max(scores[2 * i], scores[2 * i + 1]))
-                for i in range(len(texts))
-            ),
-            strict=False,
-        )
-    ]
-    return sorted(raised + ranked[len(texts) :], key=lambda r: (-r.score, str(r.hit.document_id)))
-
-
-def _logistic(logit: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(min(logit, 50.0), -50.0)))
-
-
 def _features(
     conn: Any,
     tenant_id: UUID,
     asked: AskedQuestion,
-    ranked: list[_Ranked],
+    ranked: list[Ranked],
     state: IndexState | None,
 ) -> tuple[AnswerFeatures, _Words]:
     """The features of the top page (its ``relation`` is read against the calibration by the
@@ -462,7 +395,7 @@ def _features(
 
 def _tentative(
     question: str,
-    shown: list[_Ranked],
+    shown: list[Ranked],
     shared: dict[UUID, list[str]],
     features: AnswerFeatures,
 ) -> Answer:
@@ -484,7 +417,7 @@ def _tentative(
     )
 
 
-def _why(ranked: _Ranked, words: list[str]) -> str:
+def _why(ranked: Ranked, words: list[str]) -> str:
     reasons: list[str] = []
     if ranked.name:
         reasons.append(f"about {ranked.name}, which the question names")
@@ -495,7 +428,7 @@ def _why(ranked: _Ranked, words: list[str]) -> str:
     return "; ".join(reasons)
 
 
-def _ref(ranked: _Ranked) -> DocumentRef:
+def _ref(ranked: Ranked) -> DocumentRef:
     return document_ref(ranked.hit, ranked.score)
 
 

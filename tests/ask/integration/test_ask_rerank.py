@@ -12,8 +12,9 @@ from uuid import UUID
 from resolveflow.accounts import admin
 from resolveflow.adapters.embedder.onnx_minilm import OnnxMiniLM
 from resolveflow.adapters.reranker.onnx_msmarco import OnnxCrossEncoder
-from resolveflow.ask.answering import RERANK_MAX_WORDS, RERANK_WEIGHT, AskService, ask
+from resolveflow.ask.answering import AskService, ask
 from resolveflow.ask.domain.answers import AnswerabilityRule, AnswerOutcome
+from resolveflow.ask.reread import RERANK_MAX_WORDS, RERANK_WEIGHT
 from resolveflow.ask.store import answers as answers_store
 from resolveflow.retrieval.ingest import Indexer
 from resolveflow.retrieval.search import Searcher

@@ -1,5 +1,5 @@
 """Ask's re-ranking: the first pages' scores raised by a cross-encoder's reading, for a short
-question only (answering._reranked; the shipped model itself: core/unit/test_onnx_cross_encoder.py,
+question only (ask/reread.py; the shipped model itself: core/unit/test_onnx_cross_encoder.py,
 through Ask and Postgres: ask/integration/test_ask_rerank.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import uuid4
 
-from resolveflow.ask.answering import RERANK_DEPTH, RERANK_WEIGHT, _Ranked, _reranked
 from resolveflow.ask.domain.question import read_question
+from resolveflow.ask.reread import RERANK_DEPTH, RERANK_WEIGHT, Ranked, reranked
 from resolveflow.retrieval.records import BranchScores, Hit
 
 
@@ -25,7 +25,7 @@ class ByWord:
         return [10.0 if self.word in text else -10.0 for text in texts]
 
 
-def _ranked(name: str, score: float) -> _Ranked:
+def _ranked(name: str, score: float) -> Ranked:
     hit = Hit(
         document_id=uuid4(),
         chunk_id=1,
@@ -45,14 +45,14 @@ def _ranked(name: str, score: float) -> _Ranked:
         fused=0.5,
         relevance=0.5,
     )
-    return _Ranked(hit, score, 0.0)
+    return Ranked(hit, score, 0.0)
 
 
-def _pages(n: int) -> list[_Ranked]:
+def _pages(n: int) -> list[Ranked]:
     return [_ranked(f"page{i}", 1.0 - i * 0.01) for i in range(n)]
 
 
-def _texts(pages: list[_Ranked], answering: str) -> list[tuple[str, str]]:
+def _texts(pages: list[Ranked], answering: str) -> list[tuple[str, str]]:
     return [
         (f"{p.hit.external_id} chunk", f"{p.hit.external_id} head {answering}")
         if p.hit.external_id == answering
@@ -66,7 +66,7 @@ def test_the_page_the_reader_finds_answering_rises_to_first() -> None:
     reader = ByWord("answers")
     texts = _texts(pages, "page3")
     texts[3] = ("page3 chunk", "page3 head answers")
-    ranked = _reranked(reader, read_question("how to copy a tree"), pages, texts)
+    ranked = reranked(reader, read_question("how to copy a tree"), pages, texts)
     assert [r.hit.external_id for r in ranked[:2]] == ["page3", "page0"]
     # Its head read as answering (the better of its two texts), the logistic of 10.
     assert 0.99 * RERANK_WEIGHT < ranked[0].reread <= RERANK_WEIGHT
@@ -83,5 +83,5 @@ def test_the_page_the_reader_finds_answering_rises_to_first() -> None:
 def test_no_reader_or_nothing_to_read_keeps_the_ranking() -> None:
     pages = _pages(5)
     question = read_question("how to copy a tree")
-    assert _reranked(None, question, pages, _texts(pages, "page3")) == pages
-    assert _reranked(ByWord("answers"), question, pages, []) == pages
+    assert reranked(None, question, pages, _texts(pages, "page3")) == pages
+    assert reranked(ByWord("answers"), question, pages, []) == pages
